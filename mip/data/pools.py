@@ -1,0 +1,234 @@
+"""Pools: the labelled instances of one task, sampled, content-hashed and cached (App. C.1).
+
+A pool takes every row a loader returns, keeps each exact text once, drops texts that
+carry two labels, and samples ``pool_size / 2`` instances of each label with
+``pool_seed``. Its version is a hash of its content, so a record that names a pool
+version names exactly the instances it could have drawn from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from filelock import FileLock
+
+from mip.data.sources import LOADERS, DataError, LoadResult, Row
+
+if TYPE_CHECKING:
+    from mip.config import TaskConfig
+
+#: Bump when a loader or the pooling rule changes what a pool holds.
+POOL_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Instance:
+    id: str
+    text: str
+    label: str
+
+
+@dataclass
+class PoolMeta:
+    task: str
+    labels: list[str]
+    source: str
+    files: list[str]
+    rows_read: int
+    dropped: dict[str, int]
+    rows_labelled: dict[str, int]
+    sampled: dict[str, int]
+    pool_seed: int
+    filtered: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Pool:
+    task: str
+    labels: tuple[str, str]
+    instances: list[Instance]
+    version: str
+    meta: PoolMeta
+
+    @cached_property
+    def _by_id(self) -> dict[str, Instance]:
+        return {x.id: x for x in self.instances}
+
+    @cached_property
+    def _by_label(self) -> dict[str, list[Instance]]:
+        out: dict[str, list[Instance]] = {label: [] for label in self.labels}
+        for x in self.instances:
+            out[x.label].append(x)
+        return out
+
+    def of_label(self, label: str) -> list[Instance]:
+        """This label's instances in the pool's stored (canonical) order."""
+        if label not in self._by_label:
+            raise ValueError(f"Task {self.task!r} has labels {list(self.labels)}, not {label!r}.")
+        return self._by_label[label]
+
+    def get(self, instance_id: str) -> Instance:
+        return self._by_id[instance_id]
+
+    def summary(self) -> str:
+        kept = ", ".join(f"{k}: {v}" for k, v in self.meta.sampled.items())
+        dropped = ", ".join(f"{k}: {v}" for k, v in self.meta.dropped.items()) or "none"
+        return (
+            f"pool {self.task}@{self.version}: read {self.meta.rows_read} rows from {self.meta.source}, "
+            f"dropped {sum(self.meta.dropped.values())} ({dropped}); sampled {kept}"
+            + (f"; unfiltered" if not self.meta.filtered else "")
+            + "".join(f"\n  note: {n}" for n in self.meta.notes)
+        )
+
+
+def pool_version(task: str, labels: tuple[str, str], instances: list[Instance]) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([task, list(labels), POOL_FORMAT]).encode())
+    for x in instances:
+        h.update(json.dumps([x.id, x.text, x.label], ensure_ascii=False).encode())
+    return h.hexdigest()[:16]
+
+
+def deduplicate(rows: list[Row], dropped: Counter) -> list[Row]:
+    """Keep each exact text once; drop every copy of a text that carries two labels."""
+    labels_of: dict[str, set[str]] = {}
+    for r in rows:
+        labels_of.setdefault(r.text, set()).add(r.label)
+    seen: set[str] = set()
+    out: list[Row] = []
+    for r in rows:
+        if len(labels_of[r.text]) > 1:
+            dropped["text with two labels"] += 1
+        elif r.text in seen:
+            dropped["duplicate text"] += 1
+        else:
+            seen.add(r.text)
+            out.append(r)
+    return out
+
+
+def sample_pool(cfg: TaskConfig, loaded: LoadResult) -> Pool:
+    """Pure: the pool of ``cfg`` from the rows a loader returned."""
+    labels = (cfg.labels[0], cfg.labels[1])
+    dropped = Counter(loaded.dropped)
+    rows = deduplicate(loaded.rows, dropped)
+    notes = list(loaded.notes)
+    per_label = cfg.pool_size // 2
+    instances: list[Instance] = []
+    labelled: dict[str, int] = {}
+    sampled: dict[str, int] = {}
+    for k, label in enumerate(labels):
+        of_label = [r for r in rows if r.label == label]
+        labelled[label] = len(of_label)
+        if len(of_label) <= per_label:
+            chosen = range(len(of_label))
+            if len(of_label) < per_label:
+                notes.append(f"label {label} has only {len(of_label)} of the {per_label} instances asked for; all kept")
+        else:
+            # One generator per label, so one label's count never shifts the other's sample.
+            rng = np.random.default_rng([cfg.pool_seed, k])
+            chosen = sorted(rng.choice(len(of_label), size=per_label, replace=False).tolist())
+        picked = [Instance(of_label[i].id, of_label[i].text, label) for i in chosen]
+        sampled[label] = len(picked)
+        instances += picked
+    if not all(sampled.values()):
+        raise DataError(
+            f"Task {cfg.name!r}: no instance of label(s) {[k for k, v in sampled.items() if not v]} "
+            f"after the label rule ({loaded.read} rows read). Check the task's labels and data source."
+        )
+    meta = PoolMeta(
+        task=cfg.name,
+        labels=list(labels),
+        source=loaded.source,
+        files=loaded.files,
+        rows_read=loaded.read,
+        dropped=dict(sorted(dropped.items())),
+        rows_labelled=labelled,
+        sampled=sampled,
+        pool_seed=cfg.pool_seed,
+        notes=notes,
+    )
+    return Pool(cfg.name, labels, instances, pool_version(cfg.name, labels, instances), meta)
+
+
+def _fingerprint(cfg: TaskConfig, data_dir: Path | None) -> str:
+    """What the cached pool depends on: the task's data config and the source files' stats."""
+    from omegaconf import OmegaConf
+
+    spec = {
+        "format": POOL_FORMAT,
+        "name": cfg.name,
+        "labels": list(cfg.labels),
+        "source": OmegaConf.to_container(OmegaConf.structured(cfg.source)),
+        "pool_size": cfg.pool_size,
+        "pool_seed": cfg.pool_seed,
+        "data_dir": str(data_dir) if data_dir else None,
+    }
+    if data_dir is not None:
+        root = data_dir / (cfg.source.local_dir or "")
+        if root.is_dir():
+            spec["files"] = sorted(
+                (str(p.relative_to(data_dir)), p.stat().st_size, p.stat().st_mtime_ns)
+                for p in root.rglob("*")
+                if p.is_file()
+            )
+    if cfg.source.path:
+        p = Path(cfg.source.path).expanduser()
+        if p.is_file():
+            spec["table"] = (str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns)
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _load_cached(path: Path) -> Pool | None:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        instances = [Instance(*x) for x in raw["instances"]]
+        meta = PoolMeta(**raw["meta"])
+        pool = Pool(meta.task, (meta.labels[0], meta.labels[1]), instances, raw["version"], meta)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pool if pool.version == pool_version(pool.task, pool.labels, instances) else None
+
+
+def _save(pool: Pool, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "version": pool.version,
+        "meta": asdict(pool.meta),
+        "instances": [[x.id, x.text, x.label] for x in pool.instances],
+    }
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(payload, f, ensure_ascii=False)
+    os.replace(tmp, path)
+
+
+def build_pool(cfg: TaskConfig, data_dir: str | Path | None, cache_dir: str | Path | None) -> Pool:
+    """Load, label, deduplicate and sample a task's pool, or return it from the cache."""
+    if cfg.source.loader not in LOADERS:
+        raise DataError(f"Task {cfg.name!r}: unknown loader {cfg.source.loader!r}; choose one of {', '.join(LOADERS)}.")
+    root = Path(data_dir).expanduser().resolve() if data_dir else None
+    if root is not None and not root.is_dir():
+        raise DataError(f"data_dir={data_dir} is not a folder. Point it at a folder laid out as shared/data/raw.")
+    if cache_dir is None:
+        return sample_pool(cfg, LOADERS[cfg.source.loader](cfg, root))
+    path = Path(cache_dir).expanduser() / "pools" / cfg.name / f"{_fingerprint(cfg, root)}.json"
+    if (pool := _load_cached(path)) is not None:
+        return pool
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if (pool := _load_cached(path)) is not None:  # another job built it meanwhile
+            return pool
+        pool = sample_pool(cfg, LOADERS[cfg.source.loader](cfg, root))
+        _save(pool, path)
+    return pool

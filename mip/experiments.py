@@ -1,0 +1,149 @@
+"""Expanding a job into experiments and building their prompts — pure functions.
+
+A job is one (model, pattern, seed, budget, prompt variant, setting) over its tasks,
+both majority labels and, for ``random``, every order seed (DESIGN.md §2).
+
+>>> plans = plan_job(cfg, pools)          # doctest: +SKIP
+>>> len(plans)                            # 5 tasks × 2 labels × 3 order seeds for random
+30
+
+Exercised by ``pytest tests/test_experiments.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mip import prompts
+from mip.config import Config, TaskConfig
+from mip.data import Instance, Pool
+from mip.instances import arrange, order_seeds_for, select
+from mip.records import Attempt, Experiment, Record, experiment_key
+
+
+@dataclass
+class Planned:
+    """One experiment with everything needed to call the model and store the result."""
+
+    experiment: Experiment
+    key: str
+    task: TaskConfig
+    pool: Pool
+    instances: list[Instance]
+    prompt: str | None
+    """The final prompt; None for self-prompting, whose prompt needs stage one's output."""
+
+    @property
+    def texts(self) -> list[str]:
+        return [x.text for x in self.instances]
+
+    @property
+    def gold(self) -> str:
+        return self.experiment.majority_label
+
+
+def generation_settings(cfg: Config) -> dict:
+    """What the model is run with; part of every experiment key."""
+    m = cfg.model
+    return {
+        "model_id": m.model_id,
+        "backend": m.backend,
+        "gguf_file": m.gguf_file,
+        "dtype": m.dtype,
+        "max_tokens": cfg.budget.max_tokens,
+        "max_attempts": cfg.max_attempts,
+        "temperature": 0.0,
+        "template_version": prompts.TEMPLATE_VERSION,
+    }
+
+
+def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -> tuple[list[Instance], list[Instance]]:
+    """(X_maj, X_min) of App. C.3 for one majority label."""
+    minority_label = next(label for label in pool.labels if label != majority_label)
+    try:
+        return select(pool.of_label(majority_label), pool.of_label(minority_label), n, p, seed)
+    except ValueError as e:
+        raise ValueError(f"Task {pool.task!r}, majority {majority_label!r}: {e}") from None
+
+
+def build_prompt(task: TaskConfig, variant: str, texts: list[str], instruction: str | None = None) -> str:
+    """The final prompt; self-prompting needs stage one's ``instruction``."""
+    if variant == "self_prompt":
+        if instruction is None:
+            raise ValueError("A self-prompting prompt needs the instruction written in stage one.")
+        return prompts.self_prompt(instruction, texts)
+    return prompts.standard_prompt(task.prompt, task.labels, texts, variant)
+
+
+def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
+    """Every experiment of one job, in a fixed order."""
+    if cfg.prompt_variant.name not in prompts.VARIANTS:
+        raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
+    generation = generation_settings(cfg)
+    plans: list[Planned] = []
+    for task in cfg.task.values():
+        pool = pools[task.name]
+        for majority_label in task.labels:
+            majority, minority = instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed)
+            for order_seed in order_seeds_for(cfg.pattern.name, cfg.order_seeds):
+                arranged = arrange(majority, minority, cfg.pattern.name, order_seed)
+                experiment = Experiment(
+                    model=cfg.model.name,
+                    task=task.name,
+                    n=cfg.n,
+                    p=cfg.p,
+                    majority_label=majority_label,
+                    seed=cfg.seed,
+                    pattern=cfg.pattern.name,
+                    order_seed=order_seed,
+                    prompt_variant=cfg.prompt_variant.name,
+                    budget=cfg.budget.name,
+                )
+                texts = [x.text for x in arranged]
+                prompt = None if cfg.prompt_variant.name == "self_prompt" else build_prompt(task, cfg.prompt_variant.name, texts)
+                plans.append(
+                    Planned(experiment, experiment_key(experiment, pool.version, generation), task, pool, arranged, prompt)
+                )
+    return plans
+
+
+def final_prompt(plan: Planned, counted: Attempt | None) -> str:
+    """The prompt a record's hash covers: the last prompt the counted attempt sent.
+
+    For self-prompting that is stage two's prompt, or stage one's when stage two was
+    never sent; before any call (input overflow) it is the planned prompt, or the
+    instance block alone for self-prompting.
+    """
+    if plan.prompt is not None:
+        return plan.prompt
+    stages = counted.stages if counted else []
+    instruction = next((s for s in stages if s.name == "instruction"), None)
+    if instruction is None:
+        return prompts.instance_block(plan.texts)
+    if not any(s.name == "answer" for s in stages):
+        return instruction.prompt or ""
+    return build_prompt(plan.task, "self_prompt", plan.texts, instruction.output)
+
+
+def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
+    """The exact prompt of a stored record (see :func:`final_prompt`), checked against its hash.
+
+    Raises ValueError when the pool is not the one the record was drawn from or the
+    rebuilt prompt's hash differs from the stored one.
+    """
+    if pool.version != record.pool_version:
+        raise ValueError(f"Record {record.key} was drawn from pool {record.pool_version}, not {pool.version}.")
+    try:
+        instances = [pool.get(i) for i in record.instance_ids]
+    except KeyError as e:
+        raise ValueError(f"Record {record.key} names instance {e} that pool {pool.version} does not hold.") from None
+    counted = next((a for a in record.attempts if a.verdict != "invalid"), record.attempts[-1] if record.attempts else None)
+    experiment = record.experiment
+    variant = experiment.prompt_variant
+    texts = [x.text for x in instances]
+    plan = Planned(experiment, record.key, task, pool, instances,
+                   None if variant == "self_prompt" else build_prompt(task, variant, texts))
+    prompt = final_prompt(plan, counted)
+    if prompts.prompt_hash(prompt) != record.prompt_hash:
+        raise ValueError(f"The rebuilt prompt of record {record.key} does not match its stored hash.")
+    return prompt

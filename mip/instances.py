@@ -1,0 +1,149 @@
+"""Instance sets and the seven order patterns (paper §3.3, App. C.3).
+
+Everything here is a pure function of its arguments; randomness enters only through
+the seeds ``s`` (selection) and ``s_order`` (the random pattern).
+
+>>> from mip.instances import arrange
+>>> arrange(["A1", "A2", "A3"], ["B1", "B2"], "majority_middle")
+['B1', 'A1', 'A2', 'A3', 'B2']
+
+Exercised by ``pytest tests/test_instances.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+#: Stable registry names of the patterns, in the order the paper lists them.
+PATTERNS: tuple[str, ...] = (
+    "random",
+    "majority_first",
+    "majority_last",
+    "majority_edges",
+    "majority_middle",
+    "soft_majority_edges",
+    "soft_majority_middle",
+)
+
+#: The counterpart pairs of App. C.3.
+COUNTERPARTS: tuple[tuple[str, str], ...] = (
+    ("majority_first", "majority_last"),
+    ("majority_edges", "majority_middle"),
+    ("soft_majority_edges", "soft_majority_middle"),
+)
+
+
+def split_counts(n: int, p: float) -> tuple[int, int]:
+    """Return ``(n_maj, n_min)`` with ``n_maj = p·n`` (§3.3).
+
+    ``p`` must lie strictly between 0.5 and 1 and ``p·n`` must be a whole number.
+    """
+    if n < 2:
+        raise ValueError(f"n must be at least 2, got n={n}.")
+    if not 0.5 < p < 1:
+        raise ValueError(
+            f"p must lie strictly between 0.5 and 1 (a majority and at least one minority instance), got p={p}."
+        )
+    n_maj = p * n
+    if abs(n_maj - round(n_maj)) > 1e-6:
+        raise ValueError(
+            f"n·p must be a whole number of majority instances, got n={n}, p={p} (n·p={n_maj:g}). "
+            "Choose n and p such that n·p is an integer."
+        )
+    n_maj = int(round(n_maj))
+    return n_maj, n - n_maj
+
+
+def select(
+    majority_pool: Sequence[T],
+    minority_pool: Sequence[T],
+    n: int,
+    p: float,
+    seed: int,
+) -> tuple[list[T], list[T]]:
+    """Draw the instance set of App. C.3: shuffle each label's pool with ``seed`` and
+    take the first ``n_maj`` majority and ``n_min`` minority instances.
+
+    The pools must be given in a canonical order (the pool's stored order), so that
+    the same seed always selects the same instances.
+    """
+    n_maj, n_min = split_counts(n, p)
+    for name, pool, need in (("majority", majority_pool, n_maj), ("minority", minority_pool, n_min)):
+        if need > len(pool):
+            raise ValueError(
+                f"The {name} label needs {need} instances (n={n}, p={p}) but the pool holds only {len(pool)}. "
+                "Lower n, or build a larger pool."
+            )
+    maj = _shuffled(majority_pool, seed)[:n_maj]
+    mino = _shuffled(minority_pool, seed)[:n_min]
+    return maj, mino
+
+
+def _shuffled(items: Sequence[T], seed: int) -> list[T]:
+    order = np.random.default_rng(seed).permutation(len(items))
+    return [items[i] for i in order]
+
+
+def arrange(
+    majority: Sequence[T],
+    minority: Sequence[T],
+    pattern: str,
+    order_seed: int | None = None,
+) -> list[T]:
+    """Arrange an instance set under one of the seven order patterns (App. C.3).
+
+    ``majority`` and ``minority`` are the selected lists in selection order
+    (X_maj, X_min). ``order_seed`` (s_order) is required for ``random`` and refused
+    for every other pattern. ``⊕`` below is list concatenation.
+
+    - random: shuffle of X_maj ⊕ X_min by s_order
+    - majority_first: X_maj ⊕ X_min;  majority_last: X_min ⊕ X_maj
+    - majority_edges: X_maj^L ⊕ X_min ⊕ X_maj^R, |X_maj^L| = ⌈n_maj/2⌉
+    - majority_middle: X_min^L ⊕ X_maj ⊕ X_min^R, |X_min^L| = ⌈n_min/2⌉
+    - soft_majority_edges: S^L ⊕ A ⊕ S^R, with A = (x^maj_1, x^min_1, …, x^maj_{n_min}, x^min_{n_min}),
+      S = the surplus majority (x^maj_{n_min+1}, …), |S^L| = ⌈|S|/2⌉
+    - soft_majority_middle: A^L ⊕ S ⊕ A^R, |A^L| = 2·⌈n_min/2⌉
+
+    >>> arrange([1, 2, 3, 4], [5, 6], "soft_majority_middle")
+    [1, 5, 3, 4, 2, 6]
+    """
+    maj, mino = list(majority), list(minority)
+    if pattern not in PATTERNS:
+        raise ValueError(f"Unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}.")
+    if pattern == "random":
+        if order_seed is None:
+            raise ValueError("The random pattern needs an order seed (s_order).")
+        return _shuffled(maj + mino, order_seed)
+    if order_seed is not None:
+        raise ValueError(f"Pattern {pattern!r} is deterministic; it takes no order seed.")
+    if len(maj) < len(mino):
+        raise ValueError(f"The majority list ({len(maj)}) must not be shorter than the minority list ({len(mino)}).")
+    if pattern == "majority_first":
+        return maj + mino
+    if pattern == "majority_last":
+        return mino + maj
+    if pattern == "majority_edges":
+        k = math.ceil(len(maj) / 2)
+        return maj[:k] + mino + maj[k:]
+    if pattern == "majority_middle":
+        k = math.ceil(len(mino) / 2)
+        return mino[:k] + maj + mino[k:]
+    alternating = [x for pair in zip(maj, mino) for x in pair]
+    surplus = maj[len(mino):]
+    if pattern == "soft_majority_edges":
+        k = math.ceil(len(surplus) / 2)
+        return surplus[:k] + alternating + surplus[k:]
+    # soft_majority_middle
+    k = 2 * math.ceil(len(mino) / 2)
+    return alternating[:k] + surplus + alternating[k:]
+
+
+def order_seeds_for(pattern: str, order_seeds: Sequence[int]) -> list[int | None]:
+    """The order seeds a pattern runs under: all of them for random, none otherwise."""
+    return list(order_seeds) if pattern == "random" else [None]

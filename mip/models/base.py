@@ -1,0 +1,64 @@
+"""The backend contract: hand over requests, get completions back as they finish."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Request:
+    """One chat request: a single user message and an output-token limit."""
+
+    id: str
+    prompt: str
+    max_tokens: int
+
+
+@dataclass
+class Completion:
+    """What came back for one request.
+
+    ``error`` marks a failure of the infrastructure (network, server, timeout): it is
+    never a model verdict; the runner retries it and, if it persists, leaves the
+    experiment unstored.
+    """
+
+    id: str
+    text: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    latency_s: float | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+class Backend(ABC):
+    """A model behind one method. Subclasses set ``deterministic`` and may count tokens.
+
+    >>> class Echo(Backend):
+    ...     def generate(self, requests):
+    ...         for r in requests:
+    ...             yield Completion(r.id, text=r.prompt, finish_reason="stop")
+    >>> [c.text for c in Echo().generate([Request("a", "hi", 4)])]
+    ['hi']
+    """
+
+    #: Whether a repeated request returns the same text (greedy local decoding).
+    deterministic: bool = False
+
+    @abstractmethod
+    def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
+        """Yield exactly one completion per request, in any order, as each finishes."""
+
+    def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
+        """Prompt tokens as the model sees them (chat template included), or None if unknown."""
+        return None
+
+    def close(self) -> None:
+        """Release what the backend holds (weights, connections)."""

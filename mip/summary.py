@@ -1,0 +1,82 @@
+"""What a job or a sweep did, as a verdict table per pattern (printed at the end of runs).
+
+    python -m mip.summary results/sweeps/2026-11-30/10-00-00
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from mip.instances import PATTERNS
+from mip.records import Record, Store
+
+VERDICT_COLUMNS = ("correct", "incorrect", "input_overflow", "parse", "truncated")
+
+
+def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
+    """Experiments per pattern by verdict (invalid split by kind), with valid-only accuracy."""
+    rows = [{"pattern": r.experiment.pattern, "verdict": r.invalid_kind or r.verdict} for r in records]
+    if not rows:
+        return pd.DataFrame(columns=["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc"])
+    counts = pd.crosstab(pd.DataFrame(rows)["pattern"], pd.DataFrame(rows)["verdict"])
+    counts = counts.reindex(columns=list(VERDICT_COLUMNS), fill_value=0)
+    order = [p for p in PATTERNS if p in counts.index] + [p for p in counts.index if p not in PATTERNS]
+    counts = counts.loc[order]
+    counts["experiments"] = counts.sum(axis=1)
+    valid = counts["correct"] + counts["incorrect"]
+    counts["valid-only acc"] = (counts["correct"] / valid.where(valid > 0)).round(3)
+    return counts
+
+
+def records_of(manifests: Iterable[Path]) -> tuple[list[Record], list[dict]]:
+    """The stored records of the jobs whose ``job.json`` manifests are given."""
+    jobs = [json.loads(m.read_text(encoding="utf-8")) for m in manifests]
+    records: list[Record] = []
+    for job in jobs:
+        store = Store(job["store_dir"])
+        index = {}
+        for key in job["keys"]:
+            index[key] = None
+        for record in _records_by_key(store, set(index)):
+            records.append(record)
+    return records, jobs
+
+
+def _records_by_key(store: Store, keys: set[str]) -> Iterable[Record]:
+    for model_dir in (d for d in store.root.iterdir() if d.is_dir()) if store.root.is_dir() else ():
+        for task_dir in (d for d in model_dir.iterdir() if d.is_dir()):
+            for key in keys & store.keys(model_dir.name, task_dir.name):
+                record = store.get(model_dir.name, task_dir.name, key)
+                if record is not None:
+                    yield record
+
+
+def describe(folder: Path) -> str:
+    manifests = sorted(folder.rglob("job.json"))
+    if not manifests:
+        return f"No job manifests (job.json) under {folder}."
+    records, jobs = records_of(manifests)
+    experiments = sum(j["experiments"] for j in jobs)
+    tokens = sum(j["prompt_tokens"] for j in jobs)
+    estimated = any(j["tokens_estimated"] for j in jobs)
+    lines = [f"{len(jobs)} job(s), {experiments} experiments, {tokens:,} prompt tokens"
+             + (" (estimated)" if estimated else " (tokenizer-counted)")]
+    if all(j["dry_run"] for j in jobs):
+        lines.append("Dry run: no model was called.")
+    else:
+        lines.append(verdict_table(records).to_string())
+        unstored = sum(j["unstored"] for j in jobs)
+        if unstored:
+            lines.append(f"{unstored} experiment(s) left unstored after infrastructure failures: rerun the same command.")
+        lines.append(f"Records: {', '.join(sorted({j['store_dir'] for j in jobs}))}")
+    lines.append(f"Job folders: {folder}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(describe(Path(sys.argv[1])))

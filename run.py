@@ -1,0 +1,44 @@
+"""Run experiments: one Hydra job per (model, pattern, seed, budget, prompt variant, setting).
+
+    python run.py -m +experiment=demo                          # the embedded demo
+    python run.py task=sentiment n=100 p=0.7 data_dir=../shared/data/raw
+    python run.py -m pattern=glob(*) seed=0,1,2 dry_run=true   # count the core grid
+"""
+
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from mip.config import Config, register
+from mip.runner import run_job
+
+register()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    config: Config = OmegaConf.to_object(cfg)
+    hydra_cfg = HydraConfig.get()
+    summary = run_job(config, hydra_cfg.runtime.output_dir)
+    verb = "would run" if summary.dry_run else "ran"
+    print(
+        f"[{hydra_cfg.job.override_dirname or 'defaults'}] {verb} {summary.experiments} experiments "
+        f"({summary.already_stored} already stored, {summary.stored_now} stored now, {summary.unstored} unstored), "
+        f"{summary.prompt_tokens:,} prompt tokens{' (estimated)' if summary.tokens_estimated else ''}; "
+        f"verdicts {summary.verdicts or '-'}"
+    )
+    if hydra_cfg.mode == RunMode.RUN:
+        from mip.summary import describe
+        from pathlib import Path
+
+        print(describe(Path(summary.output_dir)))
+    if not summary.ok:
+        print("\n".join(summary.errors[-20:]), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
