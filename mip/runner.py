@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,7 +176,7 @@ class _Execution:
         live: list[tuple[Planned, int]] = []
         for plan, n_tokens in zip(todo, tokens):
             if n_tokens >= self.cfg.model.context_window:
-                self._store(plan, n_tokens, [], scoring.INPUT_OVERFLOW, plan.prompt)
+                self._store(plan, n_tokens, [], scoring.INPUT_OVERFLOW)
             else:
                 live.append((plan, n_tokens))
         bar = tqdm(total=len(todo), initial=len(todo) - len(live), desc=f"{self.cfg.model.name}/{self.cfg.pattern.name}",
@@ -189,62 +189,62 @@ class _Execution:
         self.summary.verdicts = dict(self.verdicts)
 
     def _attempt_round(self, index: int, live: list[tuple[Planned, int]], bar: tqdm) -> list[tuple[Planned, int]]:
-        """One attempt for every live experiment; returns those that need another."""
-        final_prompts: dict[str, str] = {}
-        stage_one: dict[str, Stage] = {}
-        answerable = live
-        if self.cfg.prompt_variant.name == "self_prompt":
-            answerable = []
-            requests = [self._request(p.key, prompts.meta_prompt(p.task.prompt, len(p.instances)), 0) for p, _ in live]
-            results = self._call(requests)
-            for plan, n_tokens in live:
-                completion = results.get(plan.key)
-                if completion is None:
-                    continue  # infrastructure failure: left unstored
-                stage = self._stage("instruction", requests_by_id(requests)[plan.key], completion, keep_prompt=True)
-                stage_one[plan.key] = stage
-                if completion.finish_reason == "length" or not (completion.text or "").strip():
-                    kind = scoring.TRUNCATED if completion.finish_reason == "length" else scoring.PARSE
-                    self._finish_attempt(plan, n_tokens, index, [stage], None, scoring.INVALID, kind, None, bar)
-                    continue
-                final_prompts[plan.key] = build_prompt(plan.task, "self_prompt", plan.texts, completion.text)
-                answerable.append((plan, n_tokens))
-            if answerable:
-                counts = self.backend.count_tokens([final_prompts[p.key] for p, _ in answerable])
-                if counts is not None:
-                    answerable = [(p, c) for (p, _), c in zip(answerable, counts)]
-                fits = []
-                for plan, n_tokens in answerable:
-                    if n_tokens >= self.cfg.model.context_window:
-                        self._finish_attempt(plan, n_tokens, index, [stage_one[plan.key]], None, scoring.INVALID,
-                                             scoring.INPUT_OVERFLOW, final_prompts[plan.key], bar)
-                    else:
-                        fits.append((plan, n_tokens))
-                answerable = fits
-        else:
-            final_prompts = {p.key: p.prompt for p, _ in answerable}
+        """One attempt for every live experiment; returns those that need another.
 
-        requests = [self._request(p.key, final_prompts[p.key], n) for p, n in answerable]
-        results = self._call(requests)
-        by_id = requests_by_id(requests)
-        for plan, n_tokens in answerable:
-            completion = results.get(plan.key)
-            if completion is None:
-                continue
-            stages = ([stage_one[plan.key]] if plan.key in stage_one else []) + [self._stage("answer", by_id[plan.key], completion)]
+        Each verdict is stored as soon as its completion arrives.
+        """
+        if self.cfg.prompt_variant.name == "self_prompt":
+            stage_one, answerable = self._instructions(index, live, bar)
+        else:
+            stage_one, answerable = {}, [(p, n, p.prompt) for p, n in live]
+        requests = [self._request(p.key, prompt, n) for p, n, prompt in answerable]
+        by_key = {p.key: (p, n, prompt, r) for (p, n, prompt), r in zip(answerable, requests)}
+        for completion in self._calls(requests):
+            plan, n_tokens, prompt, request = by_key[completion.id]
+            stages = [s for s in [stage_one.get(plan.key)] if s] + [self._stage("answer", request, completion)]
             answer = scoring.parse_answer(completion.text, plan.task.labels)
             verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason)
-            self._finish_attempt(plan, n_tokens, index, stages, answer, verdict, kind, final_prompts[plan.key], bar)
+            self._finish_attempt(plan, n_tokens, index, stages, answer, verdict, kind, bar)
         # Another attempt for those that made this one and are not stored; an experiment
         # whose call failed for good this round is dropped, unstored, with its attempts.
         again = []
         for plan, n_tokens in live:
-            made = self.attempts.get(plan.key, [])
-            if len(made) == index + 1:
+            if len(self.attempts.get(plan.key, [])) == index + 1:
                 again.append((plan, n_tokens))
             else:
                 self.attempts.pop(plan.key, None)
         return again
+
+    def _instructions(self, index: int, live: list[tuple[Planned, int]], bar: tqdm):
+        """Self-prompting's first stage (App. B.2.3): the model writes the instruction.
+
+        Returns stage one by experiment and the experiments whose stage-two prompt is
+        ready and fits the context window. A truncated or empty instruction ends the
+        attempt as invalid (truncated / parse).
+        """
+        requests = [self._request(p.key, prompts.meta_prompt(p.task.prompt, len(p.instances)), 0) for p, _ in live]
+        by_key = {p.key: (p, n, r) for (p, n), r in zip(live, requests)}
+        stage_one: dict[str, Stage] = {}
+        ready: list[tuple[Planned, int, str]] = []
+        for completion in self._calls(requests):
+            plan, n_tokens, request = by_key[completion.id]
+            stage = stage_one[plan.key] = self._stage("instruction", request, completion, keep_prompt=True)
+            if completion.finish_reason == "length" or not (completion.text or "").strip():
+                kind = scoring.TRUNCATED if completion.finish_reason == "length" else scoring.PARSE
+                self._finish_attempt(plan, n_tokens, index, [stage], None, scoring.INVALID, kind, bar)
+            else:
+                ready.append((plan, n_tokens, build_prompt(plan.task, "self_prompt", plan.texts, completion.text)))
+        counts = self.backend.count_tokens([prompt for _, _, prompt in ready]) if ready else None
+        if counts is not None:
+            ready = [(p, c, prompt) for (p, _, prompt), c in zip(ready, counts)]
+        fits = []
+        for plan, n_tokens, prompt in ready:
+            if n_tokens >= self.cfg.model.context_window:
+                self._finish_attempt(plan, n_tokens, index, [stage_one[plan.key]], None, scoring.INVALID,
+                                     scoring.INPUT_OVERFLOW, bar)
+            else:
+                fits.append((plan, n_tokens, prompt))
+        return stage_one, fits
 
     # ------------------------------------------------------------------ pieces
     def _request(self, key: str, prompt: str, prompt_tokens: int) -> Request:
@@ -252,32 +252,33 @@ class _Execution:
         room = self.cfg.model.context_window - prompt_tokens
         return Request(key, prompt, max(1, min(self.cfg.budget.max_tokens, room)))
 
-    def _call(self, requests: list[Request]) -> dict[str, Completion]:
-        """Completions by request id; ids whose calls kept failing are missing (and reported)."""
-        results: dict[str, Completion] = {}
+    def _calls(self, requests: list[Request]) -> Iterator[Completion]:
+        """Completions as they arrive; failed calls are retried with backoff, and those
+        that keep failing are reported and never yielded (their experiments stay unstored)."""
         pending = requests
         for retry in range(self.cfg.infra_retries + 1):
             if not pending:
-                break
+                return
             failed: list[Request] = []
+            done: set[str] = set()
             by_id = requests_by_id(pending)
             try:
                 for completion in self.backend.generate(pending):
                     self.summary.calls += 1
+                    done.add(completion.id)
                     if completion.error:
                         failed.append(by_id[completion.id])
                     else:
-                        results[completion.id] = completion
+                        yield completion
             except Exception as e:  # noqa: BLE001 - a crashed backend call is an infrastructure failure
                 self.summary.errors.append(f"backend error: {type(e).__name__}: {str(e)[:300]}")
-                failed = [r for r in pending if r.id not in results]
+                failed += [r for r in pending if r.id not in done]
             pending = failed
             if pending and retry < self.cfg.infra_retries:
-                time.sleep(min(2 ** retry, 30))
+                time.sleep(min(2**retry, 30))
         for r in pending:
             self.summary.unstored += 1
             self.summary.errors.append(f"experiment {r.id}: infrastructure failure persisted; left unstored for a rerun")
-        return results
 
     def _stage(self, name: str, request: Request, c: Completion, keep_prompt: bool = False) -> Stage:
         return Stage(
@@ -296,15 +297,15 @@ class _Execution:
         )
 
     def _finish_attempt(self, plan: Planned, n_tokens: int, index: int, stages: list[Stage], answer: str | None,
-                        verdict: str, kind: str | None, prompt: str | None, bar: tqdm) -> None:
+                        verdict: str, kind: str | None, bar: tqdm) -> None:
         """Record one attempt; store the experiment when its verdict is final."""
         attempts = self.attempts.setdefault(plan.key, [])
         attempts.append(Attempt(index=index, stages=stages, answer=answer, verdict=verdict, invalid_kind=kind))
         if verdict != scoring.INVALID or len(attempts) >= self.max_attempts:
-            self._store(plan, n_tokens, self.attempts.pop(plan.key), kind, prompt)
+            self._store(plan, n_tokens, self.attempts.pop(plan.key), kind)
             bar.update(1)
 
-    def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], kind: str | None, prompt: str | None) -> None:
+    def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], kind: str | None) -> None:
         # The first valid attempt counts; if none is valid, the last one.
         counted = next((a for a in attempts if a.verdict != scoring.INVALID), attempts[-1] if attempts else None)
         verdict, answer = (counted.verdict, counted.answer) if counted else (scoring.INVALID, None)

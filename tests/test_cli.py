@@ -1,0 +1,98 @@
+"""run.py as a researcher runs it: sweeps, dry runs, bad input, kill and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mip.records import Store
+
+from .conftest import RAW, REPO, needs_raw, run_py
+
+
+@needs_raw
+def test_core_grid_multirun_is_21_jobs_and_270_experiments(results):
+    proc = run_py("-m", "model=smollm2_135m", "pattern=glob(*)", "seed=0,1,2", "dry_run=true",
+                  f"data_dir={RAW}", "progress=false")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = [json.loads(p.read_text()) for p in results.rglob("job.json")]
+    assert len(jobs) == 21
+    assert sum(j["experiments"] for j in jobs) == 270
+    assert all(j["dry_run"] and not j["tokens_estimated"] for j in jobs)
+    assert "21 job(s), 270 experiments" in proc.stdout
+    assert not list(results.rglob("store/*"))  # nothing was called or stored
+
+
+def test_bad_p_is_refused_clearly(results):
+    proc = run_py("model=mock", "task=arith", "p=0.45", "n=20")
+    assert proc.returncode != 0 and "strictly between 0.5 and 1" in proc.stderr
+
+
+def test_non_integer_majority_is_refused_clearly(results):
+    proc = run_py("model=mock", "task=arith", "p=0.55", "n=10")
+    assert proc.returncode != 0 and "n·p must be a whole number" in proc.stderr
+
+
+def test_missing_data_files_are_named(results, tmp_path):
+    proc = run_py("model=mock", "task=ner", f"data_dir={tmp_path}", "setting=smoke")
+    assert proc.returncode != 0 and "ner/train-en.tsv" in proc.stderr
+
+
+def test_sigkill_mid_job_then_rerun_completes_without_repeats(results, tmp_path):
+    """Kill -9 a job while it works; the rerun stores the rest and asks nothing twice."""
+    log = tmp_path / "calls.log"
+    args = ["model=mock", "task=arith", "pattern=random", "n=20", "p=0.6", "order_seeds=[0,1,2,3,4,5,6,7,8,9]",
+            "model.mock.latency_s=0.3", f"model.mock.call_log={log}", "progress=false"]
+    store_dir = results / "store" / "mock" / "arith"
+    proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), *args], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(store_dir.glob("*.json"))) < 5:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first_lines = log.read_text().splitlines()
+    stored_before = {p.stem for p in store_dir.glob("*.json")}
+    assert 5 <= len(stored_before) < 20
+    rerun = run_py(*args)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    rerun_ids = [line.split()[1] for line in log.read_text().splitlines()[len(first_lines):]]
+    records = list(Store(results / "store"))
+    assert len(records) == 20 and len({r.key for r in records}) == 20
+    assert not stored_before & set(rerun_ids)  # nothing stored was requested again
+    # The rerun asked for exactly what was missing: the unstored and the in-flight ones.
+    assert sorted(rerun_ids) == sorted({r.key for r in records} - stored_before)
+
+
+def test_two_jobs_on_one_store_at_once(results):
+    args = ["model=mock", "task=arith", "n=20", "p=0.6", "model.mock.latency_s=0.01", "progress=false"]
+    procs = [subprocess.Popen([sys.executable, str(REPO / "run.py"), *args, f"pattern={p}"], cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+             for p in ("majority_first", "majority_last")]
+    for p in procs:
+        assert p.wait(120) == 0
+    assert len(list(Store(results / "store"))) == 4
+
+
+@pytest.mark.timeout(600)
+def test_demo_with_the_real_smollm2_model(results):
+    """The embedded model end to end, on a tiny setting: records with real outputs."""
+    proc = run_py("model=smollm2_135m", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_edges",
+                  "budget.max_tokens=24", "progress=false")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = list(Store(results / "store"))
+    assert len(records) == 2
+    for r in records:
+        stage = r.attempts[0].stages[0]
+        assert stage.output and stage.completion_tokens and stage.prompt_tokens > 200
+        assert r.verdict in ("correct", "incorrect", "invalid")
+    assert re.search(r"majority_edges\s+\d+", proc.stdout)
+    assert "Records:" in proc.stdout

@@ -1,0 +1,200 @@
+"""The job loop with scripted backends: store, resume, attempts, failures, overflow."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from mip.data import build_pool
+from mip.experiments import plan_job, rebuild_prompt
+from mip.models import Backend, Completion, Request
+from mip.records import Store
+from mip.runner import run_job
+
+from .conftest import compose
+
+
+def config(tmp_path: Path, *overrides: str):
+    return compose("model=mock", "task=arith", "setting=smoke", "budget=smoke", "progress=false",
+                   f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
+
+
+class Scripted(Backend):
+    """Answers from a list of outputs per call number; records every request."""
+
+    def __init__(self, outputs: Sequence[str | Exception], deterministic: bool = False, finish: str = "stop"):
+        self.outputs, self.deterministic, self.finish = list(outputs), deterministic, finish
+        self.requests: list[Request] = []
+
+    def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
+        for r in requests:
+            out = self.outputs[min(len(self.requests), len(self.outputs) - 1)]
+            self.requests.append(r)
+            if isinstance(out, Exception):
+                yield Completion(r.id, error=str(out))
+            else:
+                yield Completion(r.id, text=out, finish_reason=self.finish, prompt_tokens=10, completion_tokens=5)
+
+
+def stored(cfg) -> list:
+    return list(Store(cfg.paths.store_dir))
+
+
+def test_job_stores_every_experiment_and_a_rerun_calls_nothing(tmp_path):
+    cfg = config(tmp_path, "pattern=random")
+    first = run_job(cfg, tmp_path / "job1")
+    assert first.experiments == 6 and first.stored_now == 6 and first.calls == 6  # 2 labels × 3 order seeds
+    records = stored(cfg)
+    assert len(records) == 6
+    assert {r.experiment.order_seed for r in records} == {0, 1, 2}
+    backend = Scripted(['{"answer": "even_number"}'])
+    second = run_job(cfg, tmp_path / "job2", backend=backend)
+    assert second.already_stored == 6 and second.stored_now == 0 and backend.requests == []
+    manifest = json.loads((tmp_path / "job2" / "job.json").read_text())
+    assert manifest["git"]["commit"] and manifest["keys"] == first.keys
+    assert (tmp_path / "job2" / "config.yaml").is_file()
+
+
+def test_records_rebuild_their_prompt_and_carry_gold_labels(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_middle")
+    run_job(cfg, tmp_path / "job")
+    pool = build_pool(cfg.task["arith"], None, cfg.paths.cache_dir)
+    for record in stored(cfg):
+        prompt = rebuild_prompt(record, cfg.task["arith"], pool)
+        assert prompt.count("Instance ") == 10
+        n_min = record.instance_labels.count(record.experiment.majority_label)
+        assert n_min == 6  # p = 0.6 of 10
+        assert [pool.get(i).label for i in record.instance_ids] == record.instance_labels
+        assert record.config["model"]["name"] == "mock" and record.git_commit
+        tampered = record.model_copy(update={"prompt_hash": "0" * 64})
+        with pytest.raises(ValueError, match="does not match its stored hash"):
+            rebuild_prompt(tampered, cfg.task["arith"], pool)
+
+
+def test_first_valid_attempt_counts_and_all_are_recorded(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "max_attempts=3")
+    # Calls go out round by round: both experiments fail twice, then answer.
+    backend = Scripted(["no json here", "no json here", "still nothing", "still nothing", '{"answer": "odd_number"}'])
+    summary = run_job(cfg, tmp_path / "job", backend=backend)
+    assert summary.stored_now == 2
+    for record in stored(cfg):
+        assert [a.verdict for a in record.attempts][-1] != "invalid"
+        assert record.attempts[0].invalid_kind == "parse"
+        assert record.answer == "odd_number"
+    assert len(backend.requests) == 6
+
+
+def test_invalid_after_all_attempts_keeps_the_last_kind(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "max_attempts=2")
+    backend = Scripted(["truncated text"], finish="length")
+    run_job(cfg, tmp_path / "job", backend=backend)
+    for record in stored(cfg):
+        assert record.verdict == "invalid" and record.invalid_kind == "truncated" and len(record.attempts) == 2
+
+
+def test_deterministic_backend_is_not_asked_twice(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "max_attempts=3")
+    backend = Scripted(["no json"], deterministic=True)
+    run_job(cfg, tmp_path / "job", backend=backend)
+    assert len(backend.requests) == 2
+    assert all(r.config["attempts_made_at_most"] == 1 for r in stored(cfg))
+
+
+def test_infrastructure_failures_are_retried_then_left_unstored(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "infra_retries=1")
+    backend = Scripted([RuntimeError("HTTP 503")])
+    summary = run_job(cfg, tmp_path / "job", backend=backend)
+    assert summary.unstored == 2 and not summary.ok and summary.stored_now == 0
+    assert stored(cfg) == []  # never a verdict
+    assert len(backend.requests) == 4  # first call + one retry, for each experiment
+    healed = Scripted(['{"answer": "even_number"}'])
+    again = run_job(cfg, tmp_path / "job2", backend=healed)
+    assert again.stored_now == 2 and again.ok
+
+
+def test_a_transient_failure_heals_within_the_job(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "infra_retries=2")
+    backend = Scripted([RuntimeError("reset"), '{"answer": "even_number"}'])
+    summary = run_job(cfg, tmp_path / "job", backend=backend)
+    assert summary.ok and summary.stored_now == 2
+
+
+class Crashing(Scripted):
+    def generate(self, requests):
+        yield from super().generate(requests[:1])
+        raise ConnectionError("server went away")
+
+
+def test_a_crashing_backend_loses_nothing_already_returned(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "infra_retries=0")
+    summary = run_job(cfg, tmp_path / "job", backend=Crashing(['{"answer": "even_number"}']))
+    assert summary.stored_now == 1 and summary.unstored == 1
+    assert any("server went away" in e for e in summary.errors)
+
+
+def test_input_overflow_is_found_before_any_call(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=50")
+    backend = Scripted(['{"answer": "even_number"}'])
+    backend.count_tokens = lambda prompts: [len(p) for p in prompts]
+    summary = run_job(cfg, tmp_path / "job", backend=backend)
+    assert backend.requests == [] and summary.verdicts == {"input_overflow": 2}
+    assert all(r.invalid_kind == "input_overflow" and r.attempts == [] for r in stored(cfg))
+
+
+def test_requests_never_ask_past_the_context_window(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=1000", "budget=20k")
+    backend = Scripted(['{"answer": "even_number"}'])
+    backend.count_tokens = lambda prompts: [400 for _ in prompts]
+    run_job(cfg, tmp_path / "job", backend=backend)
+    assert {r.max_tokens for r in backend.requests} == {600}
+
+
+def test_self_prompting_records_both_stages_and_rebuilds(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_last", "prompt_variant=self_prompt")
+    instruction = "Solve each expression, count parities, answer in JSON."
+    backend = Scripted([instruction, instruction, '{"answer": "even_number"}'])
+    run_job(cfg, tmp_path / "job", backend=backend)
+    assert [r.prompt.startswith("Write the instruction prompt") for r in backend.requests] == [True, True, False, False]
+    assert "over 10 arithmetic expressions" in backend.requests[0].prompt
+    pool = build_pool(cfg.task["arith"], None, cfg.paths.cache_dir)
+    for record in stored(cfg):
+        stages = record.attempts[0].stages
+        assert [s.name for s in stages] == ["instruction", "answer"]
+        assert stages[0].prompt.startswith("Write the instruction prompt")
+        prompt = rebuild_prompt(record, cfg.task["arith"], pool)
+        assert prompt.startswith("Solve each expression") and "Instance 10:" in prompt
+
+
+def test_self_prompting_empty_instruction_is_an_invalid_attempt(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_last", "prompt_variant=self_prompt", "max_attempts=2")
+    backend = Scripted(["", "Count.", '{"answer": "odd_number"}', "Count.", '{"answer": "odd_number"}'])
+    run_job(cfg, tmp_path / "job", backend=backend)
+    records = stored(cfg)
+    assert len(records) == 2
+    first = next(r for r in records if r.attempts[0].invalid_kind == "parse")
+    assert first.answer == "odd_number" and len(first.attempts) == 2
+
+
+def test_dry_run_counts_without_calling(tmp_path):
+    cfg = config(tmp_path, "pattern=random", "dry_run=true")
+    backend = Scripted(['{"answer": "even_number"}'])
+    summary = run_job(cfg, tmp_path / "job", backend=backend)
+    assert summary.experiments == 6 and summary.prompt_tokens > 0 and summary.tokens_estimated
+    assert backend.requests == [] and stored(cfg) == []
+
+
+def test_plan_core_grid_sizes():
+    cfg = compose("model=mock", "task=arith", "n=100", "p=0.7", "pattern=soft_majority_edges")
+    pools = {"arith": build_pool(cfg.task["arith"], None, None)}
+    plans = plan_job(cfg, pools)
+    assert len(plans) == 2 and len({p.key for p in plans}) == 2
+    assert all(len(p.instances) == 100 for p in plans)
+
+
+def test_n_larger_than_the_pool_names_the_numbers(tmp_path):
+    cfg = config(tmp_path, "n=2000", "p=0.55")
+    with pytest.raises(ValueError, match="needs 1100 instances .* holds only 500"):
+        run_job(cfg, tmp_path / "job")
