@@ -6,6 +6,7 @@
 """
 
 import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -13,7 +14,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from mip.config import Config, register
+from mip.data import DataError
 from mip.runner import run_job
+from mip.summary import describe
 
 register()
 
@@ -22,7 +25,11 @@ register()
 def main(cfg: DictConfig) -> None:
     config: Config = OmegaConf.to_object(cfg)
     hydra_cfg = HydraConfig.get()
-    summary = run_job(config, hydra_cfg.runtime.output_dir)
+    try:
+        summary = run_job(config, hydra_cfg.runtime.output_dir)
+    except (ValueError, DataError) as e:  # bad input: say what to do, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     verb = "would run" if summary.dry_run else "ran"
     print(
         f"[{hydra_cfg.job.override_dirname or 'defaults'}] {verb} {summary.experiments} experiments "
@@ -31,9 +38,6 @@ def main(cfg: DictConfig) -> None:
         f"verdicts {summary.verdicts or '-'}"
     )
     if hydra_cfg.mode == RunMode.RUN:
-        from mip.summary import describe
-        from pathlib import Path
-
         print(describe(Path(summary.output_dir)))
     if not summary.ok:
         print("\n".join(summary.errors[-20:]), file=sys.stderr)

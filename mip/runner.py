@@ -31,6 +31,7 @@ import mip
 from mip import prompts, scoring
 from mip.config import Config, to_plain
 from mip.data import Pool, build_pool
+from mip.instances import split_counts
 from mip.experiments import Planned, build_prompt, final_prompt, plan_job
 from mip.models import Backend, Completion, Request, build_backend
 from mip.records import Attempt, Record, Stage, Store
@@ -74,6 +75,20 @@ def git_commit() -> dict[str, str | bool | None]:
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
+def validate(cfg: Config) -> None:
+    """Refuse a job whose settings cannot work, before any data is read or model loaded."""
+    split_counts(cfg.n, cfg.p)
+    if cfg.max_attempts < 1 or cfg.infra_retries < 0:
+        raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
+    if cfg.budget.max_tokens < 1:
+        raise ValueError(f"budget.max_tokens must be positive, got {cfg.budget.max_tokens}.")
+    if cfg.prompt_variant.name not in prompts.VARIANTS:
+        raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
+    for task in cfg.task.values():
+        if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
+            raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
+
+
 def load_pools(cfg: Config) -> dict[str, Pool]:
     if not cfg.task:
         raise ValueError("No task selected: use task=<name> or the default task=all.")
@@ -82,6 +97,7 @@ def load_pools(cfg: Config) -> dict[str, Pool]:
 
 def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None) -> JobSummary:
     """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
+    validate(cfg)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     git = git_commit()
@@ -222,7 +238,9 @@ class _Execution:
         ready and fits the context window. A truncated or empty instruction ends the
         attempt as invalid (truncated / parse).
         """
-        requests = [self._request(p.key, prompts.meta_prompt(p.task.prompt, len(p.instances)), 0) for p, _ in live]
+        metas = [prompts.meta_prompt(p.task.prompt, len(p.instances)) for p, _ in live]
+        meta_tokens = self.backend.count_tokens(metas) or [len(m) // CHARS_PER_TOKEN for m in metas]
+        requests = [self._request(p.key, m, t) for (p, _), m, t in zip(live, metas, meta_tokens)]
         by_key = {p.key: (p, n, r) for (p, n), r in zip(live, requests)}
         stage_one: dict[str, Stage] = {}
         ready: list[tuple[Planned, int, str]] = []

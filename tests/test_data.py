@@ -226,3 +226,42 @@ def test_synthetic_task_is_seeded_and_labelled_by_parity():
     for x in a.instances[:50]:
         expr = x.text.removeprefix("What is ").removesuffix("?").replace("×", "*")
         assert (eval(expr) % 2 == 0) == (x.label == "even_number")
+
+
+# ----------------------------------------------------------------- hub copies (schema injected at the boundary)
+
+HUB_ROWS = {
+    ("openai/gsm8k", "main"): [{"question": "Two apples and two more?", "answer": "2+2=4\n#### 4"},
+                               {"question": "Three?", "answer": "#### 1,003"}],
+    ("unimelb-nlp/wikiann", "en"): [{"tokens": ["Dirk", "Nowitzki", "(", "7", ")"], "ner_tags": [1, 2, 0, 0, 0]},
+                                    {"tokens": ["Liberty", "Township"], "ner_tags": [5, 6]},
+                                    {"tokens": ["IBM"], "ner_tags": [3]}],
+    ("cardiffnlp/tweet_eval", "sentiment"): [{"text": "the cat and the dog", "label": 2}, {"text": "The end", "label": 0},
+                                             {"text": "no article", "label": 1}],
+    ("stanfordnlp/sst2", None): [{"sentence": "crude and unrelentingly exploitative ", "label": 0},
+                                 {"sentence": "understated piece of filmmaking", "label": 1}],
+}
+
+
+@pytest.fixture
+def fake_hub(monkeypatch):
+    calls = []
+
+    def rows(path, name, split):
+        calls.append((path, name, split))
+        return HUB_ROWS.get((path, name), []) if split == "train" else []
+
+    monkeypatch.setattr("mip.data.sources._hub_rows", rows)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "task,expected",
+    [("math", ["even_number", "odd_number"]), ("ner", ["PER", "LOC"]),
+     ("occurrence", ["more_than_once", "exactly_once"]), ("sentiment", ["negative", "positive"])],
+)
+def test_hub_loaders_apply_the_same_label_rules(tasks, fake_hub, task, expected):
+    out = load(tasks[task], None)
+    assert [r.label for r in out.rows] == expected
+    assert out.source.startswith("hub:")
+    assert {split for _, _, split in fake_hub} == set(tasks[task].source.hub_splits)
