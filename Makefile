@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # A CPU build of torch (on this machine kind its wheel lies on disk). Override on a GPU
 # node, e.g. `make install TORCH=torch==2.14.0`.
 TORCH ?= torch==2.13.0
-EXTRAS ?= hf,dev
+EXTRAS ?= hf,serve,dev
 
 .PHONY: install run test test-all clean
 

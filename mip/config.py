@@ -84,11 +84,36 @@ class MockConfig:
 
 
 @dataclass
+class ProviderConfig:
+    """OpenRouter provider routing: pin the provider so a run is not silently served by
+    another host or quantisation (sent as the request's ``provider`` object)."""
+
+    order: list[str] = field(default_factory=list)
+    allow_fallbacks: bool = False
+    require_parameters: bool = True
+    quantizations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BudgetSplitConfig:
+    """A model with separate reasoning and answer budgets (Qwen3.6-Plus, App. C.2).
+
+    The request's output limit stays the whole budget; ``answer_tokens`` of it are kept
+    for the answer and the rest is sent as the reasoning budget at ``reasoning_field``
+    (a dotted path into the request body). Answers forced after an exhausted reasoning
+    budget are parsed like any other.
+    """
+
+    answer_tokens: Optional[int] = None
+    reasoning_field: str = "reasoning.max_tokens"
+
+
+@dataclass
 class ModelConfig:
     name: str = MISSING
     """Stable registry name, written into records."""
     backend: str = MISSING
-    """hf | mock."""
+    """hf | openai_compat | vllm | mock."""
     model_id: str = MISSING
     """Hub id or local folder; for a packaged GGUF, a label for the weights."""
     context_window: int = MISSING
@@ -103,6 +128,38 @@ class ModelConfig:
     deterministic: bool = True
     """Greedy decoding returns the same text again, so further attempts are not paid for."""
     mock: MockConfig = field(default_factory=MockConfig)
+    # --- openai_compat
+    base_url: Optional[str] = None
+    api_key_env: Optional[str] = None
+    """Name of the environment variable holding the API key (the key itself never enters a config)."""
+    max_concurrency: int = 16
+    request_timeout_s: float = 3600.0
+    """Per request; a stalled request fails alone, the others in flight go on."""
+    client_max_retries: int = 4
+    """The openai client's own retries (429/5xx/connection/timeouts, honouring Retry-After)."""
+    max_tokens_param: str = "max_tokens"
+    """max_tokens, or max_completion_tokens for servers that want it."""
+    http_client: str = "aiohttp"
+    """aiohttp (faster at high concurrency) or httpx (the openai client's default)."""
+    provider: ProviderConfig = field(default_factory=ProviderConfig)
+    reasoning: dict[str, Any] = field(default_factory=dict)
+    """Sent as the request's ``reasoning`` object (OpenRouter), e.g. {enabled: false}."""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Passed to the chat template (vLLM engine and vllm serve), e.g. {enable_thinking: true}."""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    budget_split: BudgetSplitConfig = field(default_factory=BudgetSplitConfig)
+    tokenizer: Optional[str] = None
+    """Hub id or folder of a tokenizer for counting prompt tokens before any call."""
+    chars_per_token: float = 3.5
+    """Documented estimate of prompt tokens when no tokenizer is at hand (errs on the long side)."""
+    price_input_per_mtok: Optional[float] = None
+    """USD per million prompt tokens, for dry-run cost estimates; null when unknown."""
+    price_output_per_mtok: Optional[float] = None
+    # --- vllm
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Passed to vllm.LLM (tensor_parallel_size, max_model_len, gpu_memory_utilization, …)."""
+    reasoning_parser: Optional[str] = None
+    """vLLM reasoning parser of the model family (qwen3, deepseek_r1, …); null: no reasoning split."""
 
 
 @dataclass

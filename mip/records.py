@@ -58,6 +58,9 @@ class Stage(BaseModel):
     max_tokens: Optional[int] = Field(default=None, description="Output-token limit the call ran under.")
     latency_s: Optional[float] = None
     usage: dict[str, Any] = Field(default_factory=dict, description="The backend's usage report, in full.")
+    reasoning_raw: dict[str, Any] = Field(default_factory=dict, description="Every reasoning field the server returned, verbatim.")
+    provider: Optional[str] = Field(default=None, description="Who served the request, where the server says.")
+    served_model: Optional[str] = Field(default=None, description="The model id the server reports.")
 
 
 class Attempt(BaseModel):

@@ -82,6 +82,14 @@ def validate(cfg: Config) -> None:
         raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
     if cfg.budget.max_tokens < 1:
         raise ValueError(f"budget.max_tokens must be positive, got {cfg.budget.max_tokens}.")
+    if cfg.budget.max_tokens > cfg.model.context_window and not cfg.dry_run:
+        raise ValueError(
+            f"Budget {cfg.budget.name} ({cfg.budget.max_tokens} output tokens) is larger than the context window of "
+            f"{cfg.model.name} ({cfg.model.context_window}); choose a smaller budget (e.g. budget=smoke) or another model."
+        )
+    split = cfg.model.budget_split.answer_tokens
+    if split is not None and not 0 < split < cfg.budget.max_tokens:
+        raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
     if cfg.prompt_variant.name not in prompts.VARIANTS:
         raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
     for task in cfg.task.values():
@@ -130,6 +138,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         _write_manifest(output_dir, cfg, git, summary)
         return summary
 
+    if todo:
+        backend.check()
     tracker = build_tracker(cfg, output_dir)
     execution = _Execution(cfg, backend, store, tracker, git, summary)
     execution.run(todo, tokens)
@@ -177,6 +187,8 @@ class _Execution:
         self.attempts: dict[str, list[Attempt]] = {}
         self.verdicts: Counter = Counter()
         self.max_attempts = 1 if backend.deterministic else cfg.max_attempts
+        # A reserved answer budget (App. C.2) forces an answer after a length stop: parse it.
+        self.forced_answer_ok = cfg.model.budget_split.answer_tokens is not None
         self.record_config = {
             "model": to_plain(cfg.model),
             "budget": to_plain(cfg.budget),
@@ -219,7 +231,7 @@ class _Execution:
             plan, n_tokens, prompt, request = by_key[completion.id]
             stages = [s for s in [stage_one.get(plan.key)] if s] + [self._stage("answer", request, completion)]
             answer = scoring.parse_answer(completion.text, plan.task.labels)
-            verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason)
+            verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason, self.forced_answer_ok)
             self._finish_attempt(plan, n_tokens, index, stages, answer, verdict, kind, bar)
         # Another attempt for those that made this one and are not stored; an experiment
         # whose call failed for good this round is dropped, unstored, with its attempts.
@@ -312,6 +324,9 @@ class _Execution:
             max_tokens=request.max_tokens,
             latency_s=c.latency_s,
             usage=c.usage,
+            reasoning_raw=c.reasoning_raw,
+            provider=c.provider,
+            served_model=c.served_model,
         )
 
     def _finish_attempt(self, plan: Planned, n_tokens: int, index: int, stages: list[Stage], answer: str | None,

@@ -136,7 +136,7 @@ def test_a_crashing_backend_loses_nothing_already_returned(tmp_path):
 
 
 def test_input_overflow_is_found_before_any_call(tmp_path):
-    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=50")
+    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=50", "budget.max_tokens=10")
     backend = Scripted(['{"answer": "even_number"}'])
     backend.count_tokens = lambda prompts: [len(p) for p in prompts]
     summary = run_job(cfg, tmp_path / "job", backend=backend)
@@ -145,7 +145,7 @@ def test_input_overflow_is_found_before_any_call(tmp_path):
 
 
 def test_requests_never_ask_past_the_context_window(tmp_path):
-    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=1000", "budget=20k")
+    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=1000", "budget.max_tokens=800")
     backend = Scripted(['{"answer": "even_number"}'])
     backend.count_tokens = lambda prompts: [400 for _ in prompts]
     run_job(cfg, tmp_path / "job", backend=backend)
@@ -198,3 +198,10 @@ def test_n_larger_than_the_pool_names_the_numbers(tmp_path):
     cfg = config(tmp_path, "n=2000", "p=0.55")
     with pytest.raises(ValueError, match="needs 1100 instances .* holds only 500"):
         run_job(cfg, tmp_path / "job")
+
+
+def test_a_budget_larger_than_the_context_window_is_refused_before_any_work(tmp_path):
+    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=8192", "budget=20k")
+    with pytest.raises(ValueError, match="larger than the context window"):
+        run_job(cfg, tmp_path / "job")
+    assert not (tmp_path / "job").exists()

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class BackendSetupError(RuntimeError):
+    """A backend cannot start (missing key, package or server): the message says what to do."""
+
+
 @dataclass(frozen=True)
 class Request:
     """One chat request: a single user message and an output-token limit."""
@@ -35,6 +39,12 @@ class Completion:
     reasoning_tokens: int | None = None
     latency_s: float | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    """The backend's usage report in full (tokens, cached tokens, cost where reported)."""
+    reasoning_raw: dict[str, Any] = field(default_factory=dict)
+    """Every reasoning field the server returned, verbatim (reasoning, reasoning_content, reasoning_details)."""
+    provider: str | None = None
+    """Who served the request (OpenRouter's provider), where the server says."""
+    served_model: str | None = None
     error: str | None = None
 
 
@@ -59,6 +69,9 @@ class Backend(ABC):
     def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
         """Prompt tokens as the model sees them (chat template included), or None if unknown."""
         return None
+
+    def check(self) -> None:
+        """Before the first call of a job: raise BackendSetupError if the backend cannot serve it."""
 
     def close(self) -> None:
         """Release what the backend holds (weights, connections)."""

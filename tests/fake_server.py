@@ -1,0 +1,201 @@
+"""A small OpenAI-compatible server for tests that must inject faults a real server won't.
+
+It speaks just enough HTTP/1.1 (keep-alive, Content-Length) for the ``openai`` client,
+serves ``GET /v1/models`` and ``POST /v1/chat/completions``, and answers the synthetic
+arithmetic task *correctly*: it evaluates every ``Instance i: What is …?`` line, counts
+parities and returns the majority label, so a clean run's verdicts are all ``correct``
+and any other verdict after a fault would be a bug.
+
+Faults (``server.faults = {"kind": k}``): the first ``k`` calls of every distinct prompt
+get that fault, later calls succeed. Kinds: ``429`` (with Retry-After), ``500``,
+``503``, ``stall`` (no answer past the client's timeout), ``reset`` (connection
+dropped), ``error200`` (HTTP 200 with an error body), ``truncated`` (half a JSON body),
+``empty`` (no choices). ``server.fault_rate = 0.2`` instead faults a random 20 % of all
+calls, cycling through the kinds. ``reasoning_shape`` picks where the reasoning text
+goes: ``reasoning``, ``reasoning_content`` or ``reasoning_details``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+import threading
+from collections import Counter
+
+KINDS = ("429", "500", "503", "stall", "reset", "error200", "truncated", "empty")
+
+_INSTANCE = re.compile(r"^Instance \d+: What is (.+)\?$", re.M)
+_CHOICES = re.compile(r'Choose exactly one label from: "([^"]+)", "([^"]+)"')
+
+
+def majority_answer(prompt: str) -> str:
+    """The correct answer to an arithmetic MIP prompt, as the model should give it."""
+    values = [eval(e.replace("×", "*"), {"__builtins__": {}}) for e in _INSTANCE.findall(prompt)]  # noqa: S307
+    labels = _CHOICES.search(prompt)
+    even_label, odd_label = (labels.group(1), labels.group(2)) if labels else ("even_number", "odd_number")
+    even = sum(v % 2 == 0 for v in values)
+    odd = len(values) - even
+    return "-1" if even == odd else (even_label if even > odd else odd_label)
+
+
+class FakeServer:
+    def __init__(self, model: str = "fake-model", reasoning_shape: str = "reasoning", latency_s: float = 0.0,
+                 stall_s: float = 30.0, seed: int = 0):
+        self.model = model
+        self.reasoning_shape = reasoning_shape
+        self.latency_s = latency_s
+        self.stall_s = stall_s
+        self.faults: dict[str, int] = {}
+        self.fault_rate = 0.0
+        self.rng = random.Random(seed)
+        self.calls: Counter = Counter()  # per prompt hash
+        self.log: list[tuple[str, str]] = []  # (prompt hash, outcome)
+        self.headers_seen: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.bodies: list[dict] = []
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self.port = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> FakeServer:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._main())
+        self._loop.close()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        await self._stop.wait()
+        server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ------------------------------------------------------------------ HTTP
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                with self._lock:
+                    self.headers_seen.append(headers)
+                if not await self._route(method, path, body, writer):
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    async def _send(self, writer, status: int, payload: bytes, extra: str = "", length: int | None = None) -> None:
+        reason = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
+                  503: "Service Unavailable"}.get(status, "X")
+        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {length if length is not None else len(payload)}\r\n{extra}\r\n")
+        writer.write(head.encode() + payload)
+        await writer.drain()
+
+    async def _route(self, method: str, path: str, body: bytes, writer) -> bool:
+        if method == "GET" and path.endswith("/models"):
+            await self._send(writer, 200, json.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}).encode())
+            return True
+        if not (method == "POST" and path.endswith("/chat/completions")):
+            await self._send(writer, 404, b'{"error": {"message": "not found"}}')
+            return True
+        request = json.loads(body)
+        with self._lock:
+            self.bodies.append(request)
+        prompt = request["messages"][-1]["content"]
+        key = hashlib.sha256(prompt.encode()).hexdigest()[:16]
+        fault = self._fault(key)
+        with self._lock:
+            self.log.append((key, fault or "ok"))
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(fault, request, prompt, writer)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _answer(self, fault: str | None, request: dict, prompt: str, writer) -> bool:
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if fault in ("429", "503"):
+            await self._send(writer, int(fault), b'{"error": {"message": "slow down"}}', "Retry-After: 0.1\r\n")
+        elif fault == "500":
+            await self._send(writer, 500, b'{"error": {"message": "boom"}}')
+        elif fault == "stall":
+            await asyncio.sleep(self.stall_s)
+            return False
+        elif fault == "reset":
+            writer.transport.abort()
+            return False
+        elif fault == "error200":
+            await self._send(writer, 200, b'{"error": {"message": "upstream provider failed", "code": 502}}')
+        elif fault == "truncated":
+            payload = json.dumps(self._completion(request, prompt)).encode()
+            await self._send(writer, 200, payload[: len(payload) // 2], length=len(payload) // 2)
+        elif fault == "empty":
+            await self._send(writer, 200, json.dumps({**self._completion(request, prompt), "choices": []}).encode())
+        else:
+            await self._send(writer, 200, json.dumps(self._completion(request, prompt)).encode())
+        return True
+
+    def _fault(self, key: str) -> str | None:
+        with self._lock:
+            self.calls[key] += 1
+            n = self.calls[key]
+            for kind, count in self.faults.items():
+                if n <= count:
+                    return kind
+            if self.fault_rate and self.rng.random() < self.fault_rate:
+                return KINDS[self.rng.randrange(len(KINDS))]
+        return None
+
+    def _completion(self, request: dict, prompt: str) -> dict:
+        if prompt.startswith("Write the instruction prompt"):
+            content, answer = "Evaluate each expression, count even and odd values, answer the majority as JSON.", None
+        else:
+            answer = majority_answer(prompt)
+            content = json.dumps({"answer": answer if answer != "-1" else -1})
+        trace = "Instance 1 is even. Instance 2 is odd. Counting all instances."
+        message: dict = {"role": "assistant", "content": content}
+        if self.reasoning_shape == "reasoning_details":
+            message["reasoning_details"] = [{"type": "reasoning.summary", "summary": trace},
+                                            {"type": "reasoning.encrypted", "data": "xxx"}]
+        else:
+            message[self.reasoning_shape] = trace
+        return {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": self.model,
+            "provider": "FakeProvider",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 12, "total_tokens": len(prompt) // 4 + 12,
+                      "completion_tokens_details": {"reasoning_tokens": 8},
+                      "prompt_tokens_details": {"cached_tokens": 0}, "cost": 0.00042},
+        }

@@ -1,0 +1,154 @@
+"""The openai_compat backend against a local fault-injecting server: every fault ends in
+a correct record or an unstored, reported experiment — never a wrong verdict."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mip.config import ModelConfig
+from mip.models import BackendSetupError, Request, build_backend
+from mip.models.openai_compat import request_kwargs
+from mip.records import Store
+from mip.runner import run_job
+
+from .conftest import compose
+from .fake_server import KINDS, FakeServer, majority_answer
+
+
+def config(tmp_path, server: FakeServer, *overrides: str):
+    return compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                   "task=arith", "setting=smoke", "budget=smoke", "progress=false", "model.request_timeout_s=2",
+                   "model.client_max_retries=3", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}",
+                   *overrides)
+
+
+def records(cfg):
+    return list(Store(cfg.paths.store_dir))
+
+
+def test_fake_server_answers_correctly():
+    assert majority_answer('Choose exactly one label from: "even_number", "odd_number".\n'
+                           "Instance 1: What is 2 + 2?\nInstance 2: What is 3 × 3?\nInstance 3: What is 10 - 3?") == "odd_number"
+
+
+@pytest.mark.parametrize("shape", ["reasoning", "reasoning_content", "reasoning_details"])
+@pytest.mark.parametrize("http_client", ["httpx", "aiohttp"])
+def test_clean_run_stores_reasoning_usage_and_provider(tmp_path, shape, http_client):
+    with FakeServer(reasoning_shape=shape) as server:
+        cfg = config(tmp_path, server, "pattern=random", f"model.http_client={http_client}")
+        summary = run_job(cfg, tmp_path / "job")
+    assert summary.ok and summary.verdicts == {"correct": 6}
+    for record in records(cfg):
+        stage = record.attempts[0].stages[0]
+        assert stage.reasoning.startswith("Instance 1 is even")
+        assert shape in stage.reasoning_raw  # stored verbatim, under the field the server used
+        assert stage.output.startswith('{"answer"') and "Instance 1" not in stage.output  # never merged
+        assert stage.usage["cost"] == 0.00042 and stage.usage["prompt_tokens_details"]["cached_tokens"] == 0
+        assert stage.reasoning_tokens == 8 and stage.provider == "FakeProvider" and stage.served_model == "fake-model"
+    if shape == "reasoning_details":
+        assert records(cfg)[0].attempts[0].stages[0].reasoning_raw["reasoning_details"][1]["type"] == "reasoning.encrypted"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_fault_ends_in_a_correct_record(tmp_path, kind):
+    with FakeServer(stall_s=4) as server:
+        server.faults = {kind: 1}
+        cfg = config(tmp_path, server, "pattern=majority_middle", "model.request_timeout_s=1")
+        summary = run_job(cfg, tmp_path / "job")
+        outcomes = [o for _, o in server.log]
+    assert summary.ok, summary.errors
+    assert summary.verdicts == {"correct": 2}
+    assert outcomes.count(kind) == 2 and outcomes.count("ok") == 2
+    assert all(len(r.attempts) == 1 for r in records(cfg))  # an infrastructure retry is not an attempt
+
+
+def test_a_persistent_fault_leaves_experiments_unstored_then_a_rerun_completes(tmp_path):
+    with FakeServer() as server:
+        server.faults = {"500": 100}
+        cfg = config(tmp_path, server, "pattern=majority_first", "infra_retries=1", "model.client_max_retries=1")
+        summary = run_job(cfg, tmp_path / "job1")
+        assert not summary.ok and summary.unstored == 2 and records(cfg) == []
+        assert any("left unstored" in e for e in summary.errors)
+        server.faults = {}
+        again = run_job(cfg, tmp_path / "job2")
+    assert again.ok and again.verdicts == {"correct": 2}
+
+
+def test_twenty_percent_faults_give_the_verdicts_of_a_clean_run(tmp_path):
+    with FakeServer(stall_s=3, seed=1) as server:
+        server.fault_rate = 0.2
+        cfg = config(tmp_path, server, "pattern=random", "order_seeds=[0,1,2,3,4,5,6,7]", "model.request_timeout_s=1",
+                     "infra_retries=5")
+        summary = run_job(cfg, tmp_path / "job")
+        faults = sum(o != "ok" for _, o in server.log)
+    assert faults > 0
+    assert summary.ok and summary.verdicts == {"correct": 16}
+
+
+def test_concurrency_is_bounded(tmp_path):
+    with FakeServer(latency_s=0.2) as server:
+        cfg = config(tmp_path, server, "pattern=random", "order_seeds=[0,1,2,3,4,5,6,7,8,9]", "model.max_concurrency=3")
+        summary = run_job(cfg, tmp_path / "job")
+        assert summary.ok and server.max_in_flight == 3
+
+
+def test_request_carries_pinning_reasoning_and_split_budget():
+    cfg = ModelConfig(name="m", backend="openai_compat", model_id="qwen/x", context_window=100000)
+    cfg.provider.order = ["Alibaba"]
+    cfg.reasoning = {"enabled": True}
+    cfg.budget_split.answer_tokens = 20
+    kwargs = request_kwargs(cfg, Request("r", "hi", 20000))
+    assert kwargs["max_tokens"] == 20000 and kwargs["temperature"] == 0.0
+    assert kwargs["extra_body"]["provider"] == {"order": ["Alibaba"], "allow_fallbacks": False, "require_parameters": True}
+    assert kwargs["extra_body"]["reasoning"] == {"enabled": True, "max_tokens": 19980}
+
+
+def test_paper_model_configs_compose_with_their_settings():
+    plus = compose("model=qwen36_plus").model
+    assert plus.budget_split.answer_tokens == 20 and plus.provider.allow_fallbacks is False
+    assert compose("model=gemma4_31b").model.reasoning == {"enabled": False}
+    assert compose("model=gpt_oss_120b").model.context_window == 131072
+    assert compose("model=qwen36_35b").model.backend == "vllm"
+
+
+def test_split_budget_scales_with_100k(tmp_path):
+    with FakeServer() as server:
+        cfg = config(tmp_path, server, "pattern=majority_first", "model.budget_split.answer_tokens=20",
+                     "model.context_window=200000", "budget=100k")
+        run_job(cfg, tmp_path / "job")
+        assert {b["max_tokens"] for b in server.bodies} == {100000}
+        assert {b["reasoning"]["max_tokens"] for b in server.bodies} == {99980}
+
+
+def test_missing_api_key_names_the_variable(monkeypatch):
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    with pytest.raises(BackendSetupError, match="set the environment variable OPENROUTER_API_KEY"):
+        build_backend(compose("model=gpt_oss_120b").model, "/tmp")
+
+
+def test_unreachable_endpoint_says_which_url(tmp_path):
+    cfg = compose("model=smollm2_135m_server", "model.base_url=http://127.0.0.1:9/v1", "model.model_id=x").model
+    with pytest.raises(BackendSetupError, match=r"Cannot reach http://127.0.0.1:9/v1"):
+        build_backend(cfg, tmp_path).check()
+
+
+def test_a_model_the_server_does_not_serve_shows_its_list(tmp_path):
+    with FakeServer(model="served-model") as server:
+        cfg = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=other").model
+        with pytest.raises(BackendSetupError, match="does not serve 'other'.*served-model"):
+            build_backend(cfg, tmp_path).check()
+
+
+def test_a_planted_secret_never_reaches_a_file(tmp_path, monkeypatch):
+    secret = "sk-planted-SECRET-4f9c2e"
+    monkeypatch.setenv("MIP_TEST_API_KEY", secret)
+    with FakeServer() as server:
+        cfg = config(tmp_path, server, "pattern=majority_first", "model.api_key_env=MIP_TEST_API_KEY")
+        summary = run_job(cfg, tmp_path / "job")
+        assert summary.ok
+        assert any(h.get("authorization") == f"Bearer {secret}" for h in server.headers_seen)  # it was used
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
