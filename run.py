@@ -26,6 +26,9 @@ register()
 def main(cfg: DictConfig) -> None:
     config: Config = OmegaConf.to_object(cfg)
     hydra_cfg = HydraConfig.get()
+    if config.logger.group is None:  # one W&B group per sweep (or single run)
+        folder = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else hydra_cfg.run.dir
+        config.logger.group = "/".join(Path(folder).parts[-2:])
     try:
         summary = run_job(config, hydra_cfg.runtime.output_dir)
     except (ValueError, DataError, BackendSetupError) as e:  # bad input: say what to do, no traceback

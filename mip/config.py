@@ -183,6 +183,14 @@ class PromptVariantConfig:
 @dataclass
 class LoggerConfig:
     name: str = "none"
+    """none | wandb."""
+    project: str = "mip"
+    entity: Optional[str] = None
+    group: Optional[str] = None
+    """W&B group; null: the sweep (or run) folder's name, set by run.py."""
+    mode: Optional[str] = None
+    """online | offline | disabled; null: online when WANDB_API_KEY is set, else offline."""
+    tags: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -222,7 +230,27 @@ def register() -> None:
 
 
 def to_plain(obj: Any) -> Any:
-    """A dataclass config as plain containers (for records and saved configs)."""
+    """A dataclass config as plain containers, secret-looking values redacted (for records and W&B)."""
     from omegaconf import OmegaConf
 
-    return OmegaConf.to_container(OmegaConf.structured(obj), resolve=True)
+    return redact(OmegaConf.to_container(OmegaConf.structured(obj), resolve=True))
+
+
+_SECRET_WORDS = ("api_key", "apikey", "secret", "password", "authorization", "token")
+
+
+def redact(value: Any) -> Any:
+    """Replace the values of secret-looking keys; ``api_key_env`` (a variable's name) stays.
+
+    Keys belong in environment variables; this guards against one pasted into a config.
+    """
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            name = str(k).lower()
+            secret = any(w in name for w in _SECRET_WORDS) and not name.endswith(("_env", "_tokens", "tokens"))
+            out[k] = "***" if secret and isinstance(v, str) and v else redact(v)
+        return out
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value

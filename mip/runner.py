@@ -141,6 +141,9 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     if todo:
         backend.check()
     tracker = build_tracker(cfg, output_dir)
+    for plan in plans:  # the tracker shows the whole job, also what an earlier run stored
+        if (plan.experiment.task, plan.key) in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
+            tracker.log_record(record, plan.prompt)
     execution = _Execution(cfg, backend, store, tracker, git, summary)
     execution.run(todo, tokens)
     tracker.finish(summary)
@@ -363,7 +366,7 @@ class _Execution:
             created_at=_now(),
         )
         self.store.put(record)
-        self.tracker.log_record(record)
+        self.tracker.log_record(record, final_prompt(plan, counted))
         self.summary.stored_now += 1
         self.verdicts[record.invalid_kind or record.verdict] += 1
 
