@@ -54,6 +54,11 @@ class JobSummary:
     prompt_tokens: int = 0
     tokens_estimated: bool = False
     dry_run: bool = False
+    model: str = ""
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    max_output_tokens: int = 0
+    """Output tokens if every experiment still to run used its whole budget (a cost bound)."""
     keys: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -126,13 +131,17 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         unstored=0,
         calls=0,
         dry_run=cfg.dry_run,
+        model=cfg.model.name,
+        price_input_per_mtok=cfg.model.price_input_per_mtok,
+        price_output_per_mtok=cfg.model.price_output_per_mtok,
+        max_output_tokens=len(todo) * cfg.budget.max_tokens * (2 if cfg.prompt_variant.name == "self_prompt" else 1),
         keys=[p.key for p in plans],
     )
     _write_manifest(output_dir, cfg, git, summary)
     tokens = _prompt_tokens(backend, todo)
     summary.tokens_estimated = tokens is None
     if tokens is None:
-        tokens = [_estimate(p) for p in todo]
+        tokens = [_estimate(p, cfg.model.chars_per_token) for p in todo]
     summary.prompt_tokens = sum(tokens)
     if cfg.dry_run:
         _write_manifest(output_dir, cfg, git, summary)
@@ -152,9 +161,10 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     return summary
 
 
-def _estimate(plan: Planned) -> int:
+def _estimate(plan: Planned, chars_per_token: float) -> int:
+    """Prompt tokens from characters, for models whose tokenizer is not at hand."""
     text = plan.prompt if plan.prompt is not None else prompts.instance_block(plan.texts)
-    return len(text) // CHARS_PER_TOKEN
+    return int(len(text) / chars_per_token) + 1
 
 
 def _prompt_tokens(backend: Backend, plans: Sequence[Planned]) -> list[int] | None:
@@ -165,7 +175,7 @@ def _prompt_tokens(backend: Backend, plans: Sequence[Planned]) -> list[int] | No
     try:
         return backend.count_tokens(texts)
     except (ImportError, OSError) as e:
-        print(f"No tokenizer at hand ({e}); prompt tokens are estimated at {CHARS_PER_TOKEN} characters per token.", file=sys.stderr)
+        print(f"No tokenizer at hand ({e}); prompt tokens are estimated from characters.", file=sys.stderr)
         return None
 
 

@@ -56,6 +56,27 @@ def _records_by_key(store: Store, keys: set[str]) -> Iterable[Record]:
                     yield record
 
 
+def cost_lines(jobs: list[dict]) -> list[str]:
+    """Per model: experiments, prompt tokens, and the expected cost where prices are set."""
+    table = pd.DataFrame([{"model": j.get("model", "?"), "experiments": j["experiments"],
+                           "to run": j["experiments"] - j["already_stored"], "prompt tokens": j["prompt_tokens"],
+                           "max output tokens": j.get("max_output_tokens", 0),
+                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok")} for j in jobs])
+    lines = []
+    for model, g in table.groupby("model", sort=True):
+        line = (f"  {model}: {g['experiments'].sum()} experiments ({g['to run'].sum()} to run), "
+                f"{g['prompt tokens'].sum():,} prompt tokens")
+        price_in, price_out = g["in"].iloc[0], g["out"].iloc[0]
+        if pd.notna(price_in) and pd.notna(price_out):
+            cost_in = g["prompt tokens"].sum() / 1e6 * price_in
+            cost_out = g["max output tokens"].sum() / 1e6 * price_out
+            line += f"; expected cost ${cost_in:,.2f} input + at most ${cost_out:,.2f} output (whole budget used)"
+        else:
+            line += "; cost unknown (set model.price_input_per_mtok and model.price_output_per_mtok)"
+        lines.append(line)
+    return lines
+
+
 def describe(folder: Path) -> str:
     manifests = sorted(folder.rglob("job.json"))
     if not manifests:
@@ -66,6 +87,7 @@ def describe(folder: Path) -> str:
     estimated = any(j["tokens_estimated"] for j in jobs)
     lines = [f"{len(jobs)} job(s), {experiments} experiments, {tokens:,} prompt tokens"
              + (" (estimated)" if estimated else " (tokenizer-counted)")]
+    lines += cost_lines(jobs)
     if all(j["dry_run"] for j in jobs):
         lines.append("Dry run: no model was called.")
     else:

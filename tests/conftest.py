@@ -50,3 +50,52 @@ def run_py(*args: str, env: dict | None = None, timeout: int = 900):
         [sys.executable, str(REPO / "run.py"), *args],
         cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(tmp_path_factory):
+    """A real `transformers serve` on 127.0.0.1 serving SmolLM2-135M, for the real openai client."""
+    import shutil
+    import subprocess
+    import time
+    import urllib.request
+
+    from mip.models.hf_local import converted_dir
+
+    exe = Path(sys.executable).with_name("transformers")
+    if not exe.exists() and not shutil.which("transformers"):
+        pytest.skip("transformers serve is not installed (pip install 'transformers[serving]')")
+    folder = converted_dir(compose("model=smollm2_135m").model, Path(os.environ.get("MIP_CACHE_DIR", "~/.cache/mip")).expanduser())
+    port = free_port()
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(exe if exe.exists() else "transformers"), "serve", str(folder), "--host", "127.0.0.1",
+                                 "--port", str(port), "--device", "cpu"], stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(f"transformers serve exited: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail(f"transformers serve did not start: {log.read_text()[-2000:]}")
+    yield f"{url}/v1"
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -56,3 +56,42 @@ def test_unknown_names_list_the_choices(override):
 def test_wrong_keys_and_types_fail_at_composition(override):
     with pytest.raises((ConfigCompositionException, ConfigKeyError, ValidationError)):
         compose(override)
+
+
+@pytest.mark.parametrize("launcher", ["local", "submitit_local", "slurm_gpu", "slurm_cpu"])
+def test_every_launcher_composes(launcher, monkeypatch):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from mip.config import register
+
+    monkeypatch.setenv("MIP_SLURM_PARTITION", "gpu-part")
+    register()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=[f"hydra/launcher={launcher}"], return_hydra_config=True)
+    target = cfg.hydra.launcher._target_
+    if launcher.startswith("slurm"):
+        assert target.endswith("SlurmLauncher") and cfg.hydra.launcher.partition == "gpu-part"
+        assert cfg.hydra.launcher.max_num_timeout > 0  # a timed-out job is requeued and resumes
+        assert (cfg.hydra.launcher.gpus_per_node == 1) == (launcher == "slurm_gpu")
+    else:
+        assert target.endswith("LocalLauncher" if launcher == "submitit_local" else "BasicLauncher")
+
+
+@pytest.mark.parametrize("preset,params", [
+    ("core", {"pattern": "glob(*)", "seed": "0,1,2"}),
+    ("generalisability", {"n": "100,200,500,1000,2000", "p": "0.9,0.7,0.6,0.55", "seed": "1"}),
+    ("prompt_variants", {"prompt_variant": "standard,hint,strategy,self_prompt"}),
+    ("budgets", {"budget": "20k,100k"}),
+])
+def test_presets_sweep_the_papers_grids(preset, params):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from mip.config import register
+
+    register()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
+    for key, value in params.items():
+        assert cfg.hydra.sweeper.params[key] == value
