@@ -45,7 +45,8 @@ def main(cfg: DictConfig) -> None:
         print(describe(Path(summary.output_dir)))
     if not summary.ok:
         print("\n".join(summary.errors[-20:]), file=sys.stderr)
-        sys.exit(1)
+        if hydra_cfg.mode == RunMode.RUN:  # a sweep goes on, and exits non-zero at its end
+            sys.exit(1)
 
 
 if __name__ == "__main__":

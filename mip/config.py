@@ -150,6 +150,8 @@ class ModelConfig:
     budget_split: BudgetSplitConfig = field(default_factory=BudgetSplitConfig)
     tokenizer: Optional[str] = None
     """Hub id or folder of a tokenizer for counting prompt tokens before any call."""
+    server_tokenize: bool = False
+    """Count prompt tokens with the server's ``/tokenize`` endpoint (``vllm serve`` has one)."""
     chars_per_token: float = 3.5
     """Documented estimate of prompt tokens when no tokenizer is at hand (errs on the long side)."""
     price_input_per_mtok: Optional[float] = None

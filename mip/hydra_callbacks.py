@@ -1,7 +1,9 @@
-"""Hydra callbacks: print one summary over all jobs when a multirun ends."""
+"""Hydra callbacks: check a sweep before it starts, summarise it when it ends."""
 
 from __future__ import annotations
 
+import itertools
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,8 +11,42 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 
-class SummaryCallback(Callback):
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from mip.summary import describe
+def _choices(overrides: list[str], group: str) -> list[str] | None:
+    """The values a sweep gives a config group (None when the command leaves it alone)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
-        print("\n== sweep summary ==\n" + describe(Path(config.hydra.sweep.dir)), flush=True)
+    for override in OverridesParser.create().parse_overrides(overrides):
+        if override.get_key_element() == group:
+            return list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.get_value_element_as_str()]
+    return None
+
+
+class SummaryCallback(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Refuse a sweep with a model whose context window is smaller than a budget,
+        here on the login node, before any job is launched."""
+        from hydra import compose
+        from omegaconf import OmegaConf
+
+        overrides = list(config.hydra.overrides.task) + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
+        if any("dry_run=true" == o.replace(" ", "") for o in overrides):
+            return
+        models = _choices(overrides, "model") or [config.hydra.runtime.choices.model]
+        budgets = _choices(overrides, "budget") or [config.hydra.runtime.choices.budget]
+        fixed = [o for o in config.hydra.overrides.task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget."))]
+        for model, budget in itertools.product(models, budgets):
+            cfg = compose(config_name="config", overrides=[f"model={model}", f"budget={budget}", *fixed])
+            window, tokens = cfg.model.context_window, cfg.budget.max_tokens
+            if OmegaConf.is_missing(cfg.model, "context_window") or tokens <= window:
+                continue
+            print(f"error: budget {budget} ({tokens} output tokens) is larger than the context window of model "
+                  f"{model} ({window}); nothing was launched. Choose a smaller budget or another model.", file=sys.stderr)
+            sys.exit(2)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from mip.summary import describe, unstored_jobs
+
+        folder = Path(config.hydra.sweep.dir)
+        print("\n== sweep summary ==\n" + describe(folder), flush=True)
+        if unstored_jobs(folder):
+            sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command

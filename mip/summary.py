@@ -77,6 +77,11 @@ def cost_lines(jobs: list[dict]) -> list[str]:
     return lines
 
 
+def unstored_jobs(folder: Path) -> int:
+    """Jobs under ``folder`` that left experiments unstored."""
+    return sum(json.loads(m.read_text(encoding="utf-8")).get("unstored", 0) > 0 for m in folder.rglob("job.json"))
+
+
 def describe(folder: Path) -> str:
     manifests = sorted(folder.rglob("job.json"))
     if not manifests:

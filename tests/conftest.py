@@ -99,3 +99,16 @@ def smollm2_server(tmp_path_factory):
         proc.wait(15)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """A real single-node SLURM cluster, when slurmctld is installed (.ci/run installs it)."""
+    from .slurm_cluster import SlurmCluster, available
+
+    if not available():
+        pytest.skip("SLURM is not installed (apt-get install slurm-wlm munge)")
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    cluster.start()
+    yield cluster
+    cluster.stop()

@@ -124,6 +124,10 @@ class FakeServer:
         if method == "GET" and path.endswith("/models"):
             await self._send(writer, 200, json.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}).encode())
             return True
+        if method == "POST" and path == "/tokenize":
+            text = json.loads(body)["messages"][-1]["content"]
+            await self._send(writer, 200, json.dumps({"count": len(text) // 4 + 7, "max_model_len": 8192}).encode())
+            return True
         if not (method == "POST" and path.endswith("/chat/completions")):
             await self._send(writer, 404, b'{"error": {"message": "not found"}}')
             return True

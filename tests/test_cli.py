@@ -96,3 +96,23 @@ def test_demo_with_the_real_smollm2_model(results):
         assert r.verdict in ("correct", "incorrect", "invalid")
     assert re.search(r"majority_edges\s+\d+", proc.stdout)
     assert "Records:" in proc.stdout
+
+
+def test_a_budget_over_the_context_window_is_refused_before_the_sweep(results):
+    proc = run_py("-m", "model=smollm2_135m", "budget=smoke,20k", "task=arith", "setting=smoke")
+    assert proc.returncode == 2 and "larger than the context window" in proc.stderr
+    assert not list(results.rglob("job.json"))  # nothing was launched
+
+
+def test_a_sweep_with_unstored_experiments_finishes_then_exits_non_zero(results):
+    from .fake_server import FakeServer
+
+    with FakeServer() as server:
+        server.faults = {"500": 1000}
+        proc = run_py("-m", "model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                      "model.client_max_retries=0", "infra_retries=0", "task=arith", "setting=smoke", "budget=smoke",
+                      "pattern=majority_first,majority_last", "progress=false")
+    assert proc.returncode == 1
+    assert len(list(results.rglob("job.json"))) == 2  # both jobs ran
+    assert "left unstored" in proc.stdout + proc.stderr
+    assert not list(Store(results / "store"))

@@ -152,3 +152,19 @@ def test_a_planted_secret_never_reaches_a_file(tmp_path, monkeypatch):
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_prompt_tokens_from_the_servers_tokenize_endpoint(tmp_path):
+    with FakeServer() as server:
+        cfg = config(tmp_path, server, "pattern=majority_first", "model.server_tokenize=true")
+        summary = run_job(cfg, tmp_path / "job")
+    assert summary.ok and not summary.tokens_estimated
+    expected = {len(b["messages"][-1]["content"]) // 4 + 7 for b in server.bodies}
+    assert {r.prompt_tokens for r in records(cfg)} == expected
+
+
+def test_without_a_tokenizer_prompt_tokens_are_a_labelled_estimate(tmp_path):
+    with FakeServer() as server:
+        cfg = config(tmp_path, server, "pattern=majority_first", "dry_run=true")
+        summary = run_job(cfg, tmp_path / "job")
+    assert summary.tokens_estimated and summary.prompt_tokens > 0 and server.bodies == []

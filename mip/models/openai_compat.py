@@ -196,7 +196,10 @@ class OpenAICompatBackend(Backend):
 
     # ------------------------------------------------------------------ tokens
     def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
-        """Counted with ``model.tokenizer`` where it loads; else None (the runner estimates)."""
+        """Counted with ``model.tokenizer`` where it loads, else with the server's
+        ``/tokenize`` endpoint where ``server_tokenize`` is set; else None (the runner estimates)."""
+        if self.cfg.server_tokenize and not self.cfg.tokenizer:
+            return self._server_counts(prompts)
         if not self.cfg.tokenizer or self._tokenizer is False:
             return None
         if self._tokenizer is None:
@@ -212,6 +215,27 @@ class OpenAICompatBackend(Backend):
             for p in prompts
         ]
         return [len(ids) for ids in self._tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+    def _server_counts(self, prompts: Sequence[str]) -> list[int]:
+        import json
+        import urllib.request
+
+        root = self.cfg.base_url.rstrip("/").removesuffix("/v1")
+        if self.model_id is None:
+            self.check()
+        counts = []
+        for prompt in prompts:
+            body = json.dumps({"model": self.model_id, "messages": [{"role": "user", "content": prompt}],
+                               "add_generation_prompt": True}).encode()
+            request = urllib.request.Request(f"{root}/tokenize", data=body, headers={
+                "Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"})
+            try:
+                with urllib.request.urlopen(request, timeout=120) as response:
+                    counts.append(int(json.loads(response.read())["count"]))
+            except (OSError, ValueError, KeyError) as e:
+                raise BackendSetupError(f"Counting tokens with {root}/tokenize failed ({e}); unset model.server_tokenize "
+                                        "to estimate them instead.") from e
+        return counts
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
