@@ -97,6 +97,16 @@ def _hub_rows(path: str, name: str | None, split: str) -> Iterable[dict[str, Any
         ) from e
 
 
+def _load_hub(cfg: TaskConfig, to_row: Callable[[dict[str, Any]], tuple[str, str | None, str]]) -> LoadResult:
+    """Every row of the hub copy's splits, as ``(text, label, drop reason)`` by ``to_row``."""
+    src = cfg.source
+    out = LoadResult(source=f"hub:{src.hub_path}" + (f"/{src.hub_name}" if src.hub_name else ""))
+    for split in src.hub_splits:
+        for i, row in enumerate(_hub_rows(src.hub_path, src.hub_name, split)):
+            out.keep(f"{split}:{i}", *to_row(row))
+    return out
+
+
 def _lines(path: Path) -> list[str]:
     # Decode leniently: a broken byte becomes U+FFFD and the row is still counted.
     return path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -118,17 +128,11 @@ def gsm8k_label(answer: str) -> tuple[str | None, str]:
 
 
 def load_gsm8k(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
-    out = LoadResult()
     if data_dir is None:
-        out.source = f"hub:{cfg.source.hub_path}/{cfg.source.hub_name}"
-        for split in cfg.source.hub_splits:
-            for i, row in enumerate(_hub_rows(cfg.source.hub_path, cfg.source.hub_name, split)):
-                label, why = gsm8k_label(row.get("answer") or "")
-                out.keep(f"{split}:{i}", row.get("question") or "", label, why)
-        return out
+        return _load_hub(cfg, lambda row: (row.get("question") or "", *gsm8k_label(row.get("answer") or "")))
     files = [data_dir / cfg.source.local_dir / f for f in cfg.source.local_files]
     _require(files, "math (GSM8K)")
-    out.source, out.files = "local", [str(f) for f in files]
+    out = LoadResult(source="local", files=[str(f) for f in files])
     for f in files:
         for i, line in enumerate(_lines(f)):
             if not line.strip():
@@ -167,18 +171,11 @@ def ner_label(tags: list[str]) -> tuple[str | None, str]:
 
 
 def load_wikiann(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
-    out = LoadResult()
     if data_dir is None:
-        out.source = f"hub:{cfg.source.hub_path}/{cfg.source.hub_name}"
-        for split in cfg.source.hub_splits:
-            for i, row in enumerate(_hub_rows(cfg.source.hub_path, cfg.source.hub_name, split)):
-                tags = [WIKIANN_TAGS[t] for t in row["ner_tags"]]
-                label, why = ner_label(tags)
-                out.keep(f"{split}:{i}", " ".join(row["tokens"]), label, why)
-        return out
+        return _load_hub(cfg, lambda row: (" ".join(row["tokens"]), *ner_label([WIKIANN_TAGS[t] for t in row["ner_tags"]])))
     files = [data_dir / cfg.source.local_dir / f for f in cfg.source.local_files]
     _require(files, "ner (WikiANN)")
-    out.source, out.files = "local", [str(f) for f in files]
+    out = LoadResult(source="local", files=[str(f) for f in files])
     for f in files:
         tokens: list[str] = []
         tags: list[str] = []
@@ -278,17 +275,11 @@ SST2_LABELS = {"0": "negative", "1": "positive"}
 
 
 def load_sst2(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
-    out = LoadResult()
     if data_dir is None:
-        out.source = f"hub:{cfg.source.hub_path}"
-        for split in cfg.source.hub_splits:
-            for i, row in enumerate(_hub_rows(cfg.source.hub_path, cfg.source.hub_name, split)):
-                label = SST2_LABELS.get(str(row.get("label")))
-                out.keep(f"{split}:{i}", row.get("sentence") or "", label, "label not 0/1")
-        return out
+        return _load_hub(cfg, lambda row: (row.get("sentence") or "", SST2_LABELS.get(str(row.get("label"))), "label not 0/1"))
     files = [data_dir / cfg.source.local_dir / f for f in cfg.source.local_files]
     _require(files, "sentiment (SST-2)")
-    out.source, out.files = "local", [str(f) for f in files]
+    out = LoadResult(source="local", files=[str(f) for f in files])
     for f in files:
         lines = _lines(f)
         for i, line in enumerate(lines[1:] if lines and lines[0].startswith("sentence") else lines):
