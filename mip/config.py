@@ -227,8 +227,30 @@ class Config:
     progress: bool = True
 
 
+@dataclass
+class WandbSourceConfig:
+    project: Optional[str] = None
+    entity: Optional[str] = None
+    group: Optional[str] = None
+    tags: list[str] = field(default_factory=list)
+    log_report: bool = False
+    """Also log the report's tables and figures to a W&B run of the sweep's group."""
+
+
+@dataclass
+class AnalyzeConfig:
+    """analyze.py: where records come from and where the report goes."""
+
+    source: str = "local"
+    """local (records under ``results``) or wandb (offline run folders under ``results``, or the API with ``wandb.project``)."""
+    results: list[str] = field(default_factory=lambda: ["results/store"])
+    out_dir: str = "results/report"
+    wandb: WandbSourceConfig = field(default_factory=WandbSourceConfig)
+
+
 def register() -> None:
     ConfigStore.instance().store(name="config_schema", node=Config)
+    ConfigStore.instance().store(name="analyze_schema", node=AnalyzeConfig)
 
 
 def to_plain(obj: Any) -> Any:

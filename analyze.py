@@ -1,0 +1,33 @@
+"""Tables, figures and report.md from stored records (default) or W&B.
+
+    python analyze.py results=[results/store]
+    python analyze.py results=[results/sweeps/2026-11-30/10-00-00,results/store] out_dir=paper/figs
+    python analyze.py source=wandb results=[results/sweeps]                  # offline W&B run folders
+    python analyze.py source=wandb wandb.project=mip wandb.group=sweeps/2026-11-30
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from mip.analysis import analyze
+from mip.config import AnalyzeConfig, register
+from mip.results import ResultsError
+
+register()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="analyze")
+def main(cfg: DictConfig) -> None:
+    config: AnalyzeConfig = OmegaConf.to_object(cfg)
+    try:
+        path = analyze(config)
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(f"Report: {path}")
+
+
+if __name__ == "__main__":
+    main()

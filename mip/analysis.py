@@ -1,0 +1,41 @@
+"""analyze.py's work: read records from the chosen source, write the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mip.config import AnalyzeConfig
+from mip.report import write_report
+from mip.results import ResultsError, load_local, load_wandb_api, load_wandb_offline
+
+
+def load(cfg: AnalyzeConfig):
+    if cfg.source == "local":
+        return load_local(cfg.results)
+    if cfg.source == "wandb":
+        if cfg.wandb.project:
+            return load_wandb_api(cfg.wandb.project, cfg.wandb.entity, cfg.wandb.group, cfg.wandb.tags)
+        return load_wandb_offline(cfg.results)
+    raise ResultsError(f"Unknown source {cfg.source!r}; choose local or wandb.")
+
+
+def analyze(cfg: AnalyzeConfig) -> Path:
+    frame = load(cfg)
+    path = write_report(frame, cfg.out_dir)
+    if cfg.wandb.log_report:
+        log_report(path.parent, cfg)
+    return path
+
+
+def log_report(folder: Path, cfg: AnalyzeConfig) -> None:  # pragma: no cover - needs W&B
+    import wandb
+
+    run = wandb.init(project=cfg.wandb.project or "mip", entity=cfg.wandb.entity, group=cfg.wandb.group,
+                     job_type="analysis")
+    for png in sorted((folder / "figures").glob("*.png")):
+        run.log({f"figures/{png.stem}": wandb.Image(str(png))})
+    import pandas as pd
+
+    for csv in sorted((folder / "tables").glob("*.csv")):
+        run.log({f"tables/{csv.stem}": wandb.Table(dataframe=pd.read_csv(csv))})
+    run.finish()

@@ -1,0 +1,164 @@
+"""Figures of the paper's shapes with matplotlib: PNG and PDF, labelled axes and units,
+legends, and the number of experiments behind each point or cell on the figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from mip.instances import COUNTERPARTS, PATTERNS, split_counts  # noqa: E402
+
+REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
+
+
+def save(fig: plt.Figure, folder: Path, name: str) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
+    fig.tight_layout()
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, title: str = "") -> plt.Figure:
+    """Fig. 2 (four representative patterns) / Fig. 17: accuracy per model and pattern, sd error bars."""
+    data = patterns if which is None else patterns[patterns["pattern"].isin(which)]
+    names = [p for p in (which or PATTERNS) if p in set(data["pattern"].astype(str))]
+    models = sorted(data["model"].unique())
+    width = 0.8 / max(1, len(names))
+    fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(models) * max(1, len(names)) / 3 + 2), 4))
+    x = np.arange(len(models))
+    for i, pattern in enumerate(names):
+        sub = data[data["pattern"].astype(str) == pattern].set_index("model").reindex(models)
+        bars = ax.bar(x + (i - (len(names) - 1) / 2) * width, 100 * sub["acc_mean"], width,
+                      yerr=100 * sub["acc_sd"].fillna(0), capsize=2, label=pattern.replace("_", "-"))
+        for bar, count in zip(bars, sub["valid"]):
+            if pd.notna(count):
+                ax.annotate(f"{int(count)}", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6, rotation=90)
+    ax.set_xticks(x, models, rotation=30, ha="right")
+    ax.set_ylabel("valid-only accuracy (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(title or "Accuracy by order pattern\n(error bars: sd over selection seeds; numbers: valid experiments)",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def counterpart_pairs(patterns: pd.DataFrame) -> plt.Figure:
+    """Fig. 18: each counterpart pair's accuracies overlaid per model, with random as reference."""
+    models = sorted(patterns["model"].unique())
+    fig, axes = plt.subplots(1, len(COUNTERPARTS), figsize=(4 * len(COUNTERPARTS), 3.5), sharey=True)
+    for ax, pair in zip(np.atleast_1d(axes), COUNTERPARTS):
+        for pattern, marker in zip(("random", *pair), ("s", "o", "x")):
+            sub = patterns[patterns["pattern"].astype(str) == pattern].set_index("model").reindex(models)
+            ax.errorbar(range(len(models)), 100 * sub["acc_mean"], yerr=100 * sub["acc_sd"].fillna(0), fmt=marker,
+                        capsize=2, label=pattern.replace("_", "-"))
+        ax.set_xticks(range(len(models)), models, rotation=30, ha="right", fontsize=7)
+        ax.set_title(" vs ".join(p.replace("_", "-") for p in pair), fontsize=9)
+        ax.legend(fontsize=6)
+    np.atleast_1d(axes)[0].set_ylabel("valid-only accuracy (%)")
+    return fig
+
+
+def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFrame | None = None,
+            fmt: str = "{:.0f}", scale: float = 100.0, cmap: str = "viridis") -> plt.Figure:
+    """A labelled heatmap; each cell shows its value and, if given, the experiments behind it."""
+    fig, ax = plt.subplots(figsize=(1.1 * table.shape[1] + 2.5, 0.55 * table.shape[0] + 1.8))
+    values = table.to_numpy(float) * scale
+    image = ax.imshow(values, cmap=cmap, aspect="auto", vmin=0, vmax=scale if scale == 100.0 else None)
+    ax.set_xticks(range(table.shape[1]), [str(c) for c in table.columns], rotation=30, ha="right", fontsize=7)
+    ax.set_yticks(range(table.shape[0]), [str(i) for i in table.index], fontsize=7)
+    for (r, c), v in np.ndenumerate(values):
+        if not np.isnan(v):
+            label = fmt.format(v) + (f"\n(n={int(counts.iat[r, c])})" if counts is not None and pd.notna(counts.iat[r, c]) else "")
+            red, green, blue, _ = image.cmap(image.norm(v))
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+            ax.text(c, r, label, ha="center", va="center", fontsize=6, color="white" if dark else "black")
+    fig.colorbar(image, ax=ax, label=value_label)
+    ax.set_title(title, fontsize=9)
+    return fig
+
+
+def error_types(frame: pd.DataFrame) -> plt.Figure:
+    """Fig. 14: share of experiments per model that are mistakes or invalid, by kind."""
+    kinds = {"incorrect": frame["verdict"] == "incorrect", "parse": frame["invalid_kind"] == "parse",
+             "truncated": frame["invalid_kind"] == "truncated", "input_overflow": frame["invalid_kind"] == "input_overflow"}
+    shares = pd.DataFrame({k: v for k, v in kinds.items()}).groupby(frame["model"]).mean()
+    counts = frame.groupby("model").size()
+    fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(shares)), 4))
+    bottom = np.zeros(len(shares))
+    for kind in shares.columns:
+        ax.bar(shares.index, 100 * shares[kind], bottom=bottom, label=kind)
+        bottom += 100 * shares[kind].to_numpy()
+    for i, model in enumerate(shares.index):
+        ax.annotate(f"n={counts[model]}", (i, bottom[i] + 1), ha="center", fontsize=7)
+    ax.set_ylabel("share of experiments (%)")
+    ax.set_title("Error types per model (mistakes and invalid outputs by kind)")
+    ax.legend(fontsize=7)
+    ax.tick_params(axis="x", rotation=30)
+    return fig
+
+
+def variant_deltas(deltas: pd.DataFrame) -> plt.Figure:
+    """Fig. 20: accuracy difference of each prompt variant from the standard prompt."""
+    models = sorted(deltas["model"].unique())
+    variants = sorted(deltas["prompt_variant"].unique())
+    width = 0.8 / max(1, len(variants))
+    fig, ax = plt.subplots(figsize=(max(5, len(models) * 1.2), 4))
+    for i, variant in enumerate(variants):
+        sub = deltas[deltas["prompt_variant"] == variant].set_index("model").reindex(models)
+        ax.bar(np.arange(len(models)) + (i - (len(variants) - 1) / 2) * width, 100 * sub["delta_mean"], width,
+               yerr=100 * sub["delta_sd"].fillna(0), capsize=2, label=f"{variant} (seeds: {int(sub['seeds'].max())})")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
+    ax.set_ylabel("accuracy − standard prompt (pp)")
+    ax.set_title("Prompt variants against the standard prompt (sd over seeds)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def budgets(table: pd.DataFrame) -> plt.Figure:
+    """Fig. 9–11: valid-only accuracy, all-experiment accuracy and invalid rate per budget."""
+    metrics = [("acc", "valid-only accuracy"), ("acc_all", "all-experiment accuracy"), ("invalid_rate", "invalid rate")]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+    budgets_ = list(table["budget"].unique())
+    for ax, (column, label) in zip(axes, metrics):
+        for j, budget in enumerate(budgets_):
+            sub = table[table["budget"] == budget]
+            ax.bar(np.arange(len(sub)) + (j - 0.5) * 0.4, 100 * sub[column], 0.4, label=budget)
+        ax.set_xticks(range(len(table["model"].unique())), sorted(table["model"].unique()), rotation=30, ha="right")
+        ax.set_ylabel(f"{label} (%)")
+        ax.legend(fontsize=7)
+    fig.suptitle("Output-token budgets compared (experiments per bar in the table of the same name)")
+    return fig
+
+
+def mention_rates(rates: pd.DataFrame, n: int, p: float) -> plt.Figure:
+    """Fig. 5 / Fig. 21: per-ID mention rate against position, one panel per pattern,
+    block boundaries of the structured patterns dotted."""
+    patterns = [x for x in PATTERNS if x in set(rates["pattern"])]
+    fig, axes = plt.subplots(len(patterns), 1, figsize=(8, 1.6 * len(patterns) + 0.5), sharex=True, squeeze=False)
+    n_maj, n_min = split_counts(n, p)
+    bounds = {"majority_first": [n_maj], "majority_last": [n_min],
+              "majority_edges": [-(-n_maj // 2), -(-n_maj // 2) + n_min],
+              "majority_middle": [-(-n_min // 2), -(-n_min // 2) + n_maj],
+              "soft_majority_edges": [-(-(n_maj - n_min) // 2), -(-(n_maj - n_min) // 2) + 2 * n_min],
+              "soft_majority_middle": [2 * -(-n_min // 2), 2 * -(-n_min // 2) + n_maj - n_min]}
+    for ax, pattern in zip(axes[:, 0], patterns):
+        for model, sub in rates[rates["pattern"] == pattern].groupby("model"):
+            ax.plot(sub["position"], 100 * sub["rate"], linewidth=0.8, label=f"{model} (n={int(sub['experiments'].iloc[0])})")
+        for b in bounds.get(pattern, []):
+            ax.axvline(b + 0.5, linestyle=":", color="grey")
+        ax.set_ylabel("mentioned (%)", fontsize=7)
+        ax.set_title(pattern.replace("_", "-"), fontsize=8)
+        ax.legend(fontsize=6)
+    axes[-1, 0].set_xlabel("instance ID (position in the prompt)")
+    fig.suptitle(f"Per-ID mention rate in reasoning traces (n = {n}, p = {p}; dotted: block boundaries)", fontsize=9)
+    return fig

@@ -1,0 +1,127 @@
+"""Records as one analysis table: from the local store (any folder holding records) or
+from W&B (offline run folders on disk, or the public API).
+
+One row per experiment key — records of the same key, read from several folders or
+runs, count once. Columns: the experiment fields, ``verdict``, ``invalid_kind``,
+``answer``, ``valid``, ``correct``, the counted attempt's ``reasoning`` and
+``output``, token counts and ``cost``.
+
+>>> frame = load_local(["results/store"])          # doctest: +SKIP
+>>> frame.groupby("pattern").correct.mean()
+
+Exercised by ``pytest tests/test_results.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from mip.records import Record, read_record
+
+EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
+COLUMNS = ["key", *EXPERIMENT_COLUMNS, "verdict", "invalid_kind", "answer", "valid", "correct", "reasoning", "output",
+           "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts"]
+
+
+class ResultsError(ValueError):
+    """The results cannot be analysed as asked; the message says what is missing."""
+
+
+def record_row(record: Record) -> dict:
+    counted = next((a for a in record.attempts if a.verdict != "invalid"), record.attempts[-1] if record.attempts else None)
+    stage = counted.stages[-1] if counted and counted.stages else None
+    usage = stage.usage if stage else {}
+    return {
+        "key": record.key,
+        **record.experiment.model_dump(),
+        "verdict": record.verdict,
+        "invalid_kind": record.invalid_kind,
+        "answer": record.answer,
+        "reasoning": stage.reasoning if stage else None,
+        "output": stage.output if stage else None,
+        "prompt_tokens": record.prompt_tokens,
+        "completion_tokens": stage.completion_tokens if stage else None,
+        "reasoning_tokens": stage.reasoning_tokens if stage else None,
+        "cost": usage.get("cost") if isinstance(usage, dict) else None,
+        "attempts": len(record.attempts),
+    }
+
+
+def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
+    frame = pd.DataFrame(list(rows))
+    if frame.empty:
+        raise ResultsError(f"No records found in {source}. Point results= at a store, a job or sweep folder, "
+                           "or a folder of W&B offline runs.")
+    missing = [c for c in ["key", *EXPERIMENT_COLUMNS, "verdict"] if c not in frame.columns]
+    if missing:
+        raise ResultsError(f"The records in {source} lack the columns {missing}; are they mip records of this version?")
+    for column in COLUMNS:
+        if column not in frame.columns:
+            frame[column] = None
+    frame = frame.drop_duplicates("key", keep="first").reset_index(drop=True)
+    frame["valid"] = frame["verdict"] != "invalid"
+    frame["correct"] = frame["verdict"] == "correct"
+    frame["order_seed"] = frame["order_seed"].astype("Int64")
+    return frame[COLUMNS]
+
+
+def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Every record under the given folders (a store, a job or sweep folder, several)."""
+    rows: list[dict] = []
+    for root in map(Path, paths):
+        if not root.exists():
+            raise ResultsError(f"{root} does not exist.")
+        for path in sorted(root.rglob("*.json")) if root.is_dir() else [root]:
+            if path.name.startswith(".") or path.name in ("job.json",) or "wandb" in path.parts:
+                continue
+            if path.parent.name == "pools" or "pools" in path.parts:
+                continue
+            record = read_record(path)
+            if record is not None:
+                rows.append(record_row(record))
+    return _frame(rows, ", ".join(map(str, paths)))
+
+
+def _table_rows(table: dict) -> list[dict]:
+    rows = []
+    for values in table.get("data", []):
+        row = dict(zip(table.get("columns", []), values))
+        rows.append(row)
+    return rows
+
+
+def load_wandb_offline(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """The experiment tables of W&B runs written without network (``offline-run-*`` folders)."""
+    rows: list[dict] = []
+    for root in map(Path, paths):
+        for table_file in sorted(root.rglob("*run-*/files/media/table/**/*.table.json")):
+            try:
+                rows += _table_rows(json.loads(table_file.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as e:
+                warnings.warn(f"Skipping unreadable W&B table {table_file}: {e}", stacklevel=2)
+    return _frame(rows, "W&B run folders under " + ", ".join(map(str, paths)))
+
+
+def load_wandb_api(project: str, entity: str | None = None, group: str | None = None,
+                   tags: Sequence[str] = ()) -> pd.DataFrame:  # pragma: no cover - needs network and a key
+    """The experiment tables of a W&B project's runs (filtered by group and tags), via the public API."""
+    import wandb
+
+    api = wandb.Api()
+    filters: dict = {}
+    if group:
+        filters["group"] = group
+    if tags:
+        filters["tags"] = {"$all": list(tags)}
+    rows: list[dict] = []
+    for run in api.runs(f"{entity}/{project}" if entity else project, filters=filters):
+        for file in run.files():
+            if file.name.endswith(".table.json") and "/table/" in file.name:
+                with file.download(replace=True, root=f"/tmp/mip-wandb/{run.id}") as handle:
+                    rows += _table_rows(json.load(handle))
+    return _frame(rows, f"W&B project {project}")

@@ -1,0 +1,130 @@
+"""analyze.py end to end: every table and figure from a small record set, the same numbers
+from the local store and from W&B offline runs, and clear messages on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import pandas as pd
+import pytest
+
+from mip import stats
+from mip.report import write_report
+from mip.results import ResultsError, load_local, load_wandb_offline
+from mip.runner import run_job
+
+from .conftest import REPO, compose
+from .fake_server import FakeServer
+from .test_tracking import wandb_env  # noqa: F401 - fixture
+
+PATTERNS = ["random", "majority_first", "majority_last", "majority_edges", "majority_middle",
+            "soft_majority_edges", "soft_majority_middle"]
+
+
+def grid(tmp_path, model_args, cells, patterns=PATTERNS, seeds=(0, 1), variants=("standard",), budgets=("smoke",), extra=()):
+    for (n, p) in cells:
+        for pattern in patterns:
+            for seed in seeds:
+                for variant in variants:
+                    for budget in budgets:
+                        cfg = compose(*model_args, "task=arith", f"n={n}", f"p={p}", f"pattern={pattern}", f"seed={seed}",
+                                      f"prompt_variant={variant}", f"budget={budget}", "progress=false",
+                                      f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}", *extra)
+                        run_job(cfg, tmp_path / "jobs" / f"{n}-{p}-{pattern}-{seed}-{variant}-{budget}-{model_args[0]}")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("analysis")
+    with FakeServer(reasoning_shape="reasoning") as server:
+        served = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                  "model.context_window=100000", "model.name=fake"]
+        grid(tmp, served, [(10, 0.6), (20, 0.7)])
+        grid(tmp, served, [(10, 0.6)], patterns=["majority_first", "majority_middle"], variants=("hint",))
+        grid(tmp, served, [(10, 0.6)], patterns=["majority_first", "majority_middle"], budgets=("20k",))
+    grid(tmp, ["model=mock"], [(10, 0.6)])
+    return tmp
+
+
+def test_report_has_every_table_and_figure(store, tmp_path):
+    frame = load_local([store / "store"])
+    path = write_report(frame, tmp_path / "report")
+    text = path.read_text()
+    figures = sorted((tmp_path / "report" / "figures").glob("*.png"))
+    names = {f.stem.split("_")[0] for f in figures}
+    assert {"fig2", "fig3", "fig9", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20", "fig21", "fig22"} <= names
+    for png in figures:
+        assert png.stat().st_size > 5000 and png.with_suffix(".pdf").stat().st_size > 1000
+        assert f"({png.relative_to(tmp_path / 'report')})" in text
+    tables = {p.stem for p in (tmp_path / "report" / "tables").glob("*.csv")}
+    assert {"table2_models", "table3_coverage", "patterns_by_model", "intervals_and_tests", "generalisability_cells",
+            "prompt_variants", "budgets", "reference_c4"} <= tables
+    for stem in tables:
+        for suffix in (".md", ".tex"):
+            assert (tmp_path / "report" / "tables" / f"{stem}{suffix}").stat().st_size > 0
+    table2 = pd.read_csv(tmp_path / "report" / "tables" / "table2_models.csv")
+    assert set(table2["Model"]) == {"fake", "mock"}
+    fake = table2.set_index("Model").loc["fake"]
+    assert fake["Acc (%)"].startswith("100.0")  # the fake server answers every arithmetic set correctly
+    coverage_table = pd.read_csv(tmp_path / "report" / "tables" / "table3_coverage.csv")
+    assert coverage_table[coverage_table["model"] == "fake"]["experiments"].sum() > 0
+
+
+def test_analyze_cli_writes_the_report(store, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{store / 'store'}]", f"out_dir={out}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (out / "report.md").is_file() and "Report:" in proc.stdout
+
+
+def test_local_store_and_wandb_offline_runs_give_the_same_numbers(tmp_path, wandb_env):  # noqa: F811
+    grid(tmp_path, ["model=mock"], [(10, 0.6)], patterns=["majority_first", "majority_middle", "random"], seeds=(0, 1, 2),
+         extra=("logger=wandb",))
+    local = load_local([tmp_path / "store"])
+    remote = load_wandb_offline([tmp_path / "jobs"])
+    assert len(local) == len(remote) == 3 * (2 + 2 + 6)
+    pd.testing.assert_frame_equal(stats.model_table(local), stats.model_table(remote))
+    pd.testing.assert_frame_equal(stats.pattern_table(local), stats.pattern_table(remote))
+
+
+def test_records_of_one_key_count_once(store):
+    once = load_local([store / "store"])
+    twice = load_local([store / "store", store / "store"])
+    assert len(once) == len(twice)
+
+
+def test_empty_store_gets_a_clear_message(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ResultsError, match="No records found"):
+        load_local([tmp_path / "empty"])
+    proc = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{tmp_path / 'empty'}]",
+                           f"out_dir={tmp_path / 'out'}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "No records found" in proc.stderr
+
+
+def test_foreign_json_is_skipped_with_a_warning_naming_it(tmp_path):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "other.json").write_text(json.dumps({"hello": "world"}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ResultsError, match="No records found"):
+            load_local([folder])
+    assert any("other.json" in str(w.message) for w in caught)
+
+
+def test_missing_patterns_and_all_invalid_patterns_are_reported(tmp_path):
+    from mip.report import coverage_notes
+
+    from .test_stats import cell, frame
+
+    rows = cell(0, "majority_first", ["correct"]) + cell(0, "majority_middle", ["invalid"])
+    rows += [{"model": "N", "pattern": "majority_first", "seed": 1}]
+    notes = " ".join(coverage_notes(frame(rows)))
+    assert "every experiment of pattern majority_middle is invalid" in notes
+    assert "N: no experiments for pattern(s) majority_middle" in notes and "N: no experiments for seed(s) [0]" in notes
+    assert "Patterns absent from all records" in notes

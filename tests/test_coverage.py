@@ -1,0 +1,65 @@
+"""Instance IDs mentioned in reasoning traces, coverage bins and per-ID mention rates."""
+
+from __future__ import annotations
+
+import pytest
+
+from mip.coverage import coverage, coverage_bin, coverage_table, mention_rates, mentioned_ids
+
+from .test_stats import frame
+
+# Excerpts in the style of App. E.1, with the IDs each one mentions written out.
+EXCERPTS = [
+    ("I'll go instance by instance.Instance 1: \"on the java wave\" - place.[...]Instance 200: \"ported to java\" - "
+     "programming language.", 2000, {1, 200}),
+    ("Let me look at instances 1-40 first, then every 50th one: 50, 100, 150.", 2000, {1, 40, 50, 100, 150}),
+    ("1900: prog (java)[... 1901-1999 ...]2000: prog (java)", 2000, {1900, 1901, 1999, 2000}),
+    ("Instance 1000: place. So 1,000 of 2000? Roughly 3.5 per 10, x2 is odd, the 200th is prog.", 2000, {1000, 2000, 10}),
+    ("Instance 10: ... -> \"the\" appears 2 times. Count 2500 is out of range.", 2000, {10, 2}),
+    ("", 100, set()),
+]
+
+
+@pytest.mark.parametrize("trace,n,expected", EXCERPTS)
+def test_mentioned_ids(trace, n, expected):
+    assert mentioned_ids(trace, n) == expected
+
+
+def test_ids_outside_one_to_n_do_not_count():
+    assert mentioned_ids("0 1 20 21 99999999999", 20) == {1, 20}
+
+
+@pytest.mark.parametrize("share,bin_", [(0.0, "<25%"), (0.2499, "<25%"), (0.25, "<75%"), (0.74, "<75%"),
+                                        (0.75, "<100%"), (0.999, "<100%"), (1.0, "=100%")])
+def test_bins(share, bin_):
+    assert coverage_bin(share) == bin_
+
+
+def test_coverage_share():
+    assert coverage("Instance 1, Instance 2 and 4.", 4) == 0.75
+
+
+def test_coverage_table_counts_and_accuracy_per_bin():
+    every = " ".join(str(i) for i in range(1, 21))
+    rows = [
+        {"reasoning": "1 2", "verdict": "incorrect"},        # 10 % → <25%
+        {"reasoning": "1 2 3", "verdict": "correct"},        # 15 % → <25%
+        {"reasoning": " ".join(map(str, range(1, 11))), "verdict": "correct"},  # 50 % → <75%
+        {"reasoning": every, "verdict": "correct"},          # 100 %
+        {"reasoning": every, "verdict": "invalid"},          # invalid: left out
+        {"reasoning": None, "verdict": "correct"},           # no trace: left out
+    ]
+    table = coverage_table(frame(rows)).set_index("bin")
+    assert list(table["experiments"]) == [2, 1, 0, 1]
+    assert table.loc["<25%", "accuracy"] == 0.5 and table.loc["=100%", "accuracy"] == 1.0
+    assert table["share"].sum() == pytest.approx(1.0)
+
+
+def test_mention_rates_per_position_and_pattern():
+    rows = [{"reasoning": "1 2 3", "pattern": "random"}, {"reasoning": "1 20", "pattern": "random"},
+            {"reasoning": "5", "pattern": "majority_first"}]
+    rates = mention_rates(frame(rows), 20)
+    random = rates[rates["pattern"] == "random"].set_index("position")["rate"]
+    assert random[1] == 1.0 and random[2] == 0.5 and random[20] == 0.5 and random[10] == 0.0
+    first = rates[rates["pattern"] == "majority_first"].set_index("position")
+    assert first.loc[5, "rate"] == 1.0 and first.loc[5, "experiments"] == 1
