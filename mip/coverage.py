@@ -1,11 +1,14 @@
 """Explicit instance coverage of reasoning traces (§5.1.2, App. E.2).
 
 An instance ID counts as mentioned when it appears in the trace as a standalone number
-between 1 and N. Standalone means not part of a longer token: a number glued to a
-letter (``x2``, ``200th``), or inside a decimal or thousands-separated number (``3.5``,
-``1,000``) does not count; one next to punctuation, spaces or a hyphen does, so a range
-"instances 1-40" mentions 1 and 40 (not 2–39), and "Instance 1000:" mentions 1000.
-Each ID counts once per trace. Extraction is one regex pass over the trace, whatever N.
+between 1 and N. Standalone means not part of a longer token: a number glued to an ASCII
+letter, digit or underscore (``x2``, ``200th``), or inside a decimal or thousands-separated
+number (``3.5``, ``1,000``) does not count; one next to punctuation, spaces, a hyphen or
+any non-ASCII character does, so a range "instances 1-40" mentions 1 and 40 (not 2–39),
+and "Instance 1000:" mentions 1000. Each ID counts once per trace.
+
+:data:`STANDALONE` is the rule as a regex; :func:`mentioned_ids` applies the same rule in
+one vectorised pass over the trace's bytes (the tests check they agree), whatever N.
 
 >>> sorted(mentioned_ids("Instance 1: place. Instances 3-5 … 1,000 x2 3.5 200th", 2000))
 [1, 3, 5]
@@ -20,23 +23,53 @@ import re
 import numpy as np
 import pandas as pd
 
-_STANDALONE = re.compile(r"(?<![\w.,])(?<!\d[.,])\d+(?![\w])(?![.,]\d)")
+#: The rule, as a regex (ASCII word characters): the specification of mentioned_ids.
+STANDALONE = re.compile(r"(?<![\w.,])\d+(?!\w)(?![.,]\d)", re.ASCII)
+#: Longer digit runs are no instance ID.
+MAX_DIGITS = 7
+
+#: The pattern name of per-ID rates pooled over all patterns (Fig. 5).
+POOLED = "all patterns"
 
 #: Coverage bins of Table 3: <25 %, <75 %, <100 %, =100 %.
 BINS = ("<25%", "<75%", "<100%", "=100%")
+
+
+def mentioned_ids_regex(trace: str | None, n: int) -> set[int]:
+    """:func:`mentioned_ids` by the regex: the slow, obvious reference."""
+    values = {int(t) for t in STANDALONE.findall(trace or "") if len(t) <= MAX_DIGITS}
+    return {v for v in values if 1 <= v <= n}
 
 
 def mentioned_ids(trace: str | None, n: int) -> set[int]:
     """The instance IDs 1..n that ``trace`` mentions as standalone numbers."""
     if not trace:
         return set()
-    found = set()
-    for token in _STANDALONE.findall(trace):
-        if len(token) <= 7:  # longer digit runs are no instance ID
-            value = int(token)
-            if 1 <= value <= n:
-                found.add(value)
-    return found
+    # Non-ASCII characters become bytes >= 0x80: neither digits, word characters nor separators.
+    b = np.frombuffer(trace.encode("utf-8", "replace"), dtype=np.uint8)
+    digit = (b >= 48) & (b <= 57)
+    if not digit.any():
+        return set()
+    word = digit | ((b >= 65) & (b <= 90)) | ((b >= 97) & (b <= 122)) | (b == 95)
+    sep = (b == 46) | (b == 44)
+    padded = np.concatenate(([False], digit, [False]))
+    starts = np.flatnonzero(padded[1:-1] & ~padded[:-2])
+    ends = np.flatnonzero(padded[1:-1] & ~padded[2:]) + 1  # exclusive
+    ok = (ends - starts) <= MAX_DIGITS
+    before = starts - 1
+    has = before >= 0
+    ok[has] &= ~(word[before[has]] | sep[before[has]])
+    has = ends < len(b)
+    ok[has] &= ~word[ends[has]]
+    has = ends + 1 < len(b)
+    ok[has] &= ~(sep[ends[has]] & digit[ends[has] + 1])
+    starts, lengths = starts[ok], (ends - starts)[ok]
+    values = np.zeros(len(starts), dtype=np.int64)
+    for k in range(MAX_DIGITS):
+        more = lengths > k
+        values[more] = values[more] * 10 + (b[starts[more] + k] - 48)
+    values = values[(values >= 1) & (values <= n)]
+    return set(np.unique(values).tolist())
 
 
 def coverage(trace: str | None, n: int) -> float:
@@ -65,15 +98,18 @@ def with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
     return traced
 
 
-def coverage_table(frame: pd.DataFrame, by: str = "model") -> pd.DataFrame:
-    """Table 3: per group and coverage bin, the valid experiments and their accuracy."""
+def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model") -> pd.DataFrame:
+    """Table 3 (by model) / Table 7 (by model and budget): per group and coverage bin,
+    the valid experiments with a trace, their share of the group and their accuracy."""
+    keys = [by] if isinstance(by, str) else list(by)
     traced = with_coverage(frame)
     if traced.empty:
-        return pd.DataFrame(columns=[by, "bin", "experiments", "share", "accuracy"])
-    g = traced.groupby([by, "bin"], observed=False)
+        return pd.DataFrame(columns=[*keys, "bin", "experiments", "share", "accuracy"])
+    g = traced.groupby([*keys, "bin"], observed=False)
     out = pd.DataFrame({"experiments": g.size(), "accuracy": g["correct"].mean()}).reset_index()
-    out["share"] = out["experiments"] / out.groupby(by)["experiments"].transform("sum")
-    return out[[by, "bin", "experiments", "share", "accuracy"]]
+    out = out[out.groupby(keys)["experiments"].transform("sum") > 0]
+    out["share"] = out["experiments"] / out.groupby(keys)["experiments"].transform("sum")
+    return out[[*keys, "bin", "experiments", "share", "accuracy"]].reset_index(drop=True)
 
 
 def mention_rates(frame: pd.DataFrame, n: int) -> pd.DataFrame:
@@ -83,8 +119,9 @@ def mention_rates(frame: pd.DataFrame, n: int) -> pd.DataFrame:
     ``pattern`` (Fig. 5 pools patterns; Fig. 21 splits them).
     """
     traced = with_coverage(frame[frame["n"] == n])
+    pooled = traced.assign(pattern=POOLED)  # Fig. 5: every pattern together
     rows = []
-    for (model, pattern), group in traced.groupby(["model", "pattern"]):
+    for (model, pattern), group in pd.concat([pooled, traced]).groupby(["model", "pattern"], sort=False):
         counts = np.zeros(n + 1)
         for ids in group["mentioned_ids"]:
             counts[list(ids)] += 1

@@ -61,7 +61,7 @@ def test_report_has_every_table_and_figure(store, tmp_path):
         assert f"({png.relative_to(tmp_path / 'report')})" in text
     tables = {p.stem for p in (tmp_path / "report" / "tables").glob("*.csv")}
     assert {"table2_models", "table3_coverage", "patterns_by_model", "intervals_and_tests", "generalisability_cells",
-            "prompt_variants", "budgets", "reference_c4"} <= tables
+            "prompt_variants", "budgets", "table7_coverage_by_budget", "reference_c4"} <= tables
     for stem in tables:
         for suffix in (".md", ".tex"):
             assert (tmp_path / "report" / "tables" / f"{stem}{suffix}").stat().st_size > 0

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mip.coverage import coverage, coverage_bin, coverage_table, mention_rates, mentioned_ids
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mip.coverage import coverage, coverage_bin, coverage_table, mention_rates, mentioned_ids, mentioned_ids_regex
 
 from .test_stats import frame
 
@@ -23,6 +26,13 @@ EXCERPTS = [
 @pytest.mark.parametrize("trace,n,expected", EXCERPTS)
 def test_mentioned_ids(trace, n, expected):
     assert mentioned_ids(trace, n) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(list("0123456789 .,-:_xé…\n") + ["Instance ", "th", "1,000", "٣"]), max_size=120).map("".join),
+       st.integers(1, 3000))
+def test_the_vectorised_pass_follows_the_regex_rule(trace, n):
+    assert mentioned_ids(trace, n) == mentioned_ids_regex(trace, n)
 
 
 def test_ids_outside_one_to_n_do_not_count():
@@ -63,3 +73,11 @@ def test_mention_rates_per_position_and_pattern():
     assert random[1] == 1.0 and random[2] == 0.5 and random[20] == 0.5 and random[10] == 0.0
     first = rates[rates["pattern"] == "majority_first"].set_index("position")
     assert first.loc[5, "rate"] == 1.0 and first.loc[5, "experiments"] == 1
+    pooled = rates[rates["pattern"] == "all patterns"].set_index("position")
+    assert pooled.loc[1, "rate"] == pytest.approx(2 / 3) and pooled.loc[1, "experiments"] == 3
+
+
+def test_coverage_by_model_and_budget():
+    rows = [{"reasoning": "1 2", "budget": "20k"}, {"reasoning": " ".join(map(str, range(1, 21))), "budget": "100k"}]
+    table = coverage_table(frame(rows), ["model", "budget"])
+    assert set(zip(table["budget"], table["bin"].astype(str), table["experiments"])) >= {("20k", "<25%", 1), ("100k", "=100%", 1)}

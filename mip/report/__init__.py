@@ -159,6 +159,10 @@ def write_report(frame: pd.DataFrame, folder: str | Path) -> Path:
         report.table(budget_table.round(4), "budgets", "20K vs 100K side by side: valid-only, all-experiment, invalid "
                      "rate and Δ (App. C.5, Table 7).")
         report.figure(figures.budgets(budget_table), "fig9_budgets", "Budgets compared (Fig. 9–11).")
+        by_budget = coverage.coverage_table(core, ["model", "budget"])
+        if not by_budget.empty:
+            report.table(by_budget.assign(bin=by_budget["bin"].astype(str)).round(4), "table7_coverage_by_budget",
+                         "Coverage bins per model and budget, with accuracy per bin (App. C.5.4, Table 7; Fig. 12/13).")
 
     cov = coverage.coverage_table(core)
     if not cov.empty:
@@ -168,7 +172,8 @@ def write_report(frame: pd.DataFrame, folder: str | Path) -> Path:
             rates = coverage.mention_rates(core[(core["n"] == n) & (core["p"] == p)], int(n))
             if not rates.empty:
                 report.figure(figures.mention_rates(rates, int(n), float(p)), f"fig21_mention_rates_n{n}_p{p}",
-                              f"Per-ID mention rate by pattern at n = {n}, p = {p} (Fig. 5 / 21).")
+                              f"Per-ID mention rate at n = {n}, p = {p}: pooled over patterns (Fig. 5), then per "
+                              "pattern with block boundaries (Fig. 21).")
         if len(grid) > 1:
             traced = coverage.with_coverage(core)
             for model, sub in traced.groupby("model"):

@@ -143,7 +143,7 @@ def budgets(table: pd.DataFrame) -> plt.Figure:
 def mention_rates(rates: pd.DataFrame, n: int, p: float) -> plt.Figure:
     """Fig. 5 / Fig. 21: per-ID mention rate against position, one panel per pattern,
     block boundaries of the structured patterns dotted."""
-    patterns = [x for x in PATTERNS if x in set(rates["pattern"])]
+    patterns = [x for x in ("all patterns", *PATTERNS) if x in set(rates["pattern"])]
     fig, axes = plt.subplots(len(patterns), 1, figsize=(8, 1.6 * len(patterns) + 0.5), sharex=True, squeeze=False)
     n_maj, n_min = split_counts(n, p)
     bounds = {"majority_first": [n_maj], "majority_last": [n_min],
