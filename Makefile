@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 EXTRAS ?= hf,serve,dev
 
-.PHONY: install run test test-all clean
+.PHONY: install run test test-all bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -29,6 +29,9 @@ test: install
 
 test-all: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ""
+
+bench: install
+	$(PY) benchmarks/coverage.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

@@ -27,11 +27,15 @@ def analyze(cfg: AnalyzeConfig) -> Path:
     return path
 
 
-def log_report(folder: Path, cfg: AnalyzeConfig) -> None:  # pragma: no cover - needs W&B
+def log_report(folder: Path, cfg: AnalyzeConfig) -> None:
+    """The report's figures and tables as a W&B run in the sweep's group (offline without WANDB_API_KEY)."""
+    import os
+
     import wandb
 
+    mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
     run = wandb.init(project=cfg.wandb.project or "mip", entity=cfg.wandb.entity, group=cfg.wandb.group,
-                     job_type="analysis")
+                     job_type="analysis", dir=str(folder), mode=mode, settings=wandb.Settings(silent=True))
     for png in sorted((folder / "figures").glob("*.png")):
         run.log({f"figures/{png.stem}": wandb.Image(str(png))})
     import pandas as pd

@@ -128,3 +128,17 @@ def test_missing_patterns_and_all_invalid_patterns_are_reported(tmp_path):
     assert "every experiment of pattern majority_middle is invalid" in notes
     assert "N: no experiments for pattern(s) majority_middle" in notes and "N: no experiments for seed(s) [0]" in notes
     assert "Patterns absent from all records" in notes
+
+
+def test_report_logged_to_wandb_offline(store, tmp_path, wandb_env):  # noqa: F811
+    from mip.analysis import analyze
+    from mip.config import AnalyzeConfig
+
+    cfg = AnalyzeConfig(results=[str(store / "store")], out_dir=str(tmp_path / "report"))
+    cfg.wandb.log_report = True
+    cfg.wandb.group = "test-sweep"
+    analyze(cfg)
+    images = list((tmp_path / "report").rglob("offline-run-*/files/media/images/**/*.png"))
+    logged_tables = list((tmp_path / "report").rglob("offline-run-*/files/media/table/**/*.table.json"))
+    assert len(images) == len(list((tmp_path / "report" / "figures").glob("*.png")))
+    assert len(logged_tables) == len(list((tmp_path / "report" / "tables").glob("*.csv")))
