@@ -218,6 +218,9 @@ class Config:
     """Selection seed s."""
     order_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     """Order seeds of the random pattern."""
+    shuffle_seeds: list[int] = field(default_factory=list)
+    """Expanded orderings (§5.2.1): for structured patterns, shuffle X_maj and X_min independently
+    under each of these seeds, then arrange; empty runs the pattern once on the selection order."""
     max_attempts: int = 3
     infra_retries: int = 3
     """Calls retried after an infrastructure error before the experiment is left unstored."""
@@ -248,9 +251,38 @@ class AnalyzeConfig:
     wandb: WandbSourceConfig = field(default_factory=WandbSourceConfig)
 
 
+@dataclass
+class AttributeConfig:
+    """attribute.py: which stored outputs to replay, with which weights, and where to write."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    task: dict[str, TaskConfig] = field(default_factory=dict)
+    results: list[str] = field(default_factory=lambda: ["results/store"])
+    records_model: Optional[str] = None
+    """Replay the records of this model name (default: model.name) — e.g. API outputs with local weights."""
+    weights: Optional[str] = None
+    """Folder or hub id of the weights (default: the model's converted folder or model_id); must be on disk."""
+    out_dir: str = "results/attribution"
+    data_dir: Optional[str] = None
+    cache_dir: str = "~/.cache/mip"
+    max_replays: int = 0
+    """0: every eligible record."""
+    dtype: Optional[str] = None
+    """Weights' dtype (default: bfloat16 on a GPU, float32 on the CPU)."""
+    device: Optional[str] = None
+    checkpointing: bool = True
+    bin_size: int = 10
+    relative_bins: int = 20
+
+
 def register() -> None:
+    from omegaconf import OmegaConf
+
+    # `${range:1,51}` → [1, …, 50], for seed lists in presets.
+    OmegaConf.register_new_resolver("range", lambda a, b: list(range(int(a), int(b))), replace=True)
     ConfigStore.instance().store(name="config_schema", node=Config)
     ConfigStore.instance().store(name="analyze_schema", node=AnalyzeConfig)
+    ConfigStore.instance().store(name="attribute_schema", node=AttributeConfig)
 
 
 def to_plain(obj: Any) -> Any:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from mip import prompts
 from mip.config import Config, TaskConfig
 from mip.data import Instance, Pool
-from mip.instances import arrange, order_seeds_for, select
+from mip.instances import arrange, order_seeds_for, select, shuffle_within_labels
 from mip.records import Attempt, Experiment, Record, experiment_key
 
 
@@ -85,8 +85,11 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
         pool = pools[task.name]
         for majority_label in task.labels:
             majority, minority = instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed)
-            for order_seed in order_seeds_for(cfg.pattern.name, cfg.order_seeds):
-                arranged = arrange(majority, minority, cfg.pattern.name, order_seed)
+            structured = cfg.pattern.name != "random"
+            shuffles = cfg.shuffle_seeds if structured and cfg.shuffle_seeds else [None]
+            for order_seed, shuffle_seed in ((o, s) for o in order_seeds_for(cfg.pattern.name, cfg.order_seeds) for s in shuffles):
+                maj, mino = (majority, minority) if shuffle_seed is None else shuffle_within_labels(majority, minority, shuffle_seed)
+                arranged = arrange(maj, mino, cfg.pattern.name, order_seed)
                 experiment = Experiment(
                     model=cfg.model.name,
                     task=task.name,
@@ -96,6 +99,7 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
                     seed=cfg.seed,
                     pattern=cfg.pattern.name,
                     order_seed=order_seed,
+                    shuffle_seed=shuffle_seed,
                     prompt_variant=cfg.prompt_variant.name,
                     budget=cfg.budget.name,
                 )

@@ -85,7 +85,7 @@ def select(
     return maj, mino
 
 
-def _shuffled(items: Sequence[T], seed: int) -> list[T]:
+def _shuffled(items: Sequence[T], seed: int | list[int]) -> list[T]:
     order = np.random.default_rng(seed).permutation(len(items))
     return [items[i] for i in order]
 
@@ -147,3 +147,41 @@ def arrange(
 def order_seeds_for(pattern: str, order_seeds: Sequence[int]) -> list[int | None]:
     """The order seeds a pattern runs under: all of them for random, none otherwise."""
     return list(order_seeds) if pattern == "random" else [None]
+
+
+def shuffle_within_labels(majority: Sequence[T], minority: Sequence[T], shuffle_seed: int) -> tuple[list[T], list[T]]:
+    """Expanded orderings (§5.2.1): each label's selected list shuffled on its own."""
+    return _shuffled(majority, [shuffle_seed, 0]), _shuffled(minority, [shuffle_seed, 1])
+
+
+def regions(pattern: str, n_maj: int, n_min: int) -> list[tuple[int, int, str]]:
+    """The label regions of a pattern as ``(start, end, kind)`` over positions 0..n-1 (end
+    exclusive); kind is majority, minority, alternating, or mixed for random."""
+    n = n_maj + n_min
+    if pattern == "random":
+        return [(0, n, "mixed")]
+    if pattern == "majority_first":
+        parts = [(n_maj, "majority"), (n_min, "minority")]
+    elif pattern == "majority_last":
+        parts = [(n_min, "minority"), (n_maj, "majority")]
+    elif pattern == "majority_edges":
+        k = math.ceil(n_maj / 2)
+        parts = [(k, "majority"), (n_min, "minority"), (n_maj - k, "majority")]
+    elif pattern == "majority_middle":
+        k = math.ceil(n_min / 2)
+        parts = [(k, "minority"), (n_maj, "majority"), (n_min - k, "minority")]
+    elif pattern == "soft_majority_edges":
+        s = n_maj - n_min
+        k = math.ceil(s / 2)
+        parts = [(k, "majority"), (2 * n_min, "alternating"), (s - k, "majority")]
+    elif pattern == "soft_majority_middle":
+        k = 2 * math.ceil(n_min / 2)
+        parts = [(k, "alternating"), (n_maj - n_min, "majority"), (2 * n_min - k, "alternating")]
+    else:
+        raise ValueError(f"Unknown pattern {pattern!r}.")
+    out, start = [], 0
+    for length, kind in parts:
+        if length:
+            out.append((start, start + length, kind))
+        start += length
+    return out

@@ -39,6 +39,8 @@ class Experiment(BaseModel):
     seed: int = Field(description="Selection seed s.")
     pattern: str = Field(description="Order pattern registry name.")
     order_seed: Optional[int] = Field(default=None, description="s_order; random pattern only.")
+    shuffle_seed: Optional[int] = Field(
+        default=None, description="Expanded orderings (§5.2.1): X_maj and X_min shuffled independently before a structured pattern.")
     prompt_variant: str = Field(description="standard, hint, strategy or self_prompt.")
     budget: str = Field(description="Budget name (20k, 100k, smoke, …).")
 
@@ -102,7 +104,10 @@ def experiment_key(experiment: Experiment, pool_version: str, generation: dict[s
     attempts, template version); the same key means the same call, so a stored record
     is never paid for twice.
     """
-    payload = {"experiment": experiment.model_dump(), "pool": pool_version, "generation": generation}
+    fields = experiment.model_dump()
+    if fields.get("shuffle_seed") is None:  # keys of experiments without it stay as they were
+        fields.pop("shuffle_seed", None)
+    payload = {"experiment": fields, "pool": pool_version, "generation": generation}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 

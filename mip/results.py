@@ -24,7 +24,7 @@ import pandas as pd
 from mip.records import Record, read_record
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
-COLUMNS = ["key", *EXPERIMENT_COLUMNS, "verdict", "invalid_kind", "answer", "valid", "correct", "reasoning", "output",
+COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "verdict", "invalid_kind", "answer", "valid", "correct", "reasoning", "output",
            "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts"]
 
 

@@ -139,3 +139,18 @@ def test_order_seed_rules():
         arrange(MAJ, MIN, "majority_first", order_seed=1)
     with pytest.raises(ValueError, match="Unknown pattern"):
         arrange(MAJ, MIN, "majority_sideways")
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes, st.sampled_from(PATTERNS[1:]))
+def test_regions_match_the_arrangement(counts, pattern):
+    from mip.instances import regions
+
+    n_maj, n_min = counts
+    out = arrange([f"A{i}" for i in range(n_maj)], [f"B{i}" for i in range(n_min)], pattern)
+    spans = regions(pattern, n_maj, n_min)
+    assert spans[0][0] == 0 and spans[-1][1] == n_maj + n_min
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    for start, end, kind in spans:
+        labels = {x[0] for x in out[start:end]}
+        assert labels == {"majority": {"A"}, "minority": {"B"}, "alternating": {"A", "B"}}[kind] or (end - start == 1)

@@ -205,3 +205,25 @@ def test_a_budget_larger_than_the_context_window_is_refused_before_any_work(tmp_
     with pytest.raises(ValueError, match="larger than the context window"):
         run_job(cfg, tmp_path / "job")
     assert not (tmp_path / "job").exists()
+
+
+def test_expanded_orderings_shuffle_each_label_then_arrange(tmp_path):
+    cfg = compose("+experiment=expanded_orderings", "model=mock", "task=arith", "n=20", "p=0.6", "pattern=majority_middle")
+    assert cfg.shuffle_seeds == list(range(1, 51))
+    pools = {"arith": build_pool(cfg.task["arith"], None, None)}
+    plans = plan_job(cfg, pools)
+    assert len(plans) == 2 * 50 and len({p.key for p in plans}) == 100
+    for plan in plans[:5]:
+        labels = [x.label for x in plan.instances]
+        minority = next(label for label in cfg.task["arith"].labels if label != plan.gold)
+        assert labels == [minority] * 4 + [plan.gold] * 12 + [minority] * 4  # the pattern is kept
+    first, second = plans[0], plans[1]
+    assert {x.id for x in first.instances} == {x.id for x in second.instances}  # same instance set
+    assert [x.id for x in first.instances] != [x.id for x in second.instances]  # another order inside the blocks
+    assert (first.experiment.shuffle_seed, second.experiment.shuffle_seed) == (1, 2)
+
+
+def test_random_ignores_shuffle_seeds():
+    cfg = compose("model=mock", "task=arith", "n=20", "p=0.6", "pattern=random", "shuffle_seeds=[1,2]")
+    plans = plan_job(cfg, {"arith": build_pool(cfg.task["arith"], None, None)})
+    assert len(plans) == 6 and all(p.experiment.shuffle_seed is None for p in plans)

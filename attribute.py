@@ -1,0 +1,32 @@
+"""Input × Gradient position profiles of stored outputs (§5.2, App. F).
+
+    python attribute.py model=qwen3_4b_instruct task=ner results=[results/store]
+    python attribute.py model=smollm2_135m task=arith results=[results/store]     # on a laptop CPU
+    python attribute.py model=gemma4_31b records_model=gemma4_31b weights=/models/gemma-4-31b-it task=sentiment
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from mip.attribution.run import AttributionError, attribute
+from mip.config import AttributeConfig, register
+from mip.data import DataError
+
+register()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="attribute")
+def main(cfg: DictConfig) -> None:
+    config: AttributeConfig = OmegaConf.to_object(cfg)
+    try:
+        out = attribute(config)
+    except (AttributionError, DataError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(f"Attribution: {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""Input × Gradient of one replay (§5.2.1, App. F.1).
+
+A stored output is replayed with teacher forcing. With y₀, y₁ the task's two labels
+(in config order), the score is
+
+    S_r = log p(output with y₁ at the answer span) − log p(output with y₀ there),
+
+a label string's log-probability being the sum of its tokens' — which is the
+selected-minus-alternative margin with its sign reversed when y₀ was selected. For each
+prompt token t, |⟨E_t, ∂S_r/∂E_t⟩| is its attribution; an instance's u_{r,i} is the mean
+over the tokens of its text, and R_{r,i} = N·u_{r,i} / Σ_j u_{r,j} ("share × uniform").
+
+Memory: the two teacher-forced passes run one after the other, each with its own
+backward into the shared prompt embeddings, with gradient checkpointing (HF checkpoints
+only in train mode, so dropout is zeroed and train mode set) and logits only at the label
+positions (``logits_to_keep``). Scores accumulate in float32 whatever the weights' dtype.
+"""
+
+from __future__ import annotations
+
+import re
+import resource
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: How a recorded reasoning trace is put back before the answer when replaying.
+DEFAULT_REASONING_FORMAT = "<think>\n{reasoning}\n</think>\n\n"
+
+
+class ReplaySkip(Exception):
+    """A replay that cannot be attributed (no answer span, a tie, another label): counted, not fatal."""
+
+
+@dataclass
+class Prepared:
+    prompt_ids: list[int]
+    groups: list[list[int]]
+    """Prompt token indices of each instance."""
+    labels: tuple[str, str]
+    selected: str
+    responses: dict[str, tuple[list[int], list[int]]]
+    """Per label: the teacher-forced response ids and the sequence positions of the label's tokens."""
+
+
+@dataclass
+class Replay:
+    key: str
+    selected: str
+    score: float
+    """S_r, oriented from y₀ to y₁."""
+    u: list[float]
+    """Length-normalised IxG magnitude per instance, in prompt order."""
+    share: list[float]
+    """R_{r,i} = N·u_i / Σ u (1 = uniform)."""
+    signed: list[float]
+    """Length-normalised signed IxG per instance (beyond the paper)."""
+    tokens: int
+    instance_tokens: list[int]
+    seconds: float
+    peak_rss_mb: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def answer_span(output: str, label: str) -> tuple[int, int]:
+    """Character span of ``label`` as the value of the last ``"answer"`` key in ``output``."""
+    keys = list(re.finditer(r"""["']?answer["']?\s*:\s*["']?""", output, re.IGNORECASE))
+    for match in reversed(keys):
+        start = match.end()
+        if output[start:start + len(label)] == label:
+            return start, start + len(label)
+    raise ReplaySkip("no answer span holding the selected label")
+
+
+def instance_spans(prompt: str, texts: Sequence[str]) -> list[tuple[int, int]]:
+    """Character spans of each instance's text in ``prompt`` (its ``Instance i: text`` line)."""
+    spans = []
+    cursor = 0
+    for i, text in enumerate(texts, start=1):
+        marker = f"Instance {i}: "
+        at = prompt.find(marker + text, cursor)
+        if at < 0:
+            raise ValueError(f"Instance {i} is not where the prompt should hold it.")
+        start = at + len(marker)
+        spans.append((start, start + len(text)))
+        cursor = start + len(text)
+    return spans
+
+
+def tokens_per_instance(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> list[list[int]]:
+    """Token indices of each instance: the tokens that overlap its text.
+
+    A token that carries the space before a word (`` good``) overlaps the word and counts;
+    instances are separated by ``\nInstance k: ``, so no token overlaps two of them, and
+    instruction, template and response tokens overlap none.
+    """
+    out: list[list[int]] = [[] for _ in spans]
+    order = sorted(range(len(spans)), key=lambda i: spans[i][0])
+    k = 0
+    for index, (start, end) in enumerate(offsets):
+        if end <= start:
+            continue
+        while k < len(order) and spans[order[k]][1] <= start:
+            k += 1
+        if k < len(order) and start < spans[order[k]][1] and end > spans[order[k]][0]:
+            out[order[k]].append(index)
+    return out
+
+
+def _at_least_float32(x: Any) -> Any:
+    """bf16/fp16 weights, float32 arithmetic for scores; float64 stays float64 (the tests)."""
+    import torch
+
+    return x if x.dtype in (torch.float32, torch.float64) else x.float()
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Attributor:
+    """IxG replays with one model and tokenizer (``transformers`` causal LM)."""
+
+    def __init__(self, model: Any, tokenizer: Any, checkpointing: bool = True,
+                 reasoning_format: str = DEFAULT_REASONING_FORMAT):
+        import torch
+
+        self.torch = torch
+        self.model = model
+        self.tokenizer = tokenizer
+        self.reasoning_format = reasoning_format
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for module in model.modules():  # train mode for checkpointing, but no dropout
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        for name in ("attention_dropout", "hidden_dropout", "dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop"):
+            if hasattr(model.config, name):
+                setattr(model.config, name, 0.0)
+        self.checkpointing = checkpointing and getattr(model, "supports_gradient_checkpointing", False)
+        if self.checkpointing:
+            if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.2x
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.train()
+        else:
+            model.eval()
+
+    @property
+    def checkpointing_active(self) -> bool:
+        """Whether HF will really checkpoint (it does so only in train mode)."""
+        inner = getattr(self.model, "model", self.model)
+        return bool(getattr(inner, "gradient_checkpointing", False)) and self.model.training
+
+    def templated(self, prompt: str) -> str:
+        return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def _encode(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]]
+
+    def label_logprob(self, prompt_embeds: Any, prompt_len: int, response_ids: list[int],
+                      label_positions: list[int]) -> Any:
+        """Σ log p of the label tokens (positions in the full sequence), teacher-forced."""
+        torch = self.torch
+        embed = self.model.get_input_embeddings()
+        response = embed(torch.tensor([response_ids], device=prompt_embeds.device)).to(prompt_embeds.dtype)
+        full = torch.cat([prompt_embeds, response], dim=1)
+        ids = torch.tensor(response_ids, device=full.device)
+        keep = torch.tensor([p - 1 for p in label_positions], device=full.device)
+        out = self.model(inputs_embeds=full, use_cache=False, logits_to_keep=keep)
+        logits = _at_least_float32(out.logits[0])
+        if logits.shape[0] != len(label_positions):  # a model ignoring logits_to_keep returns them all
+            logits = logits[keep]
+        logprobs = torch.log_softmax(logits, dim=-1)
+        targets = ids[torch.tensor([p - prompt_len for p in label_positions], device=full.device)]
+        return logprobs.gather(1, targets[:, None]).sum()
+
+    def prepare(self, prompt: str, texts: Sequence[str], output: str, reasoning: str | None,
+                labels: Sequence[str], selected: str) -> Prepared:
+        """Token ids, instance token groups and the two teacher-forced responses of a replay."""
+        if selected not in labels:
+            raise ReplaySkip(f"answer {selected!r} is not one of the two labels")
+        y0, y1 = labels
+        start, end = answer_span(output, selected)
+        prefix = self.templated(prompt)
+        lead = self.reasoning_format.format(reasoning=reasoning) if reasoning else ""
+        prompt_ids, prompt_offsets = self._encode(prefix)
+        at = prefix.find(prompt)
+        spans = [(a + at, b + at) for a, b in instance_spans(prompt, texts)]
+        groups = tokens_per_instance(prompt_offsets, spans)
+        if any(not g for g in groups):
+            raise ValueError("An instance has no token of its own; the tokenizer merged it with its neighbours.")
+        responses = {}
+        for label in (y1, y0):
+            response = lead + output[:start] + label + output[end:]
+            a, b = len(lead) + start, len(lead) + start + len(label)
+            ids, offsets = self._encode(prefix + response)
+            if ids[: len(prompt_ids)] == prompt_ids:
+                positions = [i for i, (x, y) in enumerate(offsets)
+                             if i >= len(prompt_ids) and y > x and x < len(prefix) + b and y > len(prefix) + a]
+            else:  # the seam tokenised differently: tokenise the response on its own
+                r_ids, r_offsets = self._encode(response)
+                ids = prompt_ids + r_ids
+                positions = [len(prompt_ids) + i for i, (x, y) in enumerate(r_offsets) if y > x and x < b and y > a]
+            if not positions:
+                raise ReplaySkip("the answer label has no token of its own")
+            responses[label] = (ids[len(prompt_ids):], positions)
+        return Prepared(list(prompt_ids), groups, (y0, y1), selected, responses)
+
+    def prompt_embeddings(self, prepared: Prepared) -> Any:
+        embed = self.model.get_input_embeddings()
+        with self.torch.no_grad():
+            return embed(self.torch.tensor([prepared.prompt_ids], device=embed.weight.device))
+
+    def score(self, prompt_embeds: Any, prepared: Prepared) -> Any:
+        """S_r as a function of the prompt embeddings (one graph holding both passes)."""
+        y0, y1 = prepared.labels
+        n = len(prepared.prompt_ids)
+        return (self.label_logprob(prompt_embeds, n, *prepared.responses[y1])
+                - self.label_logprob(prompt_embeds, n, *prepared.responses[y0]))
+
+    def token_ixg(self, prepared: Prepared) -> tuple[float, Any, dict[str, float]]:
+        """(S_r, ⟨E_t, ∂S_r/∂E_t⟩ for every prompt token, the two log-probabilities).
+
+        The two passes run one after the other, each with its own backward, so only one
+        graph is alive at a time; their gradients add up in the shared embeddings.
+        """
+        y0, y1 = prepared.labels
+        n = len(prepared.prompt_ids)
+        prompt_embeds = self.prompt_embeddings(prepared).detach().clone().requires_grad_(True)
+        logps = {}
+        for label, sign in ((y1, 1.0), (y0, -1.0)):
+            logp = self.label_logprob(prompt_embeds, n, *prepared.responses[label])
+            (sign * logp).backward()
+            logps[label] = float(logp.detach())
+        ixg = (_at_least_float32(prompt_embeds.detach()[0]) * _at_least_float32(prompt_embeds.grad[0])).sum(-1)
+        return logps[y1] - logps[y0], ixg, logps
+
+    def replay(self, key: str, prompt: str, texts: Sequence[str], output: str, reasoning: str | None,
+               labels: Sequence[str], selected: str) -> Replay:
+        """Attribute one stored output to the instances of its prompt."""
+        start_time = time.perf_counter()
+        prepared = self.prepare(prompt, texts, output, reasoning, labels, selected)
+        score, ixg, logps = self.token_ixg(prepared)
+        magnitude = ixg.abs()
+        u = [float(magnitude[g].mean()) for g in prepared.groups]
+        signed = [float(ixg[g].mean()) for g in prepared.groups]
+        total = sum(u)
+        share = [len(u) * x / total if total > 0 else 1.0 for x in u]
+        return Replay(
+            key=key, selected=selected, score=score, u=u, share=share, signed=signed,
+            tokens=len(prepared.prompt_ids), instance_tokens=[len(g) for g in prepared.groups],
+            seconds=time.perf_counter() - start_time, peak_rss_mb=_peak_rss_mb(),
+            extra={"logp": logps, "checkpointing": self.checkpointing_active},
+        )

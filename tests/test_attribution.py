@@ -1,0 +1,169 @@
+"""Input × Gradient (App. F.1): the gradient, the token spans, the shares, real replays."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from mip.attribution.ixg import Attributor, ReplaySkip, answer_span, instance_spans, tokens_per_instance  # noqa: E402
+from mip.attribution.profiles import profile, region_shares  # noqa: E402
+from mip.data import build_pool  # noqa: E402
+from mip.experiments import build_prompt  # noqa: E402
+from mip.models.hf_local import converted_dir  # noqa: E402
+
+from .conftest import RAW, compose, needs_raw  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    folder = converted_dir(compose("model=smollm2_135m").model, Path("~/.cache/mip").expanduser())
+    return transformers.AutoTokenizer.from_pretrained(folder)
+
+
+@pytest.fixture
+def tiny(tokenizer, monkeypatch):
+    """A tiny random llama in float64, its RMSNorm kept in float64 for a tight check."""
+    from transformers.models.llama import modeling_llama
+
+    def rms_float64(self, hidden):
+        variance = hidden.pow(2).mean(-1, keepdim=True)
+        return self.weight * (hidden * torch.rsqrt(variance + self.variance_epsilon))
+
+    monkeypatch.setattr(modeling_llama.LlamaRMSNorm, "forward", rms_float64)
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+    return Attributor(transformers.LlamaForCausalLM(cfg).to(torch.float64), tokenizer)
+
+
+WSD = ["place", "programming_language"]
+TEXTS = ["the colonial authorities exiled him to java", "written in java 1.5 by paul", "java and sumatra"]
+
+
+def wsd_prompt():
+    return build_prompt(compose("task=wsd").task["wsd"], "standard", TEXTS)
+
+
+def test_gradient_matches_a_finite_difference_and_score_matches_a_plain_forward(tiny):
+    prompt = wsd_prompt()
+    output = 'Instance 2 is code. {"answer": "programming_language"}'
+    prepared = tiny.prepare(prompt, TEXTS, output, None, WSD, "programming_language")
+    assert tiny.checkpointing_active
+    score, ixg, logps = tiny.token_ixg(prepared)
+    embeds = tiny.prompt_embeddings(prepared)
+    eps = 1e-5
+    with torch.no_grad():
+        directional = (tiny.score(embeds * (1 + eps), prepared) - tiny.score(embeds * (1 - eps), prepared)) / (2 * eps)
+    # Σ_t ⟨E_t, ∂S/∂E_t⟩ is the derivative of S along E.
+    assert float(ixg.sum()) == pytest.approx(float(directional), rel=1e-6, abs=1e-9)
+    # S against an independent forward on token ids, no checkpointing, no logits_to_keep.
+    tiny.model.eval()
+    with torch.no_grad():
+        def logp(label):
+            ids, positions = prepared.responses[label]
+            full = torch.tensor([prepared.prompt_ids + ids])
+            out = torch.log_softmax(tiny.model(full).logits[0], -1)
+            return sum(float(out[p - 1, full[0, p]]) for p in positions)
+
+        assert score == pytest.approx(logp("programming_language") - logp("place"), rel=1e-9)
+        assert logps["place"] == pytest.approx(logp("place"), rel=1e-9)
+
+
+def test_score_points_from_y0_to_y1_whichever_label_was_selected(tiny):
+    prompt = wsd_prompt()
+    a = tiny.replay("a", prompt, TEXTS, '{"answer": "place"}', None, WSD, "place")
+    b = tiny.replay("b", prompt, TEXTS, '{"answer": "programming_language"}', None, WSD, "programming_language")
+    assert a.score == pytest.approx(a.extra["logp"]["programming_language"] - a.extra["logp"]["place"])
+    assert b.score == pytest.approx(b.extra["logp"]["programming_language"] - b.extra["logp"]["place"])
+    for replay in (a, b):
+        assert sum(replay.share) == pytest.approx(len(TEXTS))  # R sums to N
+        assert all(x > 0 for x in replay.share)
+
+
+@needs_raw
+@pytest.mark.parametrize("task", ["math", "ner", "occurrence", "sentiment", "wsd", "arith"])
+def test_every_instance_gets_its_own_tokens_and_no_instruction_token(tokenizer, task):
+    cfg = compose(f"task={task}", f"data_dir={RAW}")
+    pool = build_pool(cfg.task[task], cfg.data_dir, cfg.paths.cache_dir)
+    texts = [x.text for x in pool.instances[:25]]
+    prompt = build_prompt(cfg.task[task], "standard", texts)
+    enc = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
+    spans = instance_spans(prompt, texts)
+    groups = tokens_per_instance(enc["offset_mapping"], spans)
+    assert all(groups)
+    flat = [t for g in groups for t in g]
+    assert len(flat) == len(set(flat))  # no token in two instances
+    instructions_end = prompt.index("Instance 1: ") + len("Instance 1: ")
+    assert all(enc["offset_mapping"][t][1] > instructions_end for t in flat)
+    for (start, end), group in zip(spans, groups):
+        assert all(enc["offset_mapping"][t][0] < end and enc["offset_mapping"][t][1] > start for t in group)
+
+
+def test_multi_token_labels_are_found(tiny):
+    prepared = tiny.prepare(wsd_prompt(), TEXTS, '{"answer": "programming_language"}', None, WSD, "programming_language")
+    assert len(prepared.responses["programming_language"][1]) > 1
+
+
+def test_an_output_without_the_answer_span_is_skipped():
+    with pytest.raises(ReplaySkip):
+        answer_span("The majority is place.", "place")
+    assert answer_span('x {"answer": "PER"} then {"answer": "LOC"}', "LOC") == (37, 40)
+
+
+def test_profiles_average_replays_within_tasks_then_tasks():
+    replays = pd.DataFrame({"task": ["a", "a", "b"], "share": [[2.0, 0.0], [0.0, 2.0], [3.0, 1.0]]})
+    assert profile(replays, "binned", 1).tolist() == [2.0, 1.0]
+    assert profile(pd.DataFrame({"task": ["a"], "share": [[1.0, 3.0, 2.0, 2.0]]}), "binned", 2).tolist() == [2.0, 2.0]
+    assert profile(pd.DataFrame({"task": ["a"], "share": [[1.0] * 40]}), "relative", bins=20).tolist() == [1.0] * 20
+
+
+def test_region_shares_on_a_constructed_case():
+    # majority_middle, n = 10, p = 0.6: minority 1–2, majority 3–8, minority 9–10.
+    share = [2.0, 2.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 2.0, 1.0]
+    regions = region_shares(pd.DataFrame({"pattern": ["majority_middle"], "n": [10], "p": [0.6], "share": [share],
+                                          "signed": [[1.0] * 10]}))
+    assert list(regions["kind"]) == ["minority", "majority", "minority"]
+    assert regions["attribution_share"].tolist() == pytest.approx([0.4, 0.3, 0.3])
+    assert regions["instance_share"].tolist() == pytest.approx([0.2, 0.6, 0.2])
+
+
+@pytest.mark.timeout(900)
+def test_real_smollm2_replays_give_profiles_and_refuse_tampered_records(results, tmp_path):
+    from mip.attribution.run import AttributionError, attribute
+    from mip.config import AttributeConfig
+    from mip.records import Store
+    from mip.runner import run_job
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_middle", "progress=false")
+    run_job(cfg, tmp_path / "job")
+    store = Store(cfg.paths.store_dir)
+    records = list(store)
+    tampered = records[0].model_copy(update={"key": "tampered", "prompt_hash": "0" * 64})
+    store.put(tampered)
+    no_span = records[1].model_copy(update={"key": "nospan"})
+    no_span.attempts[0].stages[0].output = "I think it is even_number."
+    store.put(no_span)
+
+    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"))
+    out = attribute(attr)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["replays"] == 2 and summary["checkpointing"] is True
+    assert summary["skipped"] == {"refused: prompt does not match its record": 1,
+                                  "no answer span holding the selected label": 1}
+    rows = [json.loads(line) for line in (out / "replays.jsonl").read_text().splitlines()]
+    for row in rows:
+        assert sum(row["share"]) == pytest.approx(10) and row["peak_rss_mb"] > 0 and row["seconds"] > 0
+    assert (out / "figures" / "profile_majority_middle_n10_p0.6.png").stat().st_size > 5000
+    assert set(pd.read_csv(out / "regions.csv")["kind"]) == {"majority", "minority"}
+
+    attr.weights = str(tmp_path / "no-weights-here")
+    with pytest.raises(AttributionError, match="No weights"):
+        attribute(attr)
