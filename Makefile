@@ -32,6 +32,7 @@ test-all: install
 
 bench: install
 	$(PY) benchmarks/coverage.py
+	$(PY) benchmarks/attribution.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
