@@ -19,7 +19,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -159,3 +159,16 @@ def read_record(path: Path) -> Record | None:
     except (OSError, ValueError) as e:
         warnings.warn(f"Skipping unreadable record {path}: {type(e).__name__}: {str(e)[:200]}", stacklevel=2)
         return None
+
+
+def iter_records(paths: Iterable[str | Path]) -> Iterator[Record]:
+    """Every readable record under the given folders (a store, job or sweep folders), skipping
+    job manifests, cached pools, W&B files and temporary files."""
+    for root in map(Path, paths):
+        files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
+        for path in files:
+            if path.name.startswith(".") or path.name == "job.json" or {"pools", "wandb"} & set(path.parts):
+                continue
+            record = read_record(path)
+            if record is not None:
+                yield record

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mip.records import Record, read_record
+from mip.records import Record, iter_records
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
 COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "verdict", "invalid_kind", "answer", "valid", "correct", "reasoning", "output",
@@ -72,19 +72,10 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
 
 def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:
     """Every record under the given folders (a store, a job or sweep folder, several)."""
-    rows: list[dict] = []
     for root in map(Path, paths):
         if not root.exists():
             raise ResultsError(f"{root} does not exist.")
-        for path in sorted(root.rglob("*.json")) if root.is_dir() else [root]:
-            if path.name.startswith(".") or path.name in ("job.json",) or "wandb" in path.parts:
-                continue
-            if path.parent.name == "pools" or "pools" in path.parts:
-                continue
-            record = read_record(path)
-            if record is not None:
-                rows.append(record_row(record))
-    return _frame(rows, ", ".join(map(str, paths)))
+    return _frame((record_row(r) for r in iter_records(paths)), ", ".join(map(str, paths)))
 
 
 def _table_rows(table: dict) -> list[dict]:

@@ -36,14 +36,7 @@ def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
 def records_of(manifests: Iterable[Path]) -> tuple[list[Record], list[dict]]:
     """The stored records of the jobs whose ``job.json`` manifests are given."""
     jobs = [json.loads(m.read_text(encoding="utf-8")) for m in manifests]
-    records: list[Record] = []
-    for job in jobs:
-        store = Store(job["store_dir"])
-        index = {}
-        for key in job["keys"]:
-            index[key] = None
-        for record in _records_by_key(store, set(index)):
-            records.append(record)
+    records = [r for job in jobs for r in _records_by_key(Store(job["store_dir"]), set(job["keys"]))]
     return records, jobs
 
 

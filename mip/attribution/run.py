@@ -16,7 +16,7 @@ from mip.attribution.profiles import profile, region_shares
 from mip.config import AttributeConfig
 from mip.data import build_pool
 from mip.experiments import rebuild_prompt
-from mip.records import Record, read_record
+from mip.records import Record, iter_records
 
 
 class AttributionError(RuntimeError):
@@ -54,15 +54,7 @@ def load_model(cfg: AttributeConfig) -> tuple[Any, Any]:
 
 def eligible(cfg: AttributeConfig) -> list[Record]:
     name = cfg.records_model or cfg.model.name
-    records = []
-    for root in map(Path, cfg.results):
-        for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
-            if path.name.startswith(".") or path.name == "job.json" or "pools" in path.parts or "wandb" in path.parts:
-                continue
-            record = read_record(path)
-            if record and record.experiment.model == name and record.experiment.task in cfg.task:
-                records.append(record)
-    unique = {r.key: r for r in records}
+    unique = {r.key: r for r in iter_records(cfg.results) if r.experiment.model == name and r.experiment.task in cfg.task}
     return sorted(unique.values(), key=lambda r: r.key)
 
 
