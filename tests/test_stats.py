@@ -16,7 +16,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     full = []
     for i, r in enumerate(rows):
         row = {"key": f"k{i}", "model": "M", "task": "ner", "n": 20, "p": 0.6, "majority_label": "PER", "seed": 0,
-               "pattern": "majority_first", "order_seed": None, "prompt_variant": "standard", "budget": "20k",
+               "pattern": "majority_first", "order_seed": None, "shuffle_seed": None, "prompt_variant": "standard", "budget": "20k",
                "verdict": "correct", "invalid_kind": None, "answer": None, "reasoning": None, "output": None,
                "prompt_tokens": 100, "completion_tokens": 10, "reasoning_tokens": None, "cost": None, "attempts": 1, **r}
         row["valid"] = row["verdict"] != "invalid"
