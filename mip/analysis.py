@@ -21,7 +21,7 @@ def load(cfg: AnalyzeConfig):
 
 def analyze(cfg: AnalyzeConfig) -> Path:
     frame = load(cfg)
-    path = write_report(frame, cfg.out_dir)
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir)
     if cfg.wandb.log_report:
         log_report(path.parent, cfg)
     return path

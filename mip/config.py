@@ -61,6 +61,15 @@ class PromptSpec:
 
 
 @dataclass
+class FilterSpec:
+    """The single-instance question of a task, for filtering (App. C.1)."""
+
+    instruction: str = ""
+    answer: str = "label"
+    """label (one of the two labels), number (checked numerically) or count (checked exactly)."""
+
+
+@dataclass
 class TaskConfig:
     name: str = MISSING
     labels: list[str] = MISSING
@@ -70,6 +79,7 @@ class TaskConfig:
     """Instances in the pool, half of each label (App. C.1)."""
     pool_seed: int = 0
     prompt: PromptSpec = field(default_factory=PromptSpec)
+    filter: FilterSpec = field(default_factory=FilterSpec)
 
 
 @dataclass
@@ -200,6 +210,8 @@ class PathsConfig:
     results_dir: str = "results"
     store_dir: str = "results/store"
     cache_dir: str = "~/.cache/mip"
+    filter_dir: str = "results/filter"
+    """Filter results (one file per model and instance) and Table 4."""
 
 
 @dataclass
@@ -226,6 +238,27 @@ class Config:
     """Calls retried after an infrastructure error before the experiment is left unstored."""
     data_dir: Optional[str] = None
     """Read local files laid out as shared/data/raw instead of the hub."""
+    use_filtered: bool = True
+    """Use a task's filtered pool (App. C.1) when filter.py has built one; false: the unfiltered pool."""
+    dry_run: bool = False
+    progress: bool = True
+
+
+@dataclass
+class FilterConfig:
+    """filter.py: ask each filter model every pool instance alone, then build the filtered pools."""
+
+    task: dict[str, TaskConfig] = field(default_factory=dict)
+    filter_models: list[str] = field(default_factory=list)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    data_dir: Optional[str] = None
+    max_tokens: int = 20000
+    """Output budget of each single-instance answer, reasoning included."""
+    infra_retries: int = 3
+    call: bool = True
+    """Ask the models (false: only build from stored answers)."""
+    build: bool = True
+    """Build the filtered pools and Table 4 (false: only ask, e.g. one SLURM job per model)."""
     dry_run: bool = False
     progress: bool = True
 
@@ -248,6 +281,8 @@ class AnalyzeConfig:
     """local (records under ``results``) or wandb (offline run folders under ``results``, or the API with ``wandb.project``)."""
     results: list[str] = field(default_factory=lambda: ["results/store"])
     out_dir: str = "results/report"
+    filter_dir: Optional[str] = "results/filter"
+    """Where filter.py wrote Table 4; it joins the report when present."""
     wandb: WandbSourceConfig = field(default_factory=WandbSourceConfig)
 
 
@@ -283,6 +318,7 @@ def register() -> None:
     ConfigStore.instance().store(name="config_schema", node=Config)
     ConfigStore.instance().store(name="analyze_schema", node=AnalyzeConfig)
     ConfigStore.instance().store(name="attribute_schema", node=AttributeConfig)
+    ConfigStore.instance().store(name="filter_schema", node=FilterConfig)
 
 
 def to_plain(obj: Any) -> Any:

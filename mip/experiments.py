@@ -63,7 +63,8 @@ def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -
     try:
         return select(pool.of_label(majority_label), pool.of_label(minority_label), n, p, seed)
     except ValueError as e:
-        raise ValueError(f"Task {pool.task!r}, majority {majority_label!r}: {e}") from None
+        where = f" (the pool filtered by {', '.join(pool.meta.filter_models)})" if pool.meta.filtered else ""
+        raise ValueError(f"Task {pool.task!r}{where}, majority {majority_label!r}: {e}") from None
 
 
 def build_prompt(task: TaskConfig, variant: str, texts: list[str], instruction: str | None = None) -> str:

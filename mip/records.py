@@ -122,15 +122,7 @@ class Store:
 
     def put(self, record: Record) -> Path:
         path = self.path(record.experiment.model, record.experiment.task, record.key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(record.model_dump_json())
-            os.replace(tmp, path)  # atomic on POSIX: readers see the old state or the whole record
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, record.model_dump_json())
         return path
 
     def keys(self, model: str, task: str) -> set[str]:
@@ -150,6 +142,20 @@ class Store:
             record = read_record(path)
             if record is not None:
                 yield record
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it into place: readers
+    see the old state or the whole file, never half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)  # atomic on POSIX
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def read_record(path: Path) -> Record | None:

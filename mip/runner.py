@@ -31,6 +31,7 @@ import mip
 from mip import prompts, scoring
 from mip.config import Config, to_plain
 from mip.data import Pool, build_pool
+from mip.data.pools import load_pool
 from mip.instances import split_counts
 from mip.experiments import Planned, build_prompt, final_prompt, plan_job
 from mip.models import Backend, Completion, Request, build_backend
@@ -103,9 +104,21 @@ def validate(cfg: Config) -> None:
 
 
 def load_pools(cfg: Config) -> dict[str, Pool]:
+    """Each task's pool: the filtered one (App. C.1) where filter.py built it and
+    ``use_filtered`` is on, else the unfiltered pool."""
     if not cfg.task:
         raise ValueError("No task selected: use task=<name> or the default task=all.")
-    return {name: build_pool(task, cfg.data_dir, cfg.paths.cache_dir) for name, task in cfg.task.items()}
+    pools = {}
+    for name, task in cfg.task.items():
+        pool = build_pool(task, cfg.data_dir, cfg.paths.cache_dir)
+        path = Path(cfg.paths.results_dir).expanduser() / "pools" / name / f"filtered-{pool.version}.json"
+        if cfg.use_filtered and path.is_file():
+            filtered = load_pool(path)
+            if filtered is None:
+                raise ValueError(f"The filtered pool {path} is damaged; rebuild it with filter.py or pass use_filtered=false.")
+            pool = filtered
+        pools[name] = pool
+    return pools
 
 
 def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None) -> JobSummary:
@@ -296,32 +309,11 @@ class _Execution:
         return Request(key, prompt, max(1, min(self.cfg.budget.max_tokens, room)))
 
     def _calls(self, requests: list[Request]) -> Iterator[Completion]:
-        """Completions as they arrive; failed calls are retried with backoff, and those
-        that keep failing are reported and never yielded (their experiments stay unstored)."""
-        pending = requests
-        for retry in range(self.cfg.infra_retries + 1):
-            if not pending:
-                return
-            failed: list[Request] = []
-            done: set[str] = set()
-            by_id = requests_by_id(pending)
-            try:
-                for completion in self.backend.generate(pending):
-                    self.summary.calls += 1
-                    done.add(completion.id)
-                    if completion.error:
-                        failed.append(by_id[completion.id])
-                    else:
-                        yield completion
-            except Exception as e:  # noqa: BLE001 - a crashed backend call is an infrastructure failure
-                self.summary.errors.append(f"backend error: {type(e).__name__}: {str(e)[:300]}")
-                failed += [r for r in pending if r.id not in done]
-            pending = failed
-            if pending and retry < self.cfg.infra_retries:
-                time.sleep(min(2**retry, 30))
-        for r in pending:
-            self.summary.unstored += 1
-            self.summary.errors.append(f"experiment {r.id}: infrastructure failure persisted; left unstored for a rerun")
+        stats = CallStats()
+        yield from call_with_retries(self.backend, requests, self.cfg.infra_retries, stats)
+        self.summary.calls += stats.calls
+        self.summary.unstored += len(stats.failed)
+        self.summary.errors += stats.errors
 
     def _stage(self, name: str, request: Request, c: Completion, keep_prompt: bool = False) -> Stage:
         return Stage(
@@ -383,3 +375,40 @@ class _Execution:
 
 def requests_by_id(requests: Sequence[Request]) -> dict[str, Request]:
     return {r.id: r for r in requests}
+
+
+@dataclass
+class CallStats:
+    calls: int = 0
+    failed: list[str] = field(default_factory=list)
+    """Request ids whose calls kept failing."""
+    errors: list[str] = field(default_factory=list)
+
+
+def call_with_retries(backend: Backend, requests: list[Request], retries: int, stats: CallStats) -> Iterator[Completion]:
+    """Completions as they arrive; failed calls are retried with backoff, and those that keep
+    failing are reported in ``stats`` and never yielded (their work stays unstored)."""
+    pending = requests
+    for retry in range(retries + 1):
+        if not pending:
+            return
+        failed: list[Request] = []
+        done: set[str] = set()
+        by_id = requests_by_id(pending)
+        try:
+            for completion in backend.generate(pending):
+                stats.calls += 1
+                done.add(completion.id)
+                if completion.error:
+                    failed.append(by_id[completion.id])
+                else:
+                    yield completion
+        except Exception as e:  # noqa: BLE001 - a crashed backend call is an infrastructure failure
+            stats.errors.append(f"backend error: {type(e).__name__}: {str(e)[:300]}")
+            failed += [r for r in pending if r.id not in done]
+        pending = failed
+        if pending and retry < retries:
+            time.sleep(min(2**retry, 30))
+    for r in pending:
+        stats.failed.append(r.id)
+        stats.errors.append(f"{r.id}: infrastructure failure persisted; left unstored for a rerun")

@@ -103,6 +103,29 @@ def parse_answer(output: str | None, labels: Sequence[str]) -> str | None:
     return _normalise(values[0], labels)
 
 
+def answer_value(output: str | None) -> object | None:
+    """The raw value of the last ``answer`` object in ``output`` (None when there is none)."""
+    if not output:
+        return None
+    values = _objects_with_answer(output.replace("\x00", ""))
+    return values[0] if values else None
+
+
+def parse_number(value: object) -> float | None:
+    """A numeric answer: ``1,200``, ``$51``, ``54.`` and ``-3`` read as numbers; anything else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip().replace(",", "").replace("$", "").replace(" ", "").rstrip(".")
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def verdict_of(
     answer: str | None,
     gold: str,

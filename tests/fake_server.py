@@ -183,7 +183,10 @@ class FakeServer:
         return None
 
     def _completion(self, request: dict, prompt: str) -> dict:
-        if prompt.startswith("Write the instruction prompt"):
+        single = re.search(r"^Instance: What is (.+)\?$", prompt, re.M)
+        if single:  # a filtering question: the value of one expression
+            content, answer = json.dumps({"answer": eval(single.group(1).replace("×", "*"), {"__builtins__": {}})}), None  # noqa: S307
+        elif prompt.startswith("Write the instruction prompt"):
             content, answer = "Evaluate each expression, count even and odd values, answer the majority as JSON.", None
         else:
             answer = majority_answer(prompt)

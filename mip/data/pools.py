@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mip.config import TaskConfig
 
 #: Bump when a loader or the pooling rule changes what a pool holds.
-POOL_FORMAT = 1
+POOL_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,12 @@ class Instance:
     id: str
     text: str
     label: str
+    target: str | None = None
+    """Instance-level ground truth (App. A) where it is more than the label; None: the label."""
+
+    @property
+    def truth(self) -> str:
+        return self.target if self.target is not None else self.label
 
 
 @dataclass
@@ -50,6 +56,10 @@ class PoolMeta:
     pool_seed: int
     filtered: bool = False
     notes: list[str] = field(default_factory=list)
+    filter_models: list[str] = field(default_factory=list)
+    """Models every kept instance was answered correctly by (App. C.1); empty when unfiltered."""
+    source_pool: str | None = None
+    """The unfiltered pool a filtered pool came from."""
 
 
 @dataclass
@@ -86,7 +96,7 @@ class Pool:
         return (
             f"pool {self.task}@{self.version}: read {self.meta.rows_read} rows from {self.meta.source}, "
             f"dropped {sum(self.meta.dropped.values())} ({dropped}); sampled {kept}"
-            + (f"; unfiltered" if not self.meta.filtered else "")
+            + ("; unfiltered" if not self.meta.filtered else f"; filtered by {', '.join(self.meta.filter_models)}")
             + "".join(f"\n  note: {n}" for n in self.meta.notes)
         )
 
@@ -95,7 +105,7 @@ def pool_version(task: str, labels: tuple[str, str], instances: list[Instance]) 
     h = hashlib.sha256()
     h.update(json.dumps([task, list(labels), POOL_FORMAT]).encode())
     for x in instances:
-        h.update(json.dumps([x.id, x.text, x.label], ensure_ascii=False).encode())
+        h.update(json.dumps([x.id, x.text, x.label, x.target], ensure_ascii=False).encode())
     return h.hexdigest()[:16]
 
 
@@ -138,7 +148,7 @@ def sample_pool(cfg: TaskConfig, loaded: LoadResult) -> Pool:
             # One generator per label, so one label's count never shifts the other's sample.
             rng = np.random.default_rng([cfg.pool_seed, k])
             chosen = sorted(rng.choice(len(of_label), size=per_label, replace=False).tolist())
-        picked = [Instance(of_label[i].id, of_label[i].text, label) for i in chosen]
+        picked = [Instance(of_label[i].id, of_label[i].text, label, of_label[i].target) for i in chosen]
         sampled[label] = len(picked)
         instances += picked
     if not all(sampled.values()):
@@ -189,7 +199,7 @@ def _fingerprint(cfg: TaskConfig, data_dir: Path | None) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _load_cached(path: Path) -> Pool | None:
+def load_pool(path: Path) -> Pool | None:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         instances = [Instance(*x) for x in raw["instances"]]
@@ -197,15 +207,16 @@ def _load_cached(path: Path) -> Pool | None:
         pool = Pool(meta.task, (meta.labels[0], meta.labels[1]), instances, raw["version"], meta)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return pool if pool.version == pool_version(pool.task, pool.labels, instances) else None
+    expected = pool_version(f"{pool.task}+filtered" if meta.filtered else pool.task, pool.labels, instances)
+    return pool if pool.version == expected else None
 
 
-def _save(pool: Pool, path: Path) -> None:
+def save_pool(pool: Pool, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "version": pool.version,
         "meta": asdict(pool.meta),
-        "instances": [[x.id, x.text, x.label] for x in pool.instances],
+        "instances": [[x.id, x.text, x.label, x.target] for x in pool.instances],
     }
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -223,12 +234,12 @@ def build_pool(cfg: TaskConfig, data_dir: str | Path | None, cache_dir: str | Pa
     if cache_dir is None:
         return sample_pool(cfg, LOADERS[cfg.source.loader](cfg, root))
     path = Path(cache_dir).expanduser() / "pools" / cfg.name / f"{_fingerprint(cfg, root)}.json"
-    if (pool := _load_cached(path)) is not None:
+    if (pool := load_pool(path)) is not None:
         return pool
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
-        if (pool := _load_cached(path)) is not None:  # another job built it meanwhile
+        if (pool := load_pool(path)) is not None:  # another job built it meanwhile
             return pool
         pool = sample_pool(cfg, LOADERS[cfg.source.loader](cfg, root))
-        _save(pool, path)
+        save_pool(pool, path)
     return pool

@@ -38,6 +38,9 @@ class Row:
     id: str
     text: str
     label: str
+    target: str | None = None
+    """The instance-level ground truth where it is more than the label (App. A): the GSM8K
+    final number, the count of "the", an expression's value. None means the label."""
 
 
 @dataclass
@@ -49,7 +52,7 @@ class LoadResult:
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def keep(self, id: str, text: str, label: str | None, drop_reason: str = "") -> None:
+    def keep(self, id: str, text: str, label: str | None, drop_reason: str = "", target: str | None = None) -> None:
         """Count one row read; keep it when it has a label, else count why it was dropped."""
         self.read += 1
         text = _one_line(text)
@@ -58,7 +61,7 @@ class LoadResult:
         elif label is None:
             self.dropped[drop_reason or "no label"] += 1
         else:
-            self.rows.append(Row(id, text, label))
+            self.rows.append(Row(id, text, label, target))
 
 
 def _one_line(text: str | None) -> str:
@@ -97,8 +100,8 @@ def _hub_rows(path: str, name: str | None, split: str) -> Iterable[dict[str, Any
         ) from e
 
 
-def _load_hub(cfg: TaskConfig, to_row: Callable[[dict[str, Any]], tuple[str, str | None, str]]) -> LoadResult:
-    """Every row of the hub copy's splits, as ``(text, label, drop reason)`` by ``to_row``."""
+def _load_hub(cfg: TaskConfig, to_row: Callable[[dict[str, Any]], tuple]) -> LoadResult:
+    """Every row of the hub copy's splits, as ``(text, label, drop reason[, target])`` by ``to_row``."""
     src = cfg.source
     out = LoadResult(source=f"hub:{src.hub_path}" + (f"/{src.hub_name}" if src.hub_name else ""))
     for split in src.hub_splits:
@@ -115,21 +118,35 @@ def _lines(path: Path) -> list[str]:
 # --------------------------------------------------------------------------- math
 
 
+def gsm8k_final(answer: str) -> int | None:
+    """The GSM8K final answer after ``####`` as an integer (commas stripped), or None."""
+    if "####" not in answer:
+        return None
+    try:
+        return int(answer.rsplit("####", 1)[1].strip().replace(",", ""))
+    except ValueError:
+        return None
+
+
 def gsm8k_label(answer: str) -> tuple[str | None, str]:
     """Parity label of the GSM8K final answer after ``####`` (commas stripped)."""
     if "####" not in answer:
         return None, "no '####' final answer"
-    final = answer.rsplit("####", 1)[1].strip().replace(",", "")
-    try:
-        value = int(final)
-    except ValueError:
+    value = gsm8k_final(answer)
+    if value is None:
         return None, "final answer is not an integer"
     return ("even_number" if value % 2 == 0 else "odd_number"), ""
 
 
+def _gsm8k_row(question: str, answer: str) -> tuple[str, str | None, str, str | None]:
+    label, why = gsm8k_label(answer)
+    value = gsm8k_final(answer)
+    return question, label, why, (str(value) if value is not None else None)
+
+
 def load_gsm8k(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
     if data_dir is None:
-        return _load_hub(cfg, lambda row: (row.get("question") or "", *gsm8k_label(row.get("answer") or "")))
+        return _load_hub(cfg, lambda row: _gsm8k_row(row.get("question") or "", row.get("answer") or ""))
     files = [data_dir / cfg.source.local_dir / f for f in cfg.source.local_files]
     _require(files, "math (GSM8K)")
     out = LoadResult(source="local", files=[str(f) for f in files])
@@ -144,8 +161,7 @@ def load_gsm8k(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
                 out.read += 1
                 out.dropped["malformed row"] += 1
                 continue
-            label, why = gsm8k_label(answer)
-            out.keep(f"{f.stem}:{i}", question, label, why)
+            out.keep(f"{f.stem}:{i}", *_gsm8k_row(question, answer))
     return out
 
 
@@ -199,9 +215,14 @@ def load_wikiann(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
 _THE = re.compile(r"\bthe\b", re.IGNORECASE)
 
 
+def the_count(text: str) -> int:
+    """Standalone, case-insensitive "the" in ``text`` (the Occurrence ground truth)."""
+    return len(_THE.findall(text))
+
+
 def occurrence_label(text: str) -> tuple[str | None, str]:
     """exactly_once for one standalone "the" (any case), more_than_once for two or more."""
-    count = len(_THE.findall(text))
+    count = the_count(text)
     if count == 0:
         return None, 'no standalone "the"'
     return ("exactly_once" if count == 1 else "more_than_once"), ""
@@ -247,8 +268,8 @@ def _read_tweeteval_subset(cfg: TaskConfig, data_dir: Path | None, subset: str, 
         out.source = f"hub:{cfg.source.hub_path}"
         for split in cfg.source.hub_splits:
             for i, row in enumerate(_hub_rows(cfg.source.hub_path, subset.replace("stance/", "stance_"), split)):
-                label, why = occurrence_label(row.get("text") or "")
-                out.keep(f"{subset}/{split}:{i}", row.get("text") or "", label, why)
+                text = _one_line(row.get("text") or "")
+                out.keep(f"{subset}/{split}:{i}", text, *occurrence_label(text), str(the_count(text)))
         return
     out.source = "local"
     folder = data_dir / cfg.source.local_dir / subset
@@ -265,8 +286,8 @@ def _read_tweeteval_subset(cfg: TaskConfig, data_dir: Path | None, subset: str, 
     for f in present:
         out.files.append(str(f))
         for i, line in enumerate(_lines(f)):
-            label, why = occurrence_label(line)
-            out.keep(f"{subset}/{f.stem.removesuffix('_text')}:{i}", line, label, why)
+            text = _one_line(line)
+            out.keep(f"{subset}/{f.stem.removesuffix('_text')}:{i}", text, *occurrence_label(text), str(the_count(text)))
 
 
 # --------------------------------------------------------------------------- sentiment
@@ -381,7 +402,7 @@ def load_synthetic_arith(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
     even, odd = cfg.labels
     for i in range(cfg.source.size or 4 * cfg.pool_size):
         expr, value = arithmetic_instance(rng)
-        out.keep(f"arith:{i}", f"What is {expr}?", even if value % 2 == 0 else odd)
+        out.keep(f"arith:{i}", f"What is {expr}?", even if value % 2 == 0 else odd, target=str(value))
     return out
 
 

@@ -84,8 +84,11 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
     return notes
 
 
-def write_report(frame: pd.DataFrame, folder: str | Path) -> Path:
-    """Write tables, figures and report.md under ``folder``; return the report's path."""
+def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None) -> Path:
+    """Write tables, figures and report.md under ``folder``; return the report's path.
+
+    With ``filter_dir`` holding filter.py's Table 4, it joins the report.
+    """
     report = Report(Path(folder))
     report.folder.mkdir(parents=True, exist_ok=True)
     report.notes = coverage_notes(frame)
@@ -185,6 +188,12 @@ def write_report(frame: pd.DataFrame, folder: str | Path) -> Path:
                               f"fig22_coverage_{model}", f"Mean count of mentioned IDs per (n, p) cell for {model}.")
     else:
         report.notes.append("No valid experiment has a reasoning trace: coverage tables and figures are left out.")
+
+    table4 = Path(filter_dir).expanduser() / "table4_agreement.csv" if filter_dir else None
+    if table4 is not None and table4.is_file():
+        report.table(pd.read_csv(table4), "table4_agreement",
+                     "Instance filtering (App. C.1, Table 4): per task, the share and count of pool instances answered "
+                     "correctly by every filter model, by none, and by exactly one.")
 
     ref = stats.reference_calculation()
     report.table(pd.DataFrame([ref]).round(12), "reference_c4",

@@ -1,0 +1,36 @@
+"""Instance filtering (App. C.1): keep only instances every filter model solves alone.
+
+    python filter.py task=ner filter_models=[qwen36_35b,gemini31_flash_lite] data_dir=../shared/data/raw
+    python filter.py task=arith filter_models=[smollm2_135m] max_tokens=32
+
+Later runs use the filtered pools by default (run.py use_filtered=false for the unfiltered ones).
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from mip.config import FilterConfig, register
+from mip.data import DataError
+from mip.filtering import describe, run_filter
+from mip.models import BackendSetupError
+
+register()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="filter")
+def main(cfg: DictConfig) -> None:
+    config: FilterConfig = OmegaConf.to_object(cfg)
+    try:
+        report = run_filter(config)
+    except (ValueError, DataError, BackendSetupError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(describe(report))
+    if any(call["unstored"] for call in report["calls"]):
+        sys.exit(1)  # infrastructure failures: rerun the same command to finish
+
+
+if __name__ == "__main__":
+    main()
