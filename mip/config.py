@@ -193,6 +193,18 @@ class PromptVariantConfig:
 
 
 @dataclass
+class StrategyConfig:
+    """How the model aggregates (beyond the paper): single_call is the paper's setting."""
+
+    name: str = "single_call"
+    """single_call | count_report | decomposed."""
+    batch_size: int = 50
+    """decomposed: instances labelled per call (1: one call per instance)."""
+    max_reasks: int = 2
+    """decomposed: rounds that ask again for instances missing from the answers."""
+
+
+@dataclass
 class LoggerConfig:
     name: str = "none"
     """none | wandb."""
@@ -221,6 +233,7 @@ class Config:
     pattern: PatternConfig = field(default_factory=PatternConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     prompt_variant: PromptVariantConfig = field(default_factory=PromptVariantConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     setting: str = "core"

@@ -45,7 +45,9 @@ class Planned:
 def generation_settings(cfg: Config) -> dict:
     """What the model is run with; part of every experiment key."""
     m = cfg.model
-    return {
+    extra = {} if cfg.strategy.name != "decomposed" else {"batch_size": cfg.strategy.batch_size,
+                                                          "max_reasks": cfg.strategy.max_reasks}
+    return {**extra,
         "model_id": m.model_id,
         "backend": m.backend,
         "gguf_file": m.gguf_file,
@@ -67,13 +69,27 @@ def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -
         raise ValueError(f"Task {pool.task!r}{where}, majority {majority_label!r}: {e}") from None
 
 
-def build_prompt(task: TaskConfig, variant: str, texts: list[str], instruction: str | None = None) -> str:
-    """The final prompt; self-prompting needs stage one's ``instruction``."""
+def build_prompt(task: TaskConfig, variant: str, texts: list[str], instruction: str | None = None,
+                 strategy: str = "single_call", batch_size: int = 50) -> str:
+    """The final prompt; self-prompting needs stage one's ``instruction``. For the
+    decomposed strategy, the first round's batch prompts joined (what the hash covers)."""
+    if strategy == "decomposed":
+        return BATCH_SEPARATOR.join(decomposed_prompts(task, texts, range(len(texts)), batch_size))
     if variant == "self_prompt":
         if instruction is None:
             raise ValueError("A self-prompting prompt needs the instruction written in stage one.")
         return prompts.self_prompt(instruction, texts)
-    return prompts.standard_prompt(task.prompt, task.labels, texts, variant)
+    return prompts.standard_prompt(task.prompt, task.labels, texts, variant, report_counts=strategy == "count_report")
+
+
+BATCH_SEPARATOR = "\n\n=====\n\n"
+
+
+def decomposed_prompts(task: TaskConfig, texts: list[str], positions, batch_size: int) -> list[str]:
+    """Batch prompts over the given 0-based positions, ``batch_size`` instances each."""
+    positions = list(positions)
+    return [prompts.batch_prompt(task.prompt, task.labels, [(i + 1, texts[i]) for i in positions[j:j + batch_size]])
+            for j in range(0, len(positions), batch_size)]
 
 
 def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
@@ -103,9 +119,11 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
                     shuffle_seed=shuffle_seed,
                     prompt_variant=cfg.prompt_variant.name,
                     budget=cfg.budget.name,
+                    strategy=cfg.strategy.name,
                 )
                 texts = [x.text for x in arranged]
-                prompt = None if cfg.prompt_variant.name == "self_prompt" else build_prompt(task, cfg.prompt_variant.name, texts)
+                prompt = None if cfg.prompt_variant.name == "self_prompt" else build_prompt(
+                    task, cfg.prompt_variant.name, texts, strategy=cfg.strategy.name, batch_size=cfg.strategy.batch_size)
                 plans.append(
                     Planned(experiment, experiment_key(experiment, pool.version, generation), task, pool, arranged, prompt)
                 )
@@ -146,8 +164,10 @@ def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
     experiment = record.experiment
     variant = experiment.prompt_variant
     texts = [x.text for x in instances]
+    batch_size = int(record.config.get("strategy", {}).get("batch_size", 50)) if isinstance(record.config.get("strategy"), dict) else 50
     plan = Planned(experiment, record.key, task, pool, instances,
-                   None if variant == "self_prompt" else build_prompt(task, variant, texts))
+                   None if variant == "self_prompt" else build_prompt(task, variant, texts, strategy=experiment.strategy,
+                                                                      batch_size=batch_size))
     prompt = final_prompt(plan, counted)
     if prompts.prompt_hash(prompt) != record.prompt_hash:
         raise ValueError(f"The rebuilt prompt of record {record.key} does not match its stored hash.")

@@ -57,8 +57,13 @@ def instance_block(texts: Sequence[str]) -> str:
     return "\n".join(f"Instance {i}: {t}" for i, t in enumerate(texts, start=1))
 
 
-def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str], variant: str = "standard") -> str:
-    """The App. B.1 prompt, with the B.2.1 hint or B.2.2 strategy block when asked."""
+def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str], variant: str = "standard",
+                    report_counts: bool = False) -> str:
+    """The App. B.1 prompt, with the B.2.1 hint or B.2.2 strategy block when asked.
+
+    ``report_counts`` (the count_report strategy, beyond the paper) asks for the per-label
+    counts beside the answer.
+    """
     if variant not in ("standard", "hint", "strategy"):
         raise ValueError(f"standard_prompt builds standard, hint and strategy prompts, not {variant!r}.")
     first, second = labels
@@ -69,17 +74,41 @@ def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str
         "If the counts are tied, answer -1.",
         'Return only a JSON object with the field "answer".',
     ]
+    example = {"answer": second}
+    if report_counts:
+        instructions[-1] = ('Return only a JSON object with the fields "counts" (how many instances have each label) '
+                            'and "answer".')
+        example = {"counts": {first: 8, second: 12}, "answer": second}
     sections = [f"Task: {spec.task}", "Instructions:\n" + "\n".join(f"- {line}" for line in instructions)]
     if variant == "hint":
         sections.append(HINT)
     elif variant == "strategy":
         sections.append(STRATEGY)
     sections += [
-        "Example response format:\n" + json.dumps({"answer": second}),
+        "Example response format:\n" + json.dumps(example),
         "End your response with the JSON object containing your final answer.",
         instance_block(texts),
     ]
     return "\n\n".join(sections)
+
+
+def batch_prompt(spec: PromptSpec, labels: Sequence[str], items: Sequence[tuple[int, str]]) -> str:
+    """The decomposed strategy (beyond the paper): label a batch of instances, keeping their
+    numbers in the whole set, and return one ``{"id", "label"}`` object per instance."""
+    first, second = labels
+    ids = [i for i, _ in items]
+    example = [{"id": ids[0], "label": second}] + ([{"id": ids[1], "label": first}] if len(ids) > 1 else [])
+    instructions = [
+        *spec.instructions,
+        f'Choose exactly one label from: "{first}", "{second}" for every instance.',
+        'Return only a JSON list with one object {"id": <instance number>, "label": <label>} per instance.',
+    ]
+    return "\n\n".join([
+        "Task: Label every provided instance.",
+        "Instructions:\n" + "\n".join(f"- {line}" for line in instructions),
+        "Example response format:\n" + json.dumps(example),
+        "\n".join(f"Instance {i}: {t}" for i, t in items),
+    ])
 
 
 def meta_prompt(spec: PromptSpec, num_instances: int) -> str:

@@ -43,6 +43,7 @@ class Experiment(BaseModel):
         default=None, description="Expanded orderings (§5.2.1): X_maj and X_min shuffled independently before a structured pattern.")
     prompt_variant: str = Field(description="standard, hint, strategy or self_prompt.")
     budget: str = Field(description="Budget name (20k, 100k, smoke, …).")
+    strategy: str = Field(default="single_call", description="Aggregation strategy: single_call (the paper), count_report, decomposed.")
 
 
 class Stage(BaseModel):
@@ -73,6 +74,7 @@ class Attempt(BaseModel):
     answer: Optional[str] = Field(default=None, description="Parsed label, '-1' for a tie, None if unparsed.")
     verdict: str = Field(description="correct, incorrect or invalid.")
     invalid_kind: Optional[str] = Field(default=None, description="input_overflow, parse or truncated.")
+    counts: Optional[dict[str, int]] = Field(default=None, description="count_report: the per-label counts the model gave.")
 
 
 class Record(BaseModel):
@@ -91,6 +93,9 @@ class Record(BaseModel):
     answer: Optional[str] = None
     verdict: str
     invalid_kind: Optional[str] = None
+    predictions: Optional[list[Optional[str]]] = Field(
+        default=None, description="decomposed: the label given to each presented instance, in prompt order (None: missing).")
+    reported_counts: Optional[dict[str, int]] = Field(default=None, description="count_report: the counted attempt's counts.")
     config: dict[str, Any] = Field(default_factory=dict, description="Model, budget and generation config, secrets removed.")
     git_commit: Optional[str] = None
     mip_version: Optional[str] = None
@@ -105,8 +110,11 @@ def experiment_key(experiment: Experiment, pool_version: str, generation: dict[s
     is never paid for twice.
     """
     fields = experiment.model_dump()
-    if fields.get("shuffle_seed") is None:  # keys of experiments without it stay as they were
+    # Fields added later are left out at their defaults, so earlier keys stay as they were.
+    if fields.get("shuffle_seed") is None:
         fields.pop("shuffle_seed", None)
+    if fields.get("strategy") == "single_call":
+        fields.pop("strategy", None)
     payload = {"experiment": fields, "pool": pool_version, "generation": generation}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 

@@ -24,19 +24,45 @@ import pandas as pd
 from mip.records import Record, iter_records
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
-COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "verdict", "invalid_kind", "answer", "valid", "correct", "reasoning", "output",
-           "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts"]
+COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "verdict", "invalid_kind", "answer", "valid",
+           "correct", "reasoning", "output", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts",
+           "calls", "count_error_majority", "count_error_minority", "instance_accuracy", "missing_share", "position_errors"]
 
 
 class ResultsError(ValueError):
     """The results cannot be analysed as asked; the message says what is missing."""
 
 
+def _strategy_columns(record: Record) -> dict:
+    """Beyond the paper: count errors (count_report, decomposed) and instance-level
+    accuracy, missing share and per-position errors (decomposed)."""
+    labels = record.instance_labels
+    majority = record.experiment.majority_label
+    minority = next((x for x in labels if x != majority), None)
+    truth = {majority: labels.count(majority), minority: len(labels) - labels.count(majority)}
+    out: dict = {}
+    counts = record.reported_counts
+    if record.predictions is not None:
+        counts = {label: sum(p == label for p in record.predictions) for label in truth}
+        errors = [None if p is None else int(p != gold) for p, gold in zip(record.predictions, labels)]
+        given = [e for e in errors if e is not None]
+        out.update({"instance_accuracy": 1 - sum(given) / len(given) if given else None,
+                    "missing_share": errors.count(None) / len(errors), "position_errors": errors})
+    if counts is not None and minority is not None:
+        out.update({"count_error_majority": counts.get(majority, 0) - truth[majority],
+                    "count_error_minority": counts.get(minority, 0) - truth[minority]})
+    return out
+
+
 def record_row(record: Record) -> dict:
     counted = next((a for a in record.attempts if a.verdict != "invalid"), record.attempts[-1] if record.attempts else None)
     stage = counted.stages[-1] if counted and counted.stages else None
     usage = stage.usage if stage else {}
+    stages = [s for a in record.attempts for s in a.stages]
+    costs = [s.usage.get("cost") for s in stages if isinstance(s.usage, dict) and s.usage.get("cost") is not None]
     return {
+        **_strategy_columns(record),
+        "calls": len(stages),
         "key": record.key,
         **record.experiment.model_dump(),
         "verdict": record.verdict,
@@ -45,9 +71,9 @@ def record_row(record: Record) -> dict:
         "reasoning": stage.reasoning if stage else None,
         "output": stage.output if stage else None,
         "prompt_tokens": record.prompt_tokens,
-        "completion_tokens": stage.completion_tokens if stage else None,
+        "completion_tokens": sum(s.completion_tokens or 0 for s in stages) if stages else None,
         "reasoning_tokens": stage.reasoning_tokens if stage else None,
-        "cost": usage.get("cost") if isinstance(usage, dict) else None,
+        "cost": sum(costs) if costs else (usage.get("cost") if isinstance(usage, dict) else None),
         "attempts": len(record.attempts),
     }
 
@@ -64,6 +90,11 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
         if column not in frame.columns:
             frame[column] = None
     frame = frame.drop_duplicates("key", keep="first").reset_index(drop=True)
+    # Strategies other than the paper's single call show as their own rows in every table.
+    frame["strategy"] = frame["strategy"].fillna("single_call")
+    frame["base_model"] = frame["model"]
+    other = frame["strategy"] != "single_call"
+    frame.loc[other, "model"] = frame.loc[other, "model"] + " [" + frame.loc[other, "strategy"] + "]"
     frame["valid"] = frame["verdict"] != "invalid"
     frame["correct"] = frame["verdict"] == "correct"
     frame["order_seed"] = frame["order_seed"].astype("Int64")

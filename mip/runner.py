@@ -33,7 +33,7 @@ from mip.config import Config, to_plain
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
 from mip.instances import split_counts
-from mip.experiments import Planned, build_prompt, final_prompt, plan_job
+from mip.experiments import Planned, build_prompt, decomposed_prompts, final_prompt, plan_job
 from mip.models import Backend, Completion, Request, build_backend
 from mip.records import Attempt, Record, Stage, Store
 from mip.tracking import Tracker, build_tracker
@@ -98,6 +98,13 @@ def validate(cfg: Config) -> None:
         raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
     if cfg.prompt_variant.name not in prompts.VARIANTS:
         raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
+    if cfg.strategy.name not in ("single_call", "count_report", "decomposed"):
+        raise ValueError(f"Unknown strategy {cfg.strategy.name!r}; choose single_call, count_report or decomposed.")
+    if cfg.strategy.name != "single_call" and cfg.prompt_variant.name == "self_prompt":
+        raise ValueError(f"The {cfg.strategy.name} strategy has its own prompt; use it with prompt_variant=standard.")
+    if cfg.strategy.name == "decomposed" and (cfg.prompt_variant.name != "standard" or cfg.strategy.batch_size < 1):
+        raise ValueError("The decomposed strategy labels batches with its own prompt: use prompt_variant=standard "
+                         "and strategy.batch_size >= 1.")
     for task in cfg.task.values():
         if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
@@ -219,6 +226,7 @@ class _Execution:
             "model": to_plain(cfg.model),
             "budget": to_plain(cfg.budget),
             "prompt_variant": cfg.prompt_variant.name,
+            "strategy": to_plain(cfg.strategy),
             "setting": cfg.setting,
             "max_attempts": cfg.max_attempts,
             "attempts_made_at_most": self.max_attempts,
@@ -228,14 +236,17 @@ class _Execution:
     # ------------------------------------------------------------------ main loop
     def run(self, todo: list[Planned], tokens: list[int]) -> None:
         live: list[tuple[Planned, int]] = []
+        decomposed = self.cfg.strategy.name == "decomposed"
         for plan, n_tokens in zip(todo, tokens):
-            if n_tokens >= self.cfg.model.context_window:
+            if n_tokens >= self.cfg.model.context_window and not decomposed:  # batches are checked one by one
                 self._store(plan, n_tokens, [], scoring.INPUT_OVERFLOW)
             else:
                 live.append((plan, n_tokens))
         bar = tqdm(total=len(todo), initial=len(todo) - len(live), desc=f"{self.cfg.model.name}/{self.cfg.pattern.name}",
                    unit="exp", disable=not self.cfg.progress, file=sys.stderr)
-        for index in range(self.max_attempts):
+        if decomposed:
+            self._decomposed(live, bar)
+        for index in range(0 if decomposed else self.max_attempts):
             if not live:
                 break
             live = self._attempt_round(index, live, bar)
@@ -258,7 +269,8 @@ class _Execution:
             stages = [s for s in [stage_one.get(plan.key)] if s] + [self._stage("answer", request, completion)]
             answer = scoring.parse_answer(completion.text, plan.task.labels)
             verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason, self.forced_answer_ok)
-            self._finish_attempt(plan, n_tokens, index, stages, answer, verdict, kind, bar)
+            counts = scoring.parse_counts(completion.text, plan.task.labels) if self.cfg.strategy.name == "count_report" else None
+            self._finish_attempt(plan, n_tokens, index, stages, answer, verdict, kind, bar, counts)
         # Another attempt for those that made this one and are not stored; an experiment
         # whose call failed for good this round is dropped, unstored, with its attempts.
         again = []
@@ -335,15 +347,62 @@ class _Execution:
         )
 
     def _finish_attempt(self, plan: Planned, n_tokens: int, index: int, stages: list[Stage], answer: str | None,
-                        verdict: str, kind: str | None, bar: tqdm) -> None:
+                        verdict: str, kind: str | None, bar: tqdm, counts: dict[str, int] | None = None) -> None:
         """Record one attempt; store the experiment when its verdict is final."""
         attempts = self.attempts.setdefault(plan.key, [])
-        attempts.append(Attempt(index=index, stages=stages, answer=answer, verdict=verdict, invalid_kind=kind))
+        attempts.append(Attempt(index=index, stages=stages, answer=answer, verdict=verdict, invalid_kind=kind, counts=counts))
         if verdict != scoring.INVALID or len(attempts) >= self.max_attempts:
             self._store(plan, n_tokens, self.attempts.pop(plan.key), kind)
             bar.update(1)
 
-    def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], kind: str | None) -> None:
+    def _decomposed(self, live: list[tuple[Planned, int]], bar: tqdm) -> None:
+        """The decomposed strategy: label batches, ask again for what is missing, count in code.
+
+        Each call's output limit is the budget. An experiment with a batch whose calls kept
+        failing is left unstored, like any infrastructure failure.
+        """
+        k = self.cfg.strategy.batch_size
+        predictions = {p.key: [None] * len(p.instances) for p, _ in live}
+        stages: dict[str, list[Stage]] = {p.key: [] for p, _ in live}
+        failed: set[str] = set()
+        for round_ in range(1 + self.cfg.strategy.max_reasks):
+            requests, batches = [], {}
+            for plan, _ in live:
+                if plan.key in failed:
+                    continue
+                missing = [i for i, x in enumerate(predictions[plan.key]) if x is None]
+                for j, prompt in enumerate(decomposed_prompts(plan.task, plan.texts, missing, k)):
+                    request = self._request(f"{plan.key}#{round_}.{j}", prompt, len(prompt) // 4)
+                    requests.append(request)
+                    batches[request.id] = (plan, missing[j * k:(j + 1) * k], request)
+            if not requests:
+                break
+            stats = CallStats()
+            for completion in call_with_retries(self.backend, requests, self.cfg.infra_retries, stats):
+                plan, positions, request = batches[completion.id]
+                stages[plan.key].append(self._stage(f"batch {completion.id.split('#')[1]}", request, completion))
+                found = scoring.parse_labels(completion.text, plan.task.labels, [i + 1 for i in positions])
+                for index, label in found.items():
+                    predictions[plan.key][index - 1] = label
+            self.summary.calls += stats.calls
+            self.summary.errors += stats.errors
+            failed |= {rid.split("#")[0] for rid in stats.failed}
+        for plan, n_tokens in live:
+            if plan.key in failed:
+                self.summary.unstored += 1
+                continue
+            given = predictions[plan.key]
+            if not any(given):
+                answer, verdict, kind = None, scoring.INVALID, scoring.PARSE
+            else:
+                answer = scoring.majority_of(given, plan.task.labels)
+                verdict, kind = (scoring.CORRECT if answer == plan.gold else scoring.INCORRECT), None
+            attempt = Attempt(index=0, stages=stages[plan.key], answer=answer, verdict=verdict, invalid_kind=kind)
+            self._store(plan, n_tokens, [attempt], kind, predictions=given)
+            bar.update(1)
+
+    def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], kind: str | None,
+               predictions: list[str | None] | None = None) -> None:
         # The first valid attempt counts; if none is valid, the last one.
         counted = next((a for a in attempts if a.verdict != scoring.INVALID), attempts[-1] if attempts else None)
         verdict, answer = (counted.verdict, counted.answer) if counted else (scoring.INVALID, None)
@@ -362,6 +421,8 @@ class _Execution:
             answer=answer,
             verdict=verdict,
             invalid_kind=kind if verdict == scoring.INVALID else None,
+            predictions=predictions,
+            reported_counts=counted.counts if counted else None,
             config=self.record_config,
             git_commit=self.git.get("commit"),
             mip_version=mip.__version__,

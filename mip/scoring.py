@@ -103,6 +103,76 @@ def parse_answer(output: str | None, labels: Sequence[str]) -> str | None:
     return _normalise(values[0], labels)
 
 
+def parse_counts(output: str | None, labels: Sequence[str]) -> dict[str, int] | None:
+    """The per-label ``counts`` beside the last ``answer`` (count_report), or None."""
+    if not output:
+        return None
+    decoder = json.JSONDecoder()
+    text = output.replace("\x00", "")
+    for match in reversed(list(_KEY.finditer(text))[-_MAX_KEYS:]):
+        opening = text.rfind("{", max(0, match.start() - _OPEN_WINDOW), match.start() + 1)
+        while opening != -1:
+            try:
+                obj, _ = decoder.raw_decode(text, opening)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict) and isinstance(obj.get("counts"), dict):
+                counts = {}
+                for key, value in obj["counts"].items():
+                    label = _normalise(key, labels)
+                    if label in labels and isinstance(value, (int, float)) and not isinstance(value, bool):
+                        counts[label] = int(value)
+                return counts if set(counts) == set(labels) else None
+            opening = text.rfind("{", max(0, match.start() - _OPEN_WINDOW), opening)
+    return None
+
+
+def parse_labels(output: str | None, labels: Sequence[str], ids: Sequence[int]) -> dict[int, str]:
+    """Per-instance labels from the last JSON list of ``{"id", "label"}`` objects (decomposed).
+
+    Only the asked ``ids`` count; an id given twice with different labels, or with a label
+    outside the two, is left out (it will be asked again).
+    """
+    if not output:
+        return {}
+    decoder = json.JSONDecoder()
+    text = output.replace("\x00", "")
+    wanted = set(ids)
+    position = text.rfind("[")
+    while position != -1:
+        try:
+            items, _ = decoder.raw_decode(text, position)
+        except ValueError:
+            items = None
+        if isinstance(items, list) and any(isinstance(x, dict) for x in items):
+            found: dict[int, str] = {}
+            conflicted: set[int] = set()
+            for item in items:
+                if not isinstance(item, dict):
+                    continue
+                try:
+                    index = int(item.get("id"))
+                except (TypeError, ValueError):
+                    continue
+                label = _normalise(item.get("label"), labels)
+                if index not in wanted or label not in labels:
+                    continue
+                if index in found and found[index] != label:
+                    conflicted.add(index)
+                found.setdefault(index, label)
+            return {i: label for i, label in found.items() if i not in conflicted}
+        position = text.rfind("[", 0, position)
+    return {}
+
+
+def majority_of(predictions: Sequence[str | None], labels: Sequence[str]) -> str:
+    """The majority of the predicted labels (missing ones ignored); ``-1`` for a tie."""
+    first, second = labels
+    a = sum(p == first for p in predictions)
+    b = sum(p == second for p in predictions)
+    return TIE if a == b else (first if a > b else second)
+
+
 def answer_value(output: str | None) -> object | None:
     """The raw value of the last ``answer`` object in ``output`` (None when there is none)."""
     if not output:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mip.runner import JobSummary
 
 TABLE_COLUMNS = [
-    "key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "shuffle_seed", "prompt_variant", "budget",
+    "key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "shuffle_seed", "prompt_variant", "budget", "strategy",
     "prompt", "reasoning", "output", "answer", "verdict", "invalid_kind", "prompt_tokens", "completion_tokens",
     "reasoning_tokens", "latency_s", "attempts",
 ]
@@ -51,7 +51,7 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
     stage = counted.stages[-1] if counted and counted.stages else None
     return [
         record.key, e.model, e.task, e.pattern, e.n, e.p, e.majority_label, e.seed, e.order_seed, e.shuffle_seed, e.prompt_variant,
-        e.budget, prompt, stage.reasoning if stage else None, stage.output if stage else None, record.answer,
+        e.budget, e.strategy, prompt, stage.reasoning if stage else None, stage.output if stage else None, record.answer,
         record.verdict, record.invalid_kind, record.prompt_tokens, stage.completion_tokens if stage else None,
         stage.reasoning_tokens if stage else None, stage.latency_s if stage else None, len(record.attempts),
     ]

@@ -54,6 +54,7 @@ class FakeServer:
         self.calls: Counter = Counter()  # per prompt hash
         self.log: list[tuple[str, str]] = []  # (prompt hash, outcome)
         self.headers_seen: list[dict[str, str]] = []
+        self.batch_fault: str | None = None  # decomposed answers: missing, duplicate, extra
         self.in_flight = 0
         self.max_in_flight = 0
         self.bodies: list[dict] = []
@@ -182,9 +183,34 @@ class FakeServer:
                 return KINDS[self.rng.randrange(len(KINDS))]
         return None
 
+    def _batch_answer(self, prompt: str) -> str:
+        labels = _CHOICES.search(prompt)
+        even_label, odd_label = labels.group(1), labels.group(2)
+        items = [{"id": int(i), "label": even_label if eval(e.replace("×", "*"), {"__builtins__": {}}) % 2 == 0 else odd_label}  # noqa: S307
+                 for i, e in re.findall(r"^Instance (\d+): What is (.+)\?$", prompt, re.M)]
+        # Faults hit first-round batches (five or more instances); the smaller re-asks are answered in full.
+        if len(items) >= 5 and self.batch_fault == "missing":
+            items = items[1:]
+        elif len(items) >= 5 and self.batch_fault == "duplicate":
+            flipped = odd_label if items[0]["label"] == even_label else even_label
+            items = items + [{"id": items[0]["id"], "label": flipped}]
+        elif self.batch_fault == "extra":
+            items = items + [{"id": 99999, "label": even_label}, {"id": items[0]["id"] + 100000, "label": "maybe"}]
+        return "Labelling each instance.\n" + json.dumps(items)
+
     def _completion(self, request: dict, prompt: str) -> dict:
         single = re.search(r"^Instance: What is (.+)\?$", prompt, re.M)
-        if single:  # a filtering question: the value of one expression
+        counts = 'Return only a JSON object with the fields "counts"' in prompt
+        if prompt.startswith("Task: Label every provided instance."):
+            content, answer = self._batch_answer(prompt), None
+        elif counts:
+            values = [eval(e.replace("×", "*"), {"__builtins__": {}}) for e in _INSTANCE.findall(prompt)]  # noqa: S307
+            labels = _CHOICES.search(prompt)
+            even = sum(v % 2 == 0 for v in values)
+            answer = majority_answer(prompt)
+            content = json.dumps({"counts": {labels.group(1): even, labels.group(2): len(values) - even},
+                                  "answer": answer if answer != "-1" else -1})
+        elif single:  # a filtering question: the value of one expression
             content, answer = json.dumps({"answer": eval(single.group(1).replace("×", "*"), {"__builtins__": {}})}), None  # noqa: S307
         elif prompt.startswith("Write the instruction prompt"):
             content, answer = "Evaluate each expression, count even and odd values, answer the majority as JSON.", None

@@ -63,6 +63,36 @@ class Report:
         return "\n".join(lines)
 
 
+def strategy_tables(frame: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str]]:
+    """Cost and tokens per experiment for every model row; count errors and instance-level
+    results where strategies recorded them (beyond the paper)."""
+    out = []
+    g = frame.groupby("model")
+    cost = pd.DataFrame({
+        "experiments": g.size(), "calls per experiment": g["calls"].mean(),
+        "prompt tokens per experiment": g["prompt_tokens"].mean(),
+        "completion tokens per experiment": g["completion_tokens"].mean(),
+        "cost per experiment (USD)": g["cost"].mean(), "total cost (USD)": g["cost"].sum(min_count=1),
+    }).reset_index().round(6)
+    out.append((cost, "cost_and_tokens", "What each model row (strategies as their own rows) costs per experiment: "
+                "calls, prompt and completion tokens, and cost where the server reported it — the price of robustness."))
+    counted = frame.dropna(subset=["count_error_majority"])
+    if not counted.empty:
+        c = counted.groupby(["model", "pattern"])["count_error_majority"]
+        table = pd.DataFrame({"experiments": c.size(), "mean error": c.mean(), "sd": c.std(ddof=1),
+                              "mean |error|": c.apply(lambda e: e.abs().mean())}).reset_index().round(3)
+        out.append((table, "count_errors", "Reported (count_report) or tallied (decomposed) majority-label count minus "
+                    "the true count, per model and pattern: negative means majority instances were dropped."))
+    decomposed = frame.dropna(subset=["instance_accuracy"])
+    if not decomposed.empty:
+        d = decomposed.groupby(["model", "pattern"])
+        table = pd.DataFrame({"experiments": d.size(), "instance accuracy": d["instance_accuracy"].mean(),
+                              "missing share": d["missing_share"].mean()}).reset_index().round(4)
+        out.append((table, "decomposed_instances", "Decomposed strategy: accuracy of the per-instance labels and the share "
+                    "of instances left without a label, per model and pattern."))
+    return out
+
+
 def coverage_notes(frame: pd.DataFrame) -> list[str]:
     """What is absent from the data: patterns or seeds a model lacks that others have."""
     notes = []
@@ -188,6 +218,13 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
                               f"fig22_coverage_{model}", f"Mean count of mentioned IDs per (n, p) cell for {model}.")
     else:
         report.notes.append("No valid experiment has a reasoning trace: coverage tables and figures are left out.")
+
+    for table, name, how in strategy_tables(frame):
+        report.table(table, name, how)
+    errors = frame.dropna(subset=["position_errors"])
+    if not errors.empty:
+        report.figure(figures.position_errors(errors), "position_error_rates",
+                      "Decomposed strategy: per-instance error rate against position, per pattern (missing labels left out).")
 
     table4 = Path(filter_dir).expanduser() / "table4_agreement.csv" if filter_dir else None
     if table4 is not None and table4.is_file():

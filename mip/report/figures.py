@@ -162,3 +162,25 @@ def mention_rates(rates: pd.DataFrame, n: int, p: float) -> plt.Figure:
     axes[-1, 0].set_xlabel("instance ID (position in the prompt)")
     fig.suptitle(f"Per-ID mention rate in reasoning traces (n = {n}, p = {p}; dotted: block boundaries)", fontsize=9)
     return fig
+
+
+def position_errors(frame: pd.DataFrame, bins: int = 20) -> plt.Figure:
+    """Decomposed strategy: the share of wrong instance labels by relative position, per pattern."""
+    patterns = [p for p in PATTERNS if p in set(frame["pattern"])]
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for pattern in patterns:
+        rows = []
+        for errors in frame[frame["pattern"] == pattern]["position_errors"]:
+            values = np.array([np.nan if e is None else e for e in errors], dtype=float)
+            edges = np.linspace(0, len(values), min(bins, len(values)) + 1).round().astype(int)
+            rows.append([np.nanmean(values[a:b]) if b > a and not np.isnan(values[a:b]).all() else np.nan
+                         for a, b in zip(edges[:-1], edges[1:])])
+        width = min(len(r) for r in rows)
+        curve = np.nanmean(np.array([r[:width] for r in rows]), axis=0)
+        ax.plot((np.arange(width) + 0.5) / width * 100, 100 * curve, marker="o", markersize=2,
+                label=f"{pattern.replace('_', '-')} (n={len(rows)})")
+    ax.set_xlabel("relative position in the prompt (%)")
+    ax.set_ylabel("wrong instance labels (%)")
+    ax.set_title("Decomposed strategy: instance error rate by position", fontsize=9)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig

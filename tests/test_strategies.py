@@ -1,0 +1,126 @@
+"""Order-robust aggregation strategies (beyond the paper): count_report and decomposed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mip.records import Store
+from mip.runner import run_job
+from mip.scoring import majority_of, parse_counts, parse_labels
+
+from .conftest import compose
+from .fake_server import FakeServer
+
+
+def config(tmp_path, server, *overrides):
+    return compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                   "task=arith", "n=20", "p=0.6", "budget=smoke", "progress=false", "model.request_timeout_s=2",
+                   f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
+
+
+def test_count_and_tie_rule():
+    assert majority_of(["a", "b", "a", None], ["a", "b"]) == "a"
+    assert majority_of(["a", "b", None], ["a", "b"]) == "-1"
+    assert majority_of([None, None], ["a", "b"]) == "-1"
+
+
+def test_parse_labels_keeps_asked_ids_with_one_valid_label():
+    out = '[{"id": 1, "label": "LOC"}, {"id": 2, "label": "PER"}, {"id": 2, "label": "LOC"}, {"id": 3, "label": "ORG"}, {"id": 7, "label": "PER"}]'
+    assert parse_labels(out, ["LOC", "PER"], [1, 2, 3]) == {1: "LOC"}
+    assert parse_labels("no list here", ["LOC", "PER"], [1]) == {}
+
+
+def test_parse_counts():
+    assert parse_counts('x {"counts": {"LOC": 3, "per": 5}, "answer": "PER"}', ["LOC", "PER"]) == {"LOC": 3, "PER": 5}
+    assert parse_counts('{"counts": {"LOC": 3}, "answer": "PER"}', ["LOC", "PER"]) is None
+    assert parse_counts('{"answer": "PER"}', ["LOC", "PER"]) is None
+
+
+def test_count_report_stores_the_models_counts(tmp_path):
+    with FakeServer() as server:
+        cfg = config(tmp_path, server, "strategy=count_report", "pattern=majority_first")
+        summary = run_job(cfg, tmp_path / "job")
+        assert 'fields "counts"' in server.bodies[0]["messages"][0]["content"]
+    assert summary.ok and summary.verdicts == {"correct": 2}
+    for record in Store(cfg.paths.store_dir):
+        assert record.experiment.strategy == "count_report"
+        truth = {label: record.instance_labels.count(label) for label in cfg.task["arith"].labels}
+        assert record.reported_counts == truth
+
+
+@pytest.mark.parametrize("fault", [None, "missing", "duplicate", "extra"])
+@pytest.mark.parametrize("batch_size", [1, 7])
+def test_decomposed_counts_in_code_and_asks_again_for_what_is_missing(tmp_path, fault, batch_size):
+    with FakeServer() as server:
+        server.batch_fault = fault
+        cfg = config(tmp_path, server, "strategy=decomposed", f"strategy.batch_size={batch_size}", "pattern=majority_middle")
+        summary = run_job(cfg, tmp_path / "job")
+        asked = len(server.bodies)
+    assert summary.ok and summary.verdicts == {"correct": 2}
+    first_round = 2 * -(-20 // batch_size)
+    # one re-ask per experiment gathers the three instances its first-round batches dropped
+    assert asked == first_round + (2 if fault in ("missing", "duplicate") and batch_size > 1 else 0)
+    for record in Store(cfg.paths.store_dir):
+        assert record.predictions == record.instance_labels  # every instance labelled, and right
+        assert record.experiment.strategy == "decomposed"
+
+
+def test_decomposed_records_what_stays_missing(tmp_path):
+    with FakeServer() as server:
+        server.batch_fault = "missing"
+        cfg = config(tmp_path, server, "strategy=decomposed", "strategy.batch_size=5", "strategy.max_reasks=0",
+                     "pattern=majority_first")
+        run_job(cfg, tmp_path / "job")
+    for record in Store(cfg.paths.store_dir):
+        assert record.predictions.count(None) == 4  # one per batch of five, never asked again
+        assert record.verdict in ("correct", "incorrect")
+
+
+def test_a_failing_batch_leaves_the_experiment_unstored(tmp_path):
+    with FakeServer() as server:
+        server.faults = {"500": 100}
+        cfg = config(tmp_path, server, "strategy=decomposed", "strategy.batch_size=10", "pattern=majority_first",
+                     "infra_retries=0", "model.client_max_retries=0")
+        summary = run_job(cfg, tmp_path / "job")
+    assert summary.unstored == 2 and not list(Store(cfg.paths.store_dir))
+
+
+def test_strategies_sweep_and_are_part_of_the_key(tmp_path):
+    keys = set()
+    for strategy in ("single_call", "count_report", "decomposed"):
+        cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", f"strategy={strategy}",
+                      "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+        keys |= set(run_job(cfg, tmp_path / strategy).keys)
+    assert len(keys) == 6
+
+
+def test_strategy_and_variant_clash_is_refused(tmp_path):
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "strategy=decomposed", "prompt_variant=hint",
+                  f"paths.results_dir={tmp_path}")
+    with pytest.raises(ValueError, match="prompt_variant=standard"):
+        run_job(cfg, tmp_path / "job")
+
+
+def test_strategies_appear_as_rows_with_their_costs_and_count_errors(tmp_path):
+    from mip.report import write_report
+    from mip.results import load_local
+
+    with FakeServer() as server:
+        for strategy in ("single_call", "count_report", "decomposed"):
+            for pattern in ("majority_first", "majority_middle"):
+                run_job(config(tmp_path, server, f"strategy={strategy}", "strategy.batch_size=5", f"pattern={pattern}"),
+                        tmp_path / f"{strategy}-{pattern}")
+    frame = load_local([tmp_path / "store"])
+    assert set(frame["model"]) == {"smollm2_135m_server", "smollm2_135m_server [count_report]",
+                                   "smollm2_135m_server [decomposed]"}
+    decomposed = frame[frame["strategy"] == "decomposed"]
+    assert (decomposed["calls"] == 4).all() and (decomposed["instance_accuracy"] == 1.0).all()
+    assert (frame.dropna(subset=["count_error_majority"])["count_error_majority"] == 0).all()
+    report = write_report(frame, tmp_path / "report")
+    text = report.read_text()
+    for name in ("cost_and_tokens", "count_errors", "decomposed_instances", "position_error_rates"):
+        assert name in text
+    cost = pd.read_csv(tmp_path / "report" / "tables" / "cost_and_tokens.csv").set_index("model")
+    assert cost.loc["smollm2_135m_server [decomposed]", "calls per experiment"] == 4.0
+    assert cost.loc["smollm2_135m_server", "total cost (USD)"] == pytest.approx(4 * 0.00042)
