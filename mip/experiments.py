@@ -13,6 +13,7 @@ Exercised by ``pytest tests/test_experiments.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from mip import prompts
 from mip.config import Config, TaskConfig
@@ -23,19 +24,30 @@ from mip.records import Attempt, Experiment, Record, experiment_key
 
 @dataclass
 class Planned:
-    """One experiment with everything needed to call the model and store the result."""
+    """One experiment with everything needed to call the model and store the result.
+
+    The prompt is built on first use, so a rerun that finds an experiment stored never
+    builds its (often 200 KB) prompt.
+    """
 
     experiment: Experiment
     key: str
     task: TaskConfig
     pool: Pool
     instances: list[Instance]
-    prompt: str | None
-    """The final prompt; None for self-prompting, whose prompt needs stage one's output."""
+    batch_size: int = 50
 
     @property
     def texts(self) -> list[str]:
         return [x.text for x in self.instances]
+
+    @cached_property
+    def prompt(self) -> str | None:
+        """The final prompt; None for self-prompting, whose prompt needs stage one's output."""
+        e = self.experiment
+        if e.prompt_variant == "self_prompt":
+            return None
+        return build_prompt(self.task, e.prompt_variant, self.texts, strategy=e.strategy, batch_size=self.batch_size)
 
     @property
     def gold(self) -> str:
@@ -121,12 +133,8 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
                     budget=cfg.budget.name,
                     strategy=cfg.strategy.name,
                 )
-                texts = [x.text for x in arranged]
-                prompt = None if cfg.prompt_variant.name == "self_prompt" else build_prompt(
-                    task, cfg.prompt_variant.name, texts, strategy=cfg.strategy.name, batch_size=cfg.strategy.batch_size)
-                plans.append(
-                    Planned(experiment, experiment_key(experiment, pool.version, generation), task, pool, arranged, prompt)
-                )
+                key = experiment_key(experiment, pool.version, generation)
+                plans.append(Planned(experiment, key, task, pool, arranged, cfg.strategy.batch_size))
     return plans
 
 
@@ -162,12 +170,9 @@ def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
         raise ValueError(f"Record {record.key} names instance {e} that pool {pool.version} does not hold.") from None
     counted = next((a for a in record.attempts if a.verdict != "invalid"), record.attempts[-1] if record.attempts else None)
     experiment = record.experiment
-    variant = experiment.prompt_variant
-    texts = [x.text for x in instances]
-    batch_size = int(record.config.get("strategy", {}).get("batch_size", 50)) if isinstance(record.config.get("strategy"), dict) else 50
-    plan = Planned(experiment, record.key, task, pool, instances,
-                   None if variant == "self_prompt" else build_prompt(task, variant, texts, strategy=experiment.strategy,
-                                                                      batch_size=batch_size))
+    strategy = record.config.get("strategy")
+    batch_size = int(strategy.get("batch_size", 50)) if isinstance(strategy, dict) else 50
+    plan = Planned(experiment, record.key, task, pool, instances, batch_size)
     prompt = final_prompt(plan, counted)
     if prompts.prompt_hash(prompt) != record.prompt_hash:
         raise ValueError(f"The rebuilt prompt of record {record.key} does not match its stored hash.")
