@@ -49,6 +49,11 @@ class Planned:
             return None
         return build_prompt(self.task, e.prompt_variant, self.texts, strategy=e.strategy, batch_size=self.batch_size)
 
+    @cached_property
+    def prompt_sha(self) -> str | None:
+        """sha256 of :attr:`prompt`, computed once (a 200 KB prompt takes a millisecond)."""
+        return None if self.prompt is None else prompts.prompt_hash(self.prompt)
+
     @property
     def gold(self) -> str:
         return self.experiment.majority_label

@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import itertools
+import socket
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field
 
 SCHEMA_VERSION = 1
+_HOST = socket.gethostname().split(".")[0]
 
 
 class Experiment(BaseModel):
@@ -124,13 +126,17 @@ class Store:
 
     def __init__(self, root: str | Path):
         self.root = Path(root).expanduser()
+        self._folders: set[Path] = set()
 
     def path(self, model: str, task: str, key: str) -> Path:
         return self.root / model / task / f"{key}.json"
 
     def put(self, record: Record) -> Path:
         path = self.path(record.experiment.model, record.experiment.task, record.key)
-        atomic_write(path, record.model_dump_json())
+        if path.parent not in self._folders:  # one mkdir per folder, not per record
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(path.parent)
+        atomic_write(path, record.model_dump_json(), make_folder=False)
         return path
 
     def keys(self, model: str, task: str) -> set[str]:
@@ -152,17 +158,22 @@ class Store:
                 yield record
 
 
-def atomic_write(path: Path, text: str) -> None:
+_TMP_COUNTER = itertools.count()
+
+
+def atomic_write(path: Path, text: str, make_folder: bool = True) -> None:
     """Write ``text`` to a temporary file beside ``path`` and rename it into place: readers
-    see the old state or the whole file, never half of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    see the old state or the whole file, never half of it. The temporary name is unique per
+    host, process and write, so concurrent writers never share one."""
+    if make_folder:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{_HOST}-{os.getpid()}-{next(_TMP_COUNTER)}{path.suffix}")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(tmp, "x", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)  # atomic on POSIX
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -170,9 +170,10 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     if todo:
         backend.check()
     tracker = build_tracker(cfg, output_dir)
-    for plan in plans:  # the tracker shows the whole job, also what an earlier run stored
-        if (plan.experiment.task, plan.key) in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
-            tracker.log_record(record, plan.prompt)
+    if tracker.mirrors:  # the tracker shows the whole job, also what an earlier run stored
+        for plan in plans:
+            if (plan.experiment.task, plan.key) in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
+                tracker.log_record(record, plan.prompt)
     execution = _Execution(cfg, backend, store, tracker, git, summary)
     execution.run(todo, tokens)
     tracker.finish(summary)
@@ -266,7 +267,8 @@ class _Execution:
         by_key = {p.key: (p, n, prompt, r) for (p, n, prompt), r in zip(answerable, requests)}
         for completion in self._calls(requests):
             plan, n_tokens, prompt, request = by_key[completion.id]
-            stages = [s for s in [stage_one.get(plan.key)] if s] + [self._stage("answer", request, completion)]
+            sha = plan.prompt_sha if prompt is plan.prompt else None
+            stages = [s for s in [stage_one.get(plan.key)] if s] + [self._stage("answer", request, completion, prompt_sha=sha)]
             answer = scoring.parse_answer(completion.text, plan.task.labels)
             verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason, self.forced_answer_ok)
             counts = scoring.parse_counts(completion.text, plan.task.labels) if self.cfg.strategy.name == "count_report" else None
@@ -327,11 +329,12 @@ class _Execution:
         self.summary.unstored += len(stats.failed)
         self.summary.errors += stats.errors
 
-    def _stage(self, name: str, request: Request, c: Completion, keep_prompt: bool = False) -> Stage:
+    def _stage(self, name: str, request: Request, c: Completion, keep_prompt: bool = False,
+               prompt_sha: str | None = None) -> Stage:
         return Stage(
             name=name,
             prompt=request.prompt if keep_prompt else None,
-            prompt_hash=prompts.prompt_hash(request.prompt),
+            prompt_hash=prompt_sha or prompts.prompt_hash(request.prompt),
             output=c.text,
             reasoning=c.reasoning,
             finish_reason=c.finish_reason,
@@ -415,7 +418,7 @@ class _Execution:
             pool_filtered=plan.pool.meta.filtered,
             instance_ids=[x.id for x in plan.instances],
             instance_labels=[x.label for x in plan.instances],
-            prompt_hash=prompts.prompt_hash(final_prompt(plan, counted)),
+            prompt_hash=plan.prompt_sha if plan.prompt is not None else prompts.prompt_hash(final_prompt(plan, counted)),
             prompt_tokens=n_tokens,
             attempts=attempts,
             answer=answer,

@@ -29,6 +29,9 @@ TABLE_COLUMNS = [
 
 
 class Tracker(Protocol):
+    mirrors: bool
+    """Whether it keeps a copy of the records (and so wants the ones stored earlier too)."""
+
     def log_record(self, record: Record, prompt: str | None) -> None: ...
 
     def finish(self, summary: JobSummary) -> None: ...
@@ -36,6 +39,8 @@ class Tracker(Protocol):
 
 class NullTracker:
     """Logs nothing; the local store is written regardless."""
+
+    mirrors = False
 
     def log_record(self, record: Record, prompt: str | None) -> None:
         pass
@@ -58,6 +63,8 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
 
 
 class WandbTracker:
+    mirrors = True
+
     def __init__(self, cfg: Config, output_dir: Path):
         self.rows: list[list[Any]] = []
         self.run: Any = None

@@ -1,0 +1,54 @@
+"""A local OpenAI-compatible server for benchmarks: answers /v1/chat/completions after a fixed
+latency with a realistic reply (content ending in the JSON answer, a 20,000-character
+reasoning field, usage), like the server of shared/notes/peer-throughput.md.
+
+    python benchmarks/bench_server.py PORT LATENCY_S
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from aiohttp import web
+
+REASONING = ("Instance 1 is positive. Instance 2 is negative. " * 420)[:20_000]
+CONTENT = ("Counting the labels of every instance. " * 50)[:1_960] + ' {"answer": "positive"}'
+
+
+def main() -> None:
+    port, latency = int(sys.argv[1]), float(sys.argv[2])
+    if hasattr(os, "sched_setaffinity") and os.cpu_count() and os.cpu_count() > 1:
+        os.sched_setaffinity(0, {1})
+    body = json.dumps({
+        "id": "bench", "object": "chat.completion", "created": 0, "model": "bench-model",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": CONTENT, "reasoning": REASONING}}],
+        "usage": {"prompt_tokens": 60_000, "completion_tokens": 5_000, "total_tokens": 65_000},
+    }).encode()
+    models = json.dumps({"object": "list", "data": [{"id": "bench-model", "object": "model"}]}).encode()
+    served = {"n": 0}
+
+    async def chat(request: web.Request) -> web.Response:
+        await request.read()
+        await asyncio.sleep(latency)
+        served["n"] += 1
+        return web.Response(body=body, content_type="application/json")
+
+    async def listing(request: web.Request) -> web.Response:
+        return web.Response(body=models, content_type="application/json")
+
+    async def count(request: web.Request) -> web.Response:
+        return web.json_response(served)
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_get("/v1/models", listing)
+    app.router.add_get("/count", count)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=2048)
+
+
+if __name__ == "__main__":
+    main()
