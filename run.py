@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from mip.config import Config, register
 from mip.data import DataError
 from mip.models import BackendSetupError
-from mip.runner import run_job
+from mip.runner import StoreError, run_job
 from mip.summary import describe
 
 register()
@@ -31,7 +31,7 @@ def main(cfg: DictConfig) -> None:
         config.logger.group = "/".join(Path(folder).parts[-2:])
     try:
         summary = run_job(config, hydra_cfg.runtime.output_dir)
-    except (ValueError, DataError, BackendSetupError) as e:  # bad input: say what to do, no traceback
+    except (ValueError, DataError, BackendSetupError, StoreError) as e:  # say what to do, no traceback
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     verb = "would run" if summary.dry_run else "ran"

@@ -42,6 +42,10 @@ from mip.tracking import Tracker, build_tracker
 CHARS_PER_TOKEN = 4
 
 
+class StoreError(RuntimeError):
+    """The store cannot be written; the message says what to do."""
+
+
 @dataclass
 class JobSummary:
     output_dir: str
@@ -132,7 +136,12 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
     validate(cfg)
     output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        Path(cfg.paths.store_dir).expanduser().mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(f"Cannot create {e.filename or output_dir}: {e.strerror or e}. Point paths.results_dir at a "
+                         "writable folder.") from e
     git = git_commit()
     pools = load_pools(cfg)
     for pool in pools.values():
@@ -431,7 +440,14 @@ class _Execution:
             mip_version=mip.__version__,
             created_at=_now(),
         )
-        self.store.put(record)
+        try:
+            self.store.put(record)
+        except OSError as e:  # disk full, read-only, no such folder: stop; what is stored stays readable
+            raise StoreError(
+                f"Cannot write records to {self.store.root} ({e.strerror or e}). The records already written there are "
+                "complete and readable; free space or point paths.results_dir at a writable folder, then rerun the "
+                "same command to finish."
+            ) from e
         self.tracker.log_record(record, final_prompt(plan, counted))
         self.summary.stored_now += 1
         self.verdicts[record.invalid_kind or record.verdict] += 1

@@ -21,8 +21,10 @@ def frame(rows: list[dict]) -> pd.DataFrame:
                "prompt_tokens": 100, "completion_tokens": 10, "reasoning_tokens": None, "cost": None, "attempts": 1, **r}
         row["valid"] = row["verdict"] != "invalid"
         row["correct"] = row["verdict"] == "correct"
+        row.setdefault("strategy", "single_call")
+        row.setdefault("base_model", row["model"])
         full.append(row)
-    return pd.DataFrame(full)[COLUMNS]
+    return pd.DataFrame(full).reindex(columns=COLUMNS)
 
 
 def cell(seed, pattern, verdicts, **kw):
