@@ -31,6 +31,8 @@ test-all: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ""
 
 bench: install
+	$(PY) benchmarks/throughput.py
+	$(PY) benchmarks/store.py
 	$(PY) benchmarks/coverage.py
 	$(PY) benchmarks/attribution.py
 
