@@ -37,7 +37,7 @@ class Planned:
     instances: list[Instance]
     batch_size: int = 50
 
-    @property
+    @cached_property
     def texts(self) -> list[str]:
         return [x.text for x in self.instances]
 
