@@ -211,9 +211,13 @@ def _prompt_tokens(backend: Backend, plans: Sequence[Planned]) -> list[int] | No
 
 def _write_manifest(output_dir: Path, cfg: Config, git: dict, summary: JobSummary) -> None:
     """The job's output folder: resolved config, git commit and what the job covered."""
-    from omegaconf import OmegaConf
+    import dataclasses
 
-    (output_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)), encoding="utf-8")
+    import yaml
+
+    config_file = output_dir / "config.yaml"
+    if not config_file.exists():  # the config does not change during the job
+        config_file.write_text(yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False, allow_unicode=True), encoding="utf-8")
     payload = {"git": git, "mip_version": mip.__version__, "written_at": _now(), **summary.__dict__}
     (output_dir / "job.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
 

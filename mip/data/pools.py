@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mip.config import TaskConfig
 
 #: Bump when a loader or the pooling rule changes what a pool holds.
-POOL_FORMAT = 2
+POOL_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -102,11 +102,9 @@ class Pool:
 
 
 def pool_version(task: str, labels: tuple[str, str], instances: list[Instance]) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps([task, list(labels), POOL_FORMAT]).encode())
-    for x in instances:
-        h.update(json.dumps([x.id, x.text, x.label, x.target], ensure_ascii=False).encode())
-    return h.hexdigest()[:16]
+    """Content hash of a pool: its task, labels and every instance (one JSON encoding, one hash)."""
+    payload = [task, list(labels), POOL_FORMAT, [[x.id, x.text, x.label, x.target] for x in instances]]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 def deduplicate(rows: list[Row], dropped: Counter) -> list[Row]:
@@ -173,13 +171,11 @@ def sample_pool(cfg: TaskConfig, loaded: LoadResult) -> Pool:
 
 def _fingerprint(cfg: TaskConfig, data_dir: Path | None) -> str:
     """What the cached pool depends on: the task's data config and the source files' stats."""
-    from omegaconf import OmegaConf
-
     spec = {
         "format": POOL_FORMAT,
         "name": cfg.name,
         "labels": list(cfg.labels),
-        "source": OmegaConf.to_container(OmegaConf.structured(cfg.source)),
+        "source": asdict(cfg.source),
         "pool_size": cfg.pool_size,
         "pool_seed": cfg.pool_seed,
         "data_dir": str(data_dir) if data_dir else None,
@@ -199,7 +195,28 @@ def _fingerprint(cfg: TaskConfig, data_dir: Path | None) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+#: Pools already read in this process, by file and its (size, mtime): a sweep of hundreds of
+#: jobs in one process reads each pool file once. Pools are never mutated.
+_READ: dict[Path, tuple[tuple[int, int], Pool]] = {}
+
+
 def load_pool(path: Path) -> Pool | None:
+    """A pool file, checked against its content hash; None when missing or damaged."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    seen = _READ.get(path)
+    if seen and seen[0] == stamp:
+        return seen[1]
+    pool = _read_pool(path)
+    if pool is not None:
+        _READ[path] = (stamp, pool)
+    return pool
+
+
+def _read_pool(path: Path) -> Pool | None:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         instances = [Instance(*x) for x in raw["instances"]]
@@ -242,4 +259,6 @@ def build_pool(cfg: TaskConfig, data_dir: str | Path | None, cache_dir: str | Pa
             return pool
         pool = sample_pool(cfg, LOADERS[cfg.source.loader](cfg, root))
         save_pool(pool, path)
+        stat = path.stat()
+        _READ[path] = ((stat.st_size, stat.st_mtime_ns), pool)
     return pool
