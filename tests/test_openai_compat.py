@@ -3,7 +3,6 @@ a correct record or an unstored, reported experiment — never a wrong verdict."
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
