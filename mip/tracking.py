@@ -87,6 +87,7 @@ class WandbTracker:
             config=to_plain(cfg),
             dir=str(output_dir),
             mode=mode,
+            reinit="finish_previous",  # one run per job, also when jobs share a process
             settings=wandb.Settings(silent=True),
         )
 
@@ -99,6 +100,11 @@ class WandbTracker:
             self._failed = True
             print(f"W&B logging failed ({type(e).__name__}: {str(e)[:200]}); it is off for this job. "
                   "Local records are complete.", file=sys.stderr)
+            try:  # close the broken run, so the next job's run starts clean
+                if self.run is not None:
+                    self.run.finish(exit_code=1)
+            except Exception:  # noqa: BLE001 - best effort only
+                pass
 
     def log_record(self, record: Record, prompt: str | None) -> None:
         self.rows.append(table_row(record, prompt))
