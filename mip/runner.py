@@ -38,8 +38,6 @@ from mip.models import Backend, Completion, Request, build_backend
 from mip.records import Attempt, Record, Stage, Store
 from mip.tracking import Tracker, build_tracker
 
-#: Characters per token for a prompt-length estimate when no tokenizer is at hand.
-CHARS_PER_TOKEN = 4
 
 
 class StoreError(RuntimeError):
@@ -191,10 +189,13 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     return summary
 
 
-def _estimate(plan: Planned, chars_per_token: float) -> int:
+def estimate_tokens(text: str, chars_per_token: float) -> int:
     """Prompt tokens from characters, for models whose tokenizer is not at hand."""
-    text = plan.prompt if plan.prompt is not None else prompts.instance_block(plan.texts)
     return int(len(text) / chars_per_token) + 1
+
+
+def _estimate(plan: Planned, chars_per_token: float) -> int:
+    return estimate_tokens(plan.prompt if plan.prompt is not None else prompts.instance_block(plan.texts), chars_per_token)
 
 
 def _prompt_tokens(backend: Backend, plans: Sequence[Planned]) -> list[int] | None:
@@ -304,7 +305,7 @@ class _Execution:
         attempt as invalid (truncated / parse).
         """
         metas = [prompts.meta_prompt(p.task.prompt, len(p.instances)) for p, _ in live]
-        meta_tokens = self.backend.count_tokens(metas) or [len(m) // CHARS_PER_TOKEN for m in metas]
+        meta_tokens = self.backend.count_tokens(metas) or [estimate_tokens(m, self.cfg.model.chars_per_token) for m in metas]
         requests = [self._request(p.key, m, t) for (p, _), m, t in zip(live, metas, meta_tokens)]
         by_key = {p.key: (p, n, r) for (p, n), r in zip(live, requests)}
         stage_one: dict[str, Stage] = {}
@@ -388,7 +389,7 @@ class _Execution:
                     continue
                 missing = [i for i, x in enumerate(predictions[plan.key]) if x is None]
                 for j, prompt in enumerate(decomposed_prompts(plan.task, plan.texts, missing, k)):
-                    request = self._request(f"{plan.key}#{round_}.{j}", prompt, len(prompt) // 4)
+                    request = self._request(f"{plan.key}#{round_}.{j}", prompt, estimate_tokens(prompt, self.cfg.model.chars_per_token))
                     requests.append(request)
                     batches[request.id] = (plan, missing[j * k:(j + 1) * k], request)
             if not requests:
