@@ -4,4 +4,4 @@
     python run.py -m pattern=glob(*) seed=0,1,2 data_dir=../shared/data/raw dry_run=true
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -146,11 +146,11 @@ class ModelConfig:
     request_timeout_s: float = 3600.0
     """Per request; a stalled request fails alone, the others in flight go on."""
     client_max_retries: int = 4
-    """The openai client's own retries (429/5xx/connection/timeouts, honouring Retry-After)."""
+    """HTTP retries of one call (408/409/429/5xx, dropped connections, timeouts), honouring Retry-After."""
     max_tokens_param: str = "max_tokens"
     """max_tokens, or max_completion_tokens for servers that want it."""
-    http_client: str = "aiohttp"
-    """aiohttp (faster at high concurrency) or httpx (the openai client's default)."""
+    transport: str = "aiohttp"
+    """aiohttp (mip's lean client, the default) or openai (the openai SDK); see mip/models/openai_compat.py."""
     provider: ProviderConfig = field(default_factory=ProviderConfig)
     reasoning: dict[str, Any] = field(default_factory=dict)
     """Sent as the request's ``reasoning`` object (OpenRouter), e.g. {enabled: false}."""

@@ -12,13 +12,14 @@ Exercised by ``pytest tests/test_experiments.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 from mip import prompts
 from mip.config import Config, TaskConfig
 from mip.data import Instance, Pool
-from mip.instances import arrange, order_seeds_for, select, shuffle_within_labels
+from mip.instances import PATTERNS, arrange, order_seeds_for, select, shuffle_within_labels
 from mip.records import Attempt, Experiment, Record, experiment_key
 
 
@@ -26,20 +27,47 @@ from mip.records import Attempt, Experiment, Record, experiment_key
 class Planned:
     """One experiment with everything needed to call the model and store the result.
 
-    The prompt is built on first use, so a rerun that finds an experiment stored never
-    builds its (often 200 KB) prompt.
+    The instances are arranged and the prompt built on first use, so a rerun that finds
+    an experiment stored does neither, and a job builds each (often 200 KB) prompt only
+    when its request is about to go out; :meth:`release` drops them once it is stored.
     """
 
     experiment: Experiment
     key: str
     task: TaskConfig
     pool: Pool
-    instances: list[Instance]
+    arrangement: Callable[[], list[int]]
+    """Returns the presented instances as positions in the pool, in prompt order."""
     batch_size: int = 50
 
     @cached_property
+    def positions(self) -> list[int]:
+        return self.arrangement()
+
+    @cached_property
+    def instances(self) -> list[Instance]:
+        return [self.pool.instances[i] for i in self.positions]
+
+    @cached_property
     def texts(self) -> list[str]:
-        return [x.text for x in self.instances]
+        texts = self.pool.columns.texts
+        return [texts[i] for i in self.positions]
+
+    @property
+    def ids(self) -> list[str]:
+        ids = self.pool.columns.ids
+        return [ids[i] for i in self.positions]
+
+    @property
+    def labels(self) -> list[str]:
+        """The gold label of each presented instance, in prompt order."""
+        labels = self.pool.columns.labels
+        return [labels[i] for i in self.positions]
+
+    def release(self) -> None:
+        """Forget the arrangement, texts and prompt (rebuilt on demand); the prompt's hash stays."""
+        for name in ("positions", "instances", "texts", "prompt"):
+            self.__dict__.pop(name, None)
 
     @cached_property
     def prompt(self) -> str | None:
@@ -76,11 +104,11 @@ def generation_settings(cfg: Config) -> dict:
     }
 
 
-def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -> tuple[list[Instance], list[Instance]]:
-    """(X_maj, X_min) of App. C.3 for one majority label."""
+def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -> tuple[list[int], list[int]]:
+    """(X_maj, X_min) of App. C.3 for one majority label, as positions in the pool."""
     minority_label = next(label for label in pool.labels if label != majority_label)
     try:
-        return select(pool.of_label(majority_label), pool.of_label(minority_label), n, p, seed)
+        return select(pool.positions(majority_label), pool.positions(minority_label), n, p, seed)
     except ValueError as e:
         where = f" (the pool filtered by {', '.join(pool.meta.filter_models)})" if pool.meta.filtered else ""
         raise ValueError(f"Task {pool.task!r}{where}, majority {majority_label!r}: {e}") from None
@@ -113,6 +141,8 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
     """Every experiment of one job, in a fixed order."""
     if cfg.prompt_variant.name not in prompts.VARIANTS:
         raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
+    if cfg.pattern.name not in PATTERNS:
+        raise ValueError(f"Unknown pattern {cfg.pattern.name!r}; choose one of {', '.join(PATTERNS)}.")
     generation = generation_settings(cfg)
     plans: list[Planned] = []
     for task in cfg.task.values():
@@ -122,8 +152,6 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
             structured = cfg.pattern.name != "random"
             shuffles = cfg.shuffle_seeds if structured and cfg.shuffle_seeds else [None]
             for order_seed, shuffle_seed in ((o, s) for o in order_seeds_for(cfg.pattern.name, cfg.order_seeds) for s in shuffles):
-                maj, mino = (majority, minority) if shuffle_seed is None else shuffle_within_labels(majority, minority, shuffle_seed)
-                arranged = arrange(maj, mino, cfg.pattern.name, order_seed)
                 experiment = Experiment(
                     model=cfg.model.name,
                     task=task.name,
@@ -139,8 +167,17 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
                     strategy=cfg.strategy.name,
                 )
                 key = experiment_key(experiment, pool.version, generation)
-                plans.append(Planned(experiment, key, task, pool, arranged, cfg.strategy.batch_size))
+                arrangement = partial(arranged, majority, minority, cfg.pattern.name, order_seed, shuffle_seed)
+                plans.append(Planned(experiment, key, task, pool, arrangement, cfg.strategy.batch_size))
     return plans
+
+
+def arranged(majority: list[int], minority: list[int], pattern: str, order_seed: int | None,
+             shuffle_seed: int | None) -> list[int]:
+    """The instances of one experiment in prompt order (expanded orderings shuffle each label first)."""
+    if shuffle_seed is not None:
+        majority, minority = shuffle_within_labels(majority, minority, shuffle_seed)
+    return arrange(majority, minority, pattern, order_seed)
 
 
 def final_prompt(plan: Planned, counted: Attempt | None) -> str:
@@ -170,14 +207,14 @@ def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
     if pool.version != record.pool_version:
         raise ValueError(f"Record {record.key} was drawn from pool {record.pool_version}, not {pool.version}.")
     try:
-        instances = [pool.get(i) for i in record.instance_ids]
+        positions = [pool.position(i) for i in record.instance_ids]
     except KeyError as e:
         raise ValueError(f"Record {record.key} names instance {e} that pool {pool.version} does not hold.") from None
     counted = next((a for a in record.attempts if a.verdict != "invalid"), record.attempts[-1] if record.attempts else None)
     experiment = record.experiment
     strategy = record.config.get("strategy")
     batch_size = int(strategy.get("batch_size", 50)) if isinstance(strategy, dict) else 50
-    plan = Planned(experiment, record.key, task, pool, instances, batch_size)
+    plan = Planned(experiment, record.key, task, pool, lambda: positions, batch_size)
     prompt = final_prompt(plan, counted)
     if prompts.prompt_hash(prompt) != record.prompt_hash:
         raise ValueError(f"The rebuilt prompt of record {record.key} does not match its stored hash.")

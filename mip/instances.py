@@ -86,7 +86,7 @@ def select(
 
 
 def _shuffled(items: Sequence[T], seed: int | list[int]) -> list[T]:
-    order = np.random.default_rng(seed).permutation(len(items))
+    order = np.random.default_rng(seed).permutation(len(items)).tolist()
     return [items[i] for i in order]
 
 

@@ -63,7 +63,11 @@ class Stage(BaseModel):
     max_tokens: Optional[int] = Field(default=None, description="Output-token limit the call ran under.")
     latency_s: Optional[float] = None
     usage: dict[str, Any] = Field(default_factory=dict, description="The backend's usage report, in full.")
-    reasoning_raw: dict[str, Any] = Field(default_factory=dict, description="Every reasoning field the server returned, verbatim.")
+    reasoning_raw: dict[str, Any] = Field(
+        default_factory=dict, description="The server's other reasoning fields, verbatim (reasoning_details, or a field whose "
+        "text differs from the trace). Before mip 0.2 this also repeated the trace's own field.")
+    reasoning_from: list[str] = Field(
+        default_factory=list, description="Response fields whose value was exactly `reasoning` (stored once, there).")
     provider: Optional[str] = Field(default=None, description="Who served the request, where the server says.")
     served_model: Optional[str] = Field(default=None, description="The model id the server reports.")
 

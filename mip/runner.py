@@ -16,12 +16,13 @@ Exercised by ``pytest tests/test_runner.py``.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,12 +166,9 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         keys=[p.key for p in plans],
     )
     _write_manifest(output_dir, cfg, git, summary)
-    tokens = _prompt_tokens(backend, todo)
-    summary.tokens_estimated = tokens is None
-    if tokens is None:
-        tokens = [_estimate(p, cfg.model.chars_per_token) for p in todo]
-    summary.prompt_tokens = sum(tokens)
     if cfg.dry_run:
+        for plan, _ in counted(backend, todo, summary, cfg.model.chars_per_token):
+            plan.release()
         _write_manifest(output_dir, cfg, git, summary)
         return summary
 
@@ -181,8 +179,9 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         for plan in plans:
             if (plan.experiment.task, plan.key) in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
                 tracker.log_record(record, plan.prompt)
+                plan.release()
     execution = _Execution(cfg, backend, store, tracker, git, summary)
-    execution.run(todo, tokens)
+    execution.run(todo)
     tracker.finish(summary)
     backend.close()
     _write_manifest(output_dir, cfg, git, summary)
@@ -194,20 +193,25 @@ def estimate_tokens(text: str, chars_per_token: float) -> int:
     return int(len(text) / chars_per_token) + 1
 
 
-def _estimate(plan: Planned, chars_per_token: float) -> int:
-    return estimate_tokens(plan.prompt if plan.prompt is not None else prompts.instance_block(plan.texts), chars_per_token)
-
-
-def _prompt_tokens(backend: Backend, plans: Sequence[Planned]) -> list[int] | None:
-    """Tokens of each prompt (for self-prompting, of its instances alone)."""
-    if not plans:
-        return []
-    texts = [p.prompt if p.prompt is not None else prompts.instance_block(p.texts) for p in plans]
-    try:
-        return backend.count_tokens(texts)
-    except (ImportError, OSError) as e:
-        print(f"No tokenizer at hand ({e}); prompt tokens are estimated from characters.", file=sys.stderr)
-        return None
+def counted(backend: Backend, plans: Iterable[Planned], summary: JobSummary, chars_per_token: float,
+            chunk: int = 16) -> Iterator[tuple[Planned, int]]:
+    """Each plan with its prompt tokens (for self-prompting, of its instances alone), counted
+    a few at a time as they are needed: with the model's tokenizer or the server's where the
+    backend has one, else estimated from characters. Adds them up in ``summary``."""
+    source = iter(plans)
+    while group := list(itertools.islice(source, chunk)):
+        texts = [p.prompt if p.prompt is not None else prompts.instance_block(p.texts) for p in group]
+        try:
+            tokens = backend.count_tokens(texts)
+        except (ImportError, OSError) as e:
+            if not summary.tokens_estimated:
+                print(f"No tokenizer at hand ({e}); prompt tokens are estimated from characters.", file=sys.stderr)
+            tokens = None
+        if tokens is None:
+            summary.tokens_estimated = True
+            tokens = [estimate_tokens(text, chars_per_token) for text in texts]
+        summary.prompt_tokens += sum(tokens)
+        yield from zip(group, tokens)
 
 
 def _write_manifest(output_dir: Path, cfg: Config, git: dict, summary: JobSummary) -> None:
@@ -249,38 +253,55 @@ class _Execution:
         }
 
     # ------------------------------------------------------------------ main loop
-    def run(self, todo: list[Planned], tokens: list[int]) -> None:
-        live: list[tuple[Planned, int]] = []
+    def run(self, todo: list[Planned]) -> None:
         decomposed = self.cfg.strategy.name == "decomposed"
-        for plan, n_tokens in zip(todo, tokens):
-            if n_tokens >= self.cfg.model.context_window and not decomposed:  # batches are checked one by one
-                self._store(plan, n_tokens, [], scoring.INPUT_OVERFLOW)
-            else:
-                live.append((plan, n_tokens))
-        bar = tqdm(total=len(todo), initial=len(todo) - len(live), desc=f"{self.cfg.model.name}/{self.cfg.pattern.name}",
-                   unit="exp", disable=not self.cfg.progress, file=sys.stderr)
+        bar = tqdm(total=len(todo), desc=f"{self.cfg.model.name}/{self.cfg.pattern.name}", unit="exp",
+                   disable=not self.cfg.progress, file=sys.stderr)
+        live = self._fitting(counted(self.backend, todo, self.summary, self.cfg.model.chars_per_token), bar)
         if decomposed:
-            self._decomposed(live, bar)
+            self._decomposed(list(live), bar)
         for index in range(0 if decomposed else self.max_attempts):
+            live = self._attempt_round(index, live, bar)
             if not live:
                 break
-            live = self._attempt_round(index, live, bar)
         bar.close()
         self.summary.verdicts = dict(self.verdicts)
 
-    def _attempt_round(self, index: int, live: list[tuple[Planned, int]], bar: tqdm) -> list[tuple[Planned, int]]:
+    def _fitting(self, plans: Iterable[tuple[Planned, int]], bar: tqdm) -> Iterator[tuple[Planned, int]]:
+        """The experiments whose prompt fits the context window; the others are stored as
+        input_overflow on the way (decomposed batches are checked one by one instead)."""
+        for plan, n_tokens in plans:
+            if n_tokens >= self.cfg.model.context_window and self.cfg.strategy.name != "decomposed":
+                self._store(plan, n_tokens, [], scoring.INPUT_OVERFLOW)
+                bar.update(1)
+            else:
+                yield plan, n_tokens
+
+    def _attempt_round(self, index: int, live: Iterable[tuple[Planned, int]], bar: tqdm) -> list[tuple[Planned, int]]:
         """One attempt for every live experiment; returns those that need another.
 
-        Each verdict is stored as soon as its completion arrives.
+        Requests are made as the backend takes them (a streaming backend builds the next
+        prompt while earlier calls are in flight); each verdict is stored as soon as its
+        completion arrives.
         """
         if self.cfg.prompt_variant.name == "self_prompt":
+            live = list(live)
             stage_one, answerable = self._instructions(index, live, bar)
         else:
-            stage_one, answerable = {}, [(p, n, p.prompt) for p, n in live]
-        requests = [self._request(p.key, prompt, n) for p, n, prompt in answerable]
-        by_key = {p.key: (p, n, prompt, r) for (p, n, prompt), r in zip(answerable, requests)}
-        for completion in self._calls(requests):
-            plan, n_tokens, prompt, request = by_key[completion.id]
+            stage_one, answerable = {}, ((p, n, p.prompt) for p, n in live)
+        made: list[tuple[Planned, int]] = live if isinstance(live, list) else []
+        asked: dict[str, tuple[Planned, int, str, Request]] = {}  # until the completion is in
+
+        def requests() -> Iterator[Request]:
+            for plan, n_tokens, prompt in answerable:
+                request = self._request(plan.key, prompt, n_tokens)
+                asked[plan.key] = (plan, n_tokens, prompt, request)
+                if made is not live:
+                    made.append((plan, n_tokens))
+                yield request
+
+        for completion in self._calls(requests()):
+            plan, n_tokens, prompt, request = asked.pop(completion.id)
             sha = plan.prompt_sha if prompt is plan.prompt else None
             stages = [s for s in [stage_one.get(plan.key)] if s] + [self._stage("answer", request, completion, prompt_sha=sha)]
             answer = scoring.parse_answer(completion.text, plan.task.labels)
@@ -290,7 +311,7 @@ class _Execution:
         # Another attempt for those that made this one and are not stored; an experiment
         # whose call failed for good this round is dropped, unstored, with its attempts.
         again = []
-        for plan, n_tokens in live:
+        for plan, n_tokens in made:
             if len(self.attempts.get(plan.key, [])) == index + 1:
                 again.append((plan, n_tokens))
             else:
@@ -304,7 +325,7 @@ class _Execution:
         ready and fits the context window. A truncated or empty instruction ends the
         attempt as invalid (truncated / parse).
         """
-        metas = [prompts.meta_prompt(p.task.prompt, len(p.instances)) for p, _ in live]
+        metas = [prompts.meta_prompt(p.task.prompt, len(p.positions)) for p, _ in live]
         meta_tokens = self.backend.count_tokens(metas) or [estimate_tokens(m, self.cfg.model.chars_per_token) for m in metas]
         requests = [self._request(p.key, m, t) for (p, _), m, t in zip(live, metas, meta_tokens)]
         by_key = {p.key: (p, n, r) for (p, n), r in zip(live, requests)}
@@ -359,6 +380,7 @@ class _Execution:
             latency_s=c.latency_s,
             usage=c.usage,
             reasoning_raw=c.reasoning_raw,
+            reasoning_from=c.reasoning_from,
             provider=c.provider,
             served_model=c.served_model,
         )
@@ -379,7 +401,7 @@ class _Execution:
         failing is left unstored, like any infrastructure failure.
         """
         k = self.cfg.strategy.batch_size
-        predictions = {p.key: [None] * len(p.instances) for p, _ in live}
+        predictions = {p.key: [None] * len(p.positions) for p, _ in live}
         stages: dict[str, list[Stage]] = {p.key: [] for p, _ in live}
         failed: set[str] = set()
         for round_ in range(1 + self.cfg.strategy.max_reasks):
@@ -430,8 +452,8 @@ class _Execution:
             experiment=plan.experiment,
             pool_version=plan.pool.version,
             pool_filtered=plan.pool.meta.filtered,
-            instance_ids=[x.id for x in plan.instances],
-            instance_labels=[x.label for x in plan.instances],
+            instance_ids=plan.ids,
+            instance_labels=plan.labels,
             prompt_hash=plan.prompt_sha if plan.prompt is not None else prompts.prompt_hash(final_prompt(plan, counted)),
             prompt_tokens=n_tokens,
             attempts=attempts,
@@ -454,12 +476,9 @@ class _Execution:
                 "same command to finish."
             ) from e
         self.tracker.log_record(record, final_prompt(plan, counted))
+        plan.release()
         self.summary.stored_now += 1
         self.verdicts[record.invalid_kind or record.verdict] += 1
-
-
-def requests_by_id(requests: Sequence[Request]) -> dict[str, Request]:
-    return {r.id: r for r in requests}
 
 
 @dataclass
@@ -470,30 +489,49 @@ class CallStats:
     errors: list[str] = field(default_factory=list)
 
 
-def call_with_retries(backend: Backend, requests: list[Request], retries: int, stats: CallStats) -> Iterator[Completion]:
+def call_with_retries(backend: Backend, requests: Iterable[Request], retries: int, stats: CallStats) -> Iterator[Completion]:
     """Completions as they arrive; failed calls are retried with backoff, and those that keep
-    failing are reported in ``stats`` and never yielded (their work stays unstored)."""
-    pending = requests
+    failing are reported in ``stats`` and never yielded (their work stays unstored).
+
+    ``requests`` may be lazy: the backend pulls them as it has room. An error raised while
+    making a request (the caller's own, e.g. the store) propagates as it is; an error of
+    the backend fails the calls in flight, which are retried like any failed call.
+    """
+    source = iter(requests)
+    failed: list[Request] = []
     for retry in range(retries + 1):
-        if not pending:
-            return
-        failed: list[Request] = []
-        done: set[str] = set()
-        by_id = requests_by_id(pending)
+        in_flight: dict[str, Request] = {}
+        source_error: list[BaseException] = []
+        pending, failed, crashed = itertools.chain(failed, source), [], False
         try:
-            for completion in backend.generate(pending):
+            for completion in backend.generate(_tracked(pending, in_flight, source_error)):
                 stats.calls += 1
-                done.add(completion.id)
+                request = in_flight.pop(completion.id)
                 if completion.error:
-                    failed.append(by_id[completion.id])
+                    failed.append(request)
                 else:
                     yield completion
         except Exception as e:  # noqa: BLE001 - a crashed backend call is an infrastructure failure
+            if source_error:
+                raise source_error[0] from None
             stats.errors.append(f"backend error: {type(e).__name__}: {str(e)[:300]}")
-            failed += [r for r in pending if r.id not in done]
-        pending = failed
-        if pending and retry < retries:
+            failed += in_flight.values()
+            crashed = True
+        if not (failed or crashed):
+            return
+        if failed and retry < retries:
             time.sleep(min(2**retry, 30))
-    for r in pending:
+    for r in [*failed, *source]:  # what is still unasked after a crash on the last try fails too
         stats.failed.append(r.id)
         stats.errors.append(f"{r.id}: infrastructure failure persisted; left unstored for a rerun")
+
+
+def _tracked(pending: Iterable[Request], in_flight: dict[str, Request], errors: list[BaseException]) -> Iterator[Request]:
+    """``pending`` as the backend pulls it, noting each request in flight and any error of the source."""
+    try:
+        for request in pending:
+            in_flight[request.id] = request
+            yield request
+    except Exception as e:
+        errors.append(e)
+        raise

@@ -53,10 +53,10 @@ def _normalise(value: object, labels: Sequence[str]) -> str | None:
     return None
 
 
-def _objects_with_answer(text: str) -> list[object]:
-    """Values of ``answer`` in JSON objects of ``text``, last object first."""
+def _last_answer(text: str) -> object:
+    """The value of ``answer`` in the last JSON object of ``text`` that has one (a lenient
+    ``answer: value`` where no object parses), else ``_MISSING``."""
     decoder = json.JSONDecoder()
-    values: list[object] = []
     keys = list(_KEY.finditer(text))[-_MAX_KEYS:]
     for match in reversed(keys):
         start = match.start()
@@ -69,14 +69,12 @@ def _objects_with_answer(text: str) -> list[object]:
             if isinstance(obj, dict):
                 found = _find_answer(obj)
                 if found is not _MISSING:
-                    values.append(found)
-                    break
+                    return found
             opening = text.rfind("{", max(0, start - _OPEN_WINDOW), opening)
-        else:
-            lenient = _LENIENT_VALUE.match(text, match.end())
-            if lenient:
-                values.append(next(g for g in lenient.groups() if g is not None))
-    return values
+        lenient = _LENIENT_VALUE.match(text, match.end())
+        if lenient:
+            return next(g for g in lenient.groups() if g is not None)
+    return _MISSING
 
 
 _MISSING = object()
@@ -97,10 +95,8 @@ def parse_answer(output: str | None, labels: Sequence[str]) -> str | None:
     """
     if not output:
         return None
-    values = _objects_with_answer(output.replace("\x00", ""))
-    if not values:
-        return None
-    return _normalise(values[0], labels)
+    value = _last_answer(output.replace("\x00", ""))
+    return None if value is _MISSING else _normalise(value, labels)
 
 
 def parse_counts(output: str | None, labels: Sequence[str]) -> dict[str, int] | None:
@@ -177,8 +173,8 @@ def answer_value(output: str | None) -> object | None:
     """The raw value of the last ``answer`` object in ``output`` (None when there is none)."""
     if not output:
         return None
-    values = _objects_with_answer(output.replace("\x00", ""))
-    return values[0] if values else None
+    value = _last_answer(output.replace("\x00", ""))
+    return None if value is _MISSING else value
 
 
 def parse_number(value: object) -> float | None:

@@ -8,7 +8,7 @@ import pytest
 
 from mip.config import ModelConfig
 from mip.models import BackendSetupError, Request, build_backend
-from mip.models.openai_compat import request_kwargs
+from mip.models.openai_compat import request_body, retry_delay, should_retry
 from mip.records import Store
 from mip.runner import run_job
 
@@ -33,16 +33,19 @@ def test_fake_server_answers_correctly():
 
 
 @pytest.mark.parametrize("shape", ["reasoning", "reasoning_content", "reasoning_details"])
-@pytest.mark.parametrize("http_client", ["httpx", "aiohttp"])
-def test_clean_run_stores_reasoning_usage_and_provider(tmp_path, shape, http_client):
+@pytest.mark.parametrize("transport", ["aiohttp", "openai"])
+def test_clean_run_stores_reasoning_usage_and_provider(tmp_path, shape, transport):
     with FakeServer(reasoning_shape=shape) as server:
-        cfg = config(tmp_path, server, "pattern=random", f"model.http_client={http_client}")
+        cfg = config(tmp_path, server, "pattern=random", f"model.transport={transport}")
         summary = run_job(cfg, tmp_path / "job")
     assert summary.ok and summary.verdicts == {"correct": 6}
     for record in records(cfg):
         stage = record.attempts[0].stages[0]
         assert stage.reasoning.startswith("Instance 1 is even")
-        assert shape in stage.reasoning_raw  # stored verbatim, under the field the server used
+        if shape == "reasoning_details":  # kept verbatim; the trace is its text
+            assert stage.reasoning_from == [] and shape in stage.reasoning_raw
+        else:  # the field the server used is named, and the trace is stored once
+            assert stage.reasoning_from == [shape] and stage.reasoning_raw == {}
         assert stage.output.startswith('{"answer"') and "Instance 1" not in stage.output  # never merged
         assert stage.usage["cost"] == 0.00042 and stage.usage["prompt_tokens_details"]["cached_tokens"] == 0
         assert stage.reasoning_tokens == 8 and stage.provider == "FakeProvider" and stage.served_model == "fake-model"
@@ -50,11 +53,12 @@ def test_clean_run_stores_reasoning_usage_and_provider(tmp_path, shape, http_cli
         assert records(cfg)[0].attempts[0].stages[0].reasoning_raw["reasoning_details"][1]["type"] == "reasoning.encrypted"
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "openai"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_each_fault_ends_in_a_correct_record(tmp_path, kind):
+def test_each_fault_ends_in_a_correct_record(tmp_path, kind, transport):
     with FakeServer(stall_s=4) as server:
         server.faults = {kind: 1}
-        cfg = config(tmp_path, server, "pattern=majority_middle", "model.request_timeout_s=1")
+        cfg = config(tmp_path, server, "pattern=majority_middle", "model.request_timeout_s=1", f"model.transport={transport}")
         summary = run_job(cfg, tmp_path / "job")
         outcomes = [o for _, o in server.log]
     assert summary.ok, summary.errors
@@ -98,10 +102,11 @@ def test_request_carries_pinning_reasoning_and_split_budget():
     cfg.provider.order = ["Alibaba"]
     cfg.reasoning = {"enabled": True}
     cfg.budget_split.answer_tokens = 20
-    kwargs = request_kwargs(cfg, Request("r", "hi", 20000))
-    assert kwargs["max_tokens"] == 20000 and kwargs["temperature"] == 0.0
-    assert kwargs["extra_body"]["provider"] == {"order": ["Alibaba"], "allow_fallbacks": False, "require_parameters": True}
-    assert kwargs["extra_body"]["reasoning"] == {"enabled": True, "max_tokens": 19980}
+    body = request_body(cfg, Request("r", "hi", 20000))
+    assert body["max_tokens"] == 20000 and body["temperature"] == 0.0
+    assert body["messages"] == [{"role": "user", "content": "hi"}] and body["model"] == "qwen/x"
+    assert body["provider"] == {"order": ["Alibaba"], "allow_fallbacks": False, "require_parameters": True}
+    assert body["reasoning"] == {"enabled": True, "max_tokens": 19980}
 
 
 def test_paper_model_configs_compose_with_their_settings():

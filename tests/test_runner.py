@@ -12,7 +12,7 @@ from mip.data import build_pool
 from mip.experiments import plan_job, rebuild_prompt
 from mip.models import Backend, Completion, Request
 from mip.records import Store
-from mip.runner import run_job
+from mip.runner import CallStats, call_with_retries, run_job
 
 from .conftest import compose
 
@@ -123,16 +123,43 @@ def test_a_transient_failure_heals_within_the_job(tmp_path):
 
 
 class Crashing(Scripted):
+    """Takes every request, answers the first, then fails."""
+
     def generate(self, requests):
-        yield from super().generate(requests[:1])
+        yield from super().generate(list(requests)[:1])
         raise ConnectionError("server went away")
 
 
-def test_a_crashing_backend_loses_nothing_already_returned(tmp_path):
+class CrashingLazily(Scripted):
+    """Takes one request, answers it, then fails before taking the next (a streaming backend)."""
+
+    def generate(self, requests):
+        yield from super().generate([next(iter(requests))])
+        raise ConnectionError("server went away")
+
+
+@pytest.mark.parametrize("backend_class", [Crashing, CrashingLazily])
+def test_a_crashing_backend_loses_nothing_already_returned(tmp_path, backend_class):
     cfg = config(tmp_path, "pattern=majority_first", "infra_retries=0")
-    summary = run_job(cfg, tmp_path / "job", backend=Crashing(['{"answer": "even_number"}']))
-    assert summary.stored_now == 1 and summary.unstored == 1
+    summary = run_job(cfg, tmp_path / "job", backend=backend_class(['{"answer": "even_number"}']))
+    assert summary.stored_now == 1 and summary.unstored == 1  # the one never asked is reported too
     assert any("server went away" in e for e in summary.errors)
+    retried = run_job(config(tmp_path, "pattern=majority_first", "infra_retries=1", "seed=1"), tmp_path / "job2",
+                      backend=backend_class(['{"answer": "even_number"}']))
+    assert retried.stored_now == 2 and retried.ok  # the retry asks what the crash left
+
+
+def test_an_error_of_the_caller_while_requests_are_made_is_not_a_backend_failure():
+    """A request source that fails (e.g. the store, while storing an overflow) stops the call
+    loop with its own error instead of counting as a failed backend call."""
+    def source():
+        yield Request("a", "hi", 4)
+        raise OSError("disk full")
+
+    stats = CallStats()
+    with pytest.raises(OSError, match="disk full"):
+        list(call_with_retries(Scripted(["x"]), source(), 3, stats))
+    assert stats.errors == []
 
 
 def test_input_overflow_is_found_before_any_call(tmp_path):

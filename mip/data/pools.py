@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from filelock import FileLock
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 POOL_FORMAT = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Instance:
     id: str
     text: str
@@ -62,6 +62,12 @@ class PoolMeta:
     """The unfiltered pool a filtered pool came from."""
 
 
+class Columns(NamedTuple):
+    ids: list[str]
+    texts: list[str]
+    labels: list[str]
+
+
 @dataclass
 class Pool:
     task: str
@@ -71,24 +77,38 @@ class Pool:
     meta: PoolMeta
 
     @cached_property
-    def _by_id(self) -> dict[str, Instance]:
-        return {x.id: x for x in self.instances}
+    def _position_of_id(self) -> dict[str, int]:
+        return {x.id: i for i, x in enumerate(self.instances)}
 
     @cached_property
-    def _by_label(self) -> dict[str, list[Instance]]:
-        out: dict[str, list[Instance]] = {label: [] for label in self.labels}
-        for x in self.instances:
-            out[x.label].append(x)
+    def _positions_of_label(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {label: [] for label in self.labels}
+        for i, x in enumerate(self.instances):
+            out[x.label].append(i)
         return out
+
+    @cached_property
+    def columns(self) -> Columns:
+        """Ids, texts and labels as parallel lists: an experiment takes its 2,000 texts by
+        position from these, which is several times faster than reading them off objects."""
+        return Columns([x.id for x in self.instances], [x.text for x in self.instances], [x.label for x in self.instances])
+
+    def positions(self, label: str) -> list[int]:
+        """Positions of this label's instances, in the pool's stored (canonical) order."""
+        if label not in self._positions_of_label:
+            raise ValueError(f"Task {self.task!r} has labels {list(self.labels)}, not {label!r}.")
+        return self._positions_of_label[label]
 
     def of_label(self, label: str) -> list[Instance]:
         """This label's instances in the pool's stored (canonical) order."""
-        if label not in self._by_label:
-            raise ValueError(f"Task {self.task!r} has labels {list(self.labels)}, not {label!r}.")
-        return self._by_label[label]
+        return [self.instances[i] for i in self.positions(label)]
+
+    def position(self, instance_id: str) -> int:
+        """Where an instance lies in the pool (KeyError when the pool does not hold it)."""
+        return self._position_of_id[instance_id]
 
     def get(self, instance_id: str) -> Instance:
-        return self._by_id[instance_id]
+        return self.instances[self.position(instance_id)]
 
     def summary(self) -> str:
         kept = ", ".join(f"{k}: {v}" for k, v in self.meta.sampled.items())

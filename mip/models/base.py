@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,9 @@ class Completion:
     usage: dict[str, Any] = field(default_factory=dict)
     """The backend's usage report in full (tokens, cached tokens, cost where reported)."""
     reasoning_raw: dict[str, Any] = field(default_factory=dict)
-    """Every reasoning field the server returned, verbatim (reasoning, reasoning_content, reasoning_details)."""
+    """The server's other reasoning fields, verbatim: reasoning_details, or one whose text differs from the trace."""
+    reasoning_from: list[str] = field(default_factory=list)
+    """The response fields whose value was exactly ``reasoning`` (so it is kept once)."""
     provider: str | None = None
     """Who served the request (OpenRouter's provider), where the server says."""
     served_model: str | None = None
@@ -63,8 +65,13 @@ class Backend(ABC):
     deterministic: bool = False
 
     @abstractmethod
-    def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
-        """Yield exactly one completion per request, in any order, as each finishes."""
+    def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
+        """Yield exactly one completion per request, in any order, as each finishes.
+
+        ``requests`` may be lazy: a streaming backend pulls the next one only when it has
+        room for it (the runner builds prompts as they are pulled); a batching backend
+        takes them all first.
+        """
 
     def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
         """Prompt tokens as the model sees them (chat template included), or None if unknown."""

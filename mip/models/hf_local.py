@@ -12,7 +12,7 @@ import importlib.util
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,11 +147,12 @@ class HFBackend(Backend):
         if batch:
             yield batch
 
-    def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
+    def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         torch, _ = _import_stack()
         tok, model = self.tokenizer, self.model
         eos = model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) | {tok.eos_token_id}
+        requests = list(requests)  # batched by length: take them all
         encoded = list(zip(requests, self._encode([r.prompt for r in requests])))
         for batch in self._batches(encoded):
             start = time.perf_counter()

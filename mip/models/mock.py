@@ -11,7 +11,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
 from mip.config import ModelConfig
 from mip.models.base import Backend, Completion, Request
@@ -34,7 +34,7 @@ class MockBackend(Backend):
         pick = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 2
         return json.dumps({"answer": labels.group(1 + pick)})
 
-    def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
+    def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         for r in requests:
             start = time.perf_counter()
             if self.cfg.mock.latency_s:

@@ -9,7 +9,7 @@ environment). The engine is replaced at its boundary in the tests.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from mip.config import ModelConfig
@@ -76,7 +76,8 @@ class VLLMBackend(Backend):
         ]
         return [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
 
-    def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
+    def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
+        requests = list(requests)  # one engine call schedules them all
         if not requests:
             return
         vllm = _import_vllm()
@@ -97,7 +98,6 @@ class VLLMBackend(Backend):
                 request.id,
                 text=content,
                 reasoning=reasoning,
-                reasoning_raw={"reasoning": reasoning} if reasoning else {},
                 finish_reason=generated.finish_reason,
                 prompt_tokens=len(output.prompt_token_ids or []),
                 completion_tokens=len(generated.token_ids),
