@@ -1,6 +1,8 @@
 """A local OpenAI-compatible server for benchmarks: answers /v1/chat/completions after a fixed
 latency with a realistic reply (content ending in the JSON answer, a 20,000-character
-reasoning field, usage), like the server of shared/notes/peer-throughput.md.
+reasoning field, usage), like the server of shared/notes/peer-throughput.md. ``GET /count``
+says how many it answered and the requests it held in flight (peak, and the time integral
+since ``POST /reset`` for the mean).
 
     python benchmarks/bench_server.py PORT LATENCY_S
 """
@@ -11,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 
 from aiohttp import web
 
@@ -29,11 +32,25 @@ def main() -> None:
         "usage": {"prompt_tokens": 60_000, "completion_tokens": 5_000, "total_tokens": 65_000},
     }).encode()
     models = json.dumps({"object": "list", "data": [{"id": "bench-model", "object": "model"}]}).encode()
-    served = {"n": 0}
+    served = {"n": 0, "in_flight": 0, "peak": 0, "area": 0.0, "since": None, "last": None}
+
+    def account(change: int) -> None:
+        """Requests in flight over time: their peak and time integral (for the mean)."""
+        now = time.monotonic()
+        if served["last"] is not None:
+            served["area"] += served["in_flight"] * (now - served["last"])
+        served["since"] = served["since"] or now
+        served["last"] = now
+        served["in_flight"] += change
+        served["peak"] = max(served["peak"], served["in_flight"])
 
     async def chat(request: web.Request) -> web.Response:
         await request.read()
-        await asyncio.sleep(latency)
+        account(+1)
+        try:
+            await asyncio.sleep(latency)
+        finally:
+            account(-1)
         served["n"] += 1
         return web.Response(body=body, content_type="application/json")
 
@@ -43,10 +60,15 @@ def main() -> None:
     async def count(request: web.Request) -> web.Response:
         return web.json_response(served)
 
+    async def reset(request: web.Request) -> web.Response:
+        served.update(peak=served["in_flight"], area=0.0, since=None, last=None)
+        return web.json_response(served)
+
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_get("/v1/models", listing)
     app.router.add_get("/count", count)
+    app.router.add_post("/reset", reset)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None, backlog=2048)
 
 

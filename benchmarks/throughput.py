@@ -1,13 +1,19 @@
-"""Request throughput and resume cost of mip's job loop against a local server.
+"""Request throughput of mip's job loop against a local server, and the cost of a rerun.
 
-    python benchmarks/throughput.py [--concurrency 1 16 64 256] [--experiments 2000] [--latency 0.2]
+    python benchmarks/throughput.py [--rows 1:0.2 16:0.2 64:0.2 256:0.2 512:5] [--experiments 2000]
+                                    [--folder DIR] [--repeat 3]
 
-The server (benchmarks/bench_server.py, pinned to the second core) answers after a fixed
-latency L with a ~22 KB reply; each request carries a ~200 KB prompt (2,000 instances of
-~100 characters). mip runs on the first core: a whole job — pools, planning, prompts,
-requests, parsing, scoring and one atomic record file per experiment. Reported per
-concurrency c: experiments/s against the ideal c/L, and mip's CPU time per experiment.
-Then the same job again: requests made (must be 0) and its time.
+A row ``c:L`` runs one job of ``--experiments`` experiments at concurrency c against
+benchmarks/bench_server.py answering after L seconds with a ~22 KB reply (a 20,000-character
+reasoning field); each request carries a ~200 KB prompt (2,000 instances of ~100 characters).
+mip runs pinned to the first core — the whole job: planning, prompts, requests, parsing,
+scoring and one atomic record file per experiment — and the server to the second.
+
+Reported per row (the median of ``--repeat`` runs, with the range): experiments/s against the
+ideal c/L, mip's CPU time per experiment (and the kernel's share of it: mostly creating the
+record files), and the requests the server held in flight (time-weighted mean and peak).
+Then the same job again: requests made (must be 0) and its time. ``--folder`` puts the store
+elsewhere (e.g. /dev/shm, to see the cost of the file system apart).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,14 +41,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_state(port: int, reset: bool = False) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/{'reset' if reset else 'count'}",
+                                     method="POST" if reset else "GET")
+    with urllib.request.urlopen(request) as r:
+        return json.loads(r.read())
+
+
 def served(port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/count") as r:
-        return json.loads(r.read())["n"]
+    return server_state(port)["n"]
 
 
-def config(folder: Path, port: int, concurrency: int, experiments: int):
+def start_server(latency: float) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(HERE / "bench_server.py"), str(port), str(latency)])
+    for _ in range(200):
+        try:
+            served(port)
+            return server, port
+        except OSError:
+            time.sleep(0.1)
+    server.terminate()
+    raise RuntimeError("the benchmark server did not start")
+
+
+def config(folder: Path, port: int, concurrency: int, experiments: int, name: str = ""):
     from mip.audit import AuditConfig, task_config
-    from mip.config import Config, ModelConfig, BudgetConfig, PatternConfig, PromptVariantConfig, PathsConfig
+    from mip.config import BudgetConfig, Config, ModelConfig, PathsConfig, PatternConfig, PromptVariantConfig
 
     table = folder / "bench.csv"
     if not table.exists():
@@ -53,64 +79,71 @@ def config(folder: Path, port: int, concurrency: int, experiments: int):
                        "bench", 3000)
     model = ModelConfig(name="bench", backend="openai_compat", model_id="bench-model", context_window=1_000_000,
                         base_url=f"http://127.0.0.1:{port}/v1", max_concurrency=concurrency, deterministic=False,
-                        request_timeout_s=60)
+                        request_timeout_s=120)
     return Config(model=model, task={"bench": task}, pattern=PatternConfig("random"), budget=BudgetConfig("20k", 20000),
                   prompt_variant=PromptVariantConfig("standard"), n=2000, p=0.55, order_seeds=list(range(experiments // 2)),
-                  paths=PathsConfig(results_dir=str(folder), store_dir=str(folder / f"store-c{concurrency}"),
+                  paths=PathsConfig(results_dir=str(folder), store_dir=str(folder / f"store-{name or concurrency}"),
                                     cache_dir=str(folder / "cache")), progress=False, setting="bench")
+
+
+def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str) -> dict:
+    from mip.data import build_pool
+    from mip.runner import run_job
+
+    cfg = config(folder, port, c, n, name)
+    build_pool(cfg.task["bench"], None, cfg.paths.cache_dir)  # the pool is built outside the timing
+    before = served(port)
+    server_state(port, reset=True)
+    start_times, wall = os.times(), time.perf_counter()
+    summary = run_job(cfg, folder / f"job-{name}")
+    wall, end_times = time.perf_counter() - wall, os.times()
+    state = server_state(port)
+    assert summary.ok and summary.stored_now == n, summary.errors[:3]
+    user, system = end_times.user - start_times.user, end_times.system - start_times.system
+    before_rerun = served(port)
+    rerun = time.perf_counter()
+    again = run_job(cfg, folder / f"rerun-{name}")
+    rerun = time.perf_counter() - rerun
+    assert again.stored_now == 0
+    return {"seconds": wall, "exp/s": n / wall, "ratio": n / wall / (c / latency), "cpu": 1000 * (user + system) / n,
+            "kernel": 1000 * system / n, "mean in flight": state["area"] / max(1e-9, state["last"] - state["since"]),
+            "peak": state["peak"], "requests": before_rerun - before,
+            "rerun requests": served(port) - before_rerun, "rerun s": rerun}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 256])
+    parser.add_argument("--rows", nargs="+", default=["1:0.2", "16:0.2", "64:0.2", "256:0.2", "512:5"],
+                        help="concurrency:latency_s pairs")
     parser.add_argument("--experiments", type=int, default=2000)
     parser.add_argument("--experiments-at-c1", type=int, default=100, help="c = 1 takes N·L seconds; fewer there")
-    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per row; the median is reported")
+    parser.add_argument("--folder", default=None, help="where the store goes (default: a temporary folder)")
     args = parser.parse_args()
-    from mip.data import build_pool
-    from mip.runner import run_job
-
     if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {0})
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(HERE / "bench_server.py"), str(port), str(args.latency)])
-    try:
-        for _ in range(100):
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.folder) as tmp:
+        folder = Path(tmp)
+        for row in args.rows:
+            c, latency = int(row.split(":")[0]), float(row.split(":")[1])
+            n = args.experiments_at_c1 if c == 1 else args.experiments
+            server, port = start_server(latency)
             try:
-                served(port)
-                break
-            except OSError:
-                time.sleep(0.1)
-        rows = []
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            for c in args.concurrency:
-                n = args.experiments_at_c1 if c == 1 else args.experiments
-                cfg = config(folder, port, c, n)
-                build_pool(cfg.task["bench"], None, cfg.paths.cache_dir)  # pool outside the timing
-                before = served(port)
-                before_times, wall = os.times(), time.perf_counter()
-                summary = run_job(cfg, folder / f"job-c{c}")
-                wall, after_times = time.perf_counter() - wall, os.times()
-                user, system = after_times.user - before_times.user, after_times.system - before_times.system
-                cpu = user + system
-                assert summary.ok and summary.stored_now == n, summary.errors[:3]
-                rate = n / wall
-                ideal = c / args.latency
-                before_rerun = served(port)
-                rerun = time.perf_counter()
-                again = run_job(cfg, folder / f"rerun-c{c}")
-                rerun = time.perf_counter() - rerun
-                rows.append({"c": c, "experiments": n, "seconds": round(wall, 1), "exp/s": round(rate, 1),
-                             "ideal c/L": ideal, "ratio": round(rate / ideal, 3), "CPU ms/exp": round(1000 * cpu / n, 2),
-                             "of it kernel": round(1000 * system / n, 2),
-                             "requests": served(port) - before, "rerun requests": served(port) - before_rerun,
-                             "rerun s": round(rerun, 2), "rerun stored now": again.stored_now})
-                print(rows[-1], flush=True)
-        print()
-        print(pd.DataFrame(rows).to_markdown(index=False))
-    finally:
-        server.terminate()
+                runs = [one_run(folder, port, c, latency, n, f"c{c}-L{latency:g}-{k}") for k in range(args.repeat)]
+            finally:
+                server.terminate()
+            median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            lo, hi = min(r["exp/s"] for r in runs), max(r["exp/s"] for r in runs)
+            rows.append({"c": c, "L (s)": latency, "experiments": n, "runs": len(runs), "exp/s": round(median["exp/s"], 1),
+                         "range": f"{lo:.0f}–{hi:.0f}", "ideal c/L": round(c / latency, 1), "ratio": round(median["ratio"], 3),
+                         "CPU ms/exp": round(median["cpu"], 2), "of it kernel": round(median["kernel"], 2),
+                         "mean in flight": round(median["mean in flight"], 1), "peak in flight": int(median["peak"]),
+                         "requests": int(median["requests"]), "rerun requests": int(max(r["rerun requests"] for r in runs)),
+                         "rerun s": round(median["rerun s"], 2)})
+            print(rows[-1], flush=True)
+    print()
+    print(pd.DataFrame(rows).to_markdown(index=False))
 
 
 if __name__ == "__main__":

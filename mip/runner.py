@@ -499,6 +499,7 @@ def call_with_retries(backend: Backend, requests: Iterable[Request], retries: in
     """
     source = iter(requests)
     failed: list[Request] = []
+    last_error: dict[str, str] = {}
     for retry in range(retries + 1):
         in_flight: dict[str, Request] = {}
         source_error: list[BaseException] = []
@@ -509,6 +510,7 @@ def call_with_retries(backend: Backend, requests: Iterable[Request], retries: in
                 request = in_flight.pop(completion.id)
                 if completion.error:
                     failed.append(request)
+                    last_error[request.id] = completion.error
                 else:
                     yield completion
         except Exception as e:  # noqa: BLE001 - a crashed backend call is an infrastructure failure
@@ -516,6 +518,7 @@ def call_with_retries(backend: Backend, requests: Iterable[Request], retries: in
                 raise source_error[0] from None
             stats.errors.append(f"backend error: {type(e).__name__}: {str(e)[:300]}")
             failed += in_flight.values()
+            last_error.update((r.id, f"backend error: {type(e).__name__}") for r in in_flight.values())
             crashed = True
         if not (failed or crashed):
             return
@@ -523,7 +526,8 @@ def call_with_retries(backend: Backend, requests: Iterable[Request], retries: in
             time.sleep(min(2**retry, 30))
     for r in [*failed, *source]:  # what is still unasked after a crash on the last try fails too
         stats.failed.append(r.id)
-        stats.errors.append(f"{r.id}: infrastructure failure persisted; left unstored for a rerun")
+        why = last_error.get(r.id, "never asked after the backend failed")
+        stats.errors.append(f"{r.id}: infrastructure failure persisted ({why[:300]}); left unstored for a rerun")
 
 
 def _tracked(pending: Iterable[Request], in_flight: dict[str, Request], errors: list[BaseException]) -> Iterator[Request]:

@@ -10,8 +10,11 @@ Faults (``server.faults = {"kind": k}``): the first ``k`` calls of every distinc
 get that fault, later calls succeed. Kinds: ``429`` (with Retry-After), ``500``,
 ``503``, ``stall`` (no answer past the client's timeout), ``reset`` (connection
 dropped), ``error200`` (HTTP 200 with an error body), ``truncated`` (half a JSON body),
-``empty`` (no choices). ``server.fault_rate = 0.2`` instead faults a random 20 % of all
-calls, cycling through the kinds. ``reasoning_shape`` picks where the reasoning text
+``empty`` (no choices) — the retryable repertoire in ``KINDS`` — and ``400`` (the request
+refused, which no retry can mend). ``server.fault_rate = 0.2`` instead faults a random 20 %
+of all calls, cycling through ``KINDS``. ``server.arrivals`` holds (prompt hash, outcome,
+monotonic time) per call. Requests through it as an HTTP proxy (absolute URIs) are
+answered the same way. ``reasoning_shape`` picks where the reasoning text
 goes: ``reasoning``, ``reasoning_content`` or ``reasoning_details``.
 """
 
@@ -23,6 +26,7 @@ import json
 import random
 import re
 import threading
+import time
 from collections import Counter
 
 KINDS = ("429", "500", "503", "stall", "reset", "error200", "truncated", "empty")
@@ -43,11 +47,13 @@ def majority_answer(prompt: str) -> str:
 
 class FakeServer:
     def __init__(self, model: str = "fake-model", reasoning_shape: str = "reasoning", latency_s: float = 0.0,
-                 stall_s: float = 30.0, seed: int = 0):
+                 stall_s: float = 30.0, seed: int = 0, retry_after: str = "0.1"):
         self.model = model
         self.reasoning_shape = reasoning_shape
         self.latency_s = latency_s
         self.stall_s = stall_s
+        self.retry_after = retry_after
+        self.arrivals: list[tuple[str, str, float]] = []
         self.faults: dict[str, int] = {}
         self.fault_rate = 0.0
         self.rng = random.Random(seed)
@@ -114,7 +120,7 @@ class FakeServer:
             writer.close()
 
     async def _send(self, writer, status: int, payload: bytes, extra: str = "", length: int | None = None) -> None:
-        reason = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
                   503: "Service Unavailable"}.get(status, "X")
         head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {length if length is not None else len(payload)}\r\n{extra}\r\n")
@@ -140,6 +146,7 @@ class FakeServer:
         fault = self._fault(key)
         with self._lock:
             self.log.append((key, fault or "ok"))
+            self.arrivals.append((key, fault or "ok", time.monotonic()))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -152,7 +159,9 @@ class FakeServer:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         if fault in ("429", "503"):
-            await self._send(writer, int(fault), b'{"error": {"message": "slow down"}}', "Retry-After: 0.1\r\n")
+            await self._send(writer, int(fault), b'{"error": {"message": "slow down"}}', f"Retry-After: {self.retry_after}\r\n")
+        elif fault == "400":
+            await self._send(writer, 400, b'{"error": {"message": "prompt is too long", "code": 400}}')
         elif fault == "500":
             await self._send(writer, 500, b'{"error": {"message": "boom"}}')
         elif fault == "stall":

@@ -3,12 +3,14 @@ a correct record or an unstored, reported experiment — never a wrong verdict."
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 
 import pytest
 
 from mip.config import ModelConfig
 from mip.models import BackendSetupError, Request, build_backend
-from mip.models.openai_compat import request_body, retry_delay, should_retry
+from mip.models.openai_compat import completion_from, error_message, proxy_for, request_body, retry_delay, should_retry
 from mip.records import Store
 from mip.runner import run_job
 
@@ -172,3 +174,110 @@ def test_without_a_tokenizer_prompt_tokens_are_a_labelled_estimate(tmp_path):
         cfg = config(tmp_path, server, "pattern=majority_first", "dry_run=true")
         summary = run_job(cfg, tmp_path / "job")
     assert summary.tokens_estimated and summary.prompt_tokens > 0 and server.bodies == []
+
+
+# ---------------------------------------------------------------------- the lean transport
+
+def test_retry_delay_follows_the_server_then_backs_off():
+    assert retry_delay({"Retry-After": "2"}, 0) == 2.0
+    assert retry_delay({"retry-after-ms": "250"}, 0) == 0.25
+    in_three = email.utils.format_datetime(dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=3), usegmt=True)
+    assert 1.5 < retry_delay({"Retry-After": in_three}, 0) <= 3.0
+    # Too long, negative or unreadable: the backoff of 0.5 s doubling to 8 s, less up to 25 % jitter.
+    assert [retry_delay({}, k, jitter=0.0) for k in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    assert retry_delay({"Retry-After": "3600"}, 1, jitter=0.0) == 1.0
+    assert retry_delay({"Retry-After": "-1"}, 0, jitter=1.0) == 0.375
+    assert retry_delay({"Retry-After": "soon"}, 2, jitter=0.0) == 2.0
+
+
+def test_which_statuses_are_retried():
+    assert [s for s in (400, 401, 403, 404, 408, 409, 422, 429, 500, 502, 503, 504) if should_retry(s, {})] == \
+        [408, 409, 429, 500, 502, 503, 504]
+    assert not should_retry(503, {"x-should-retry": "false"}) and should_retry(400, {"X-Should-Retry": "true"})
+
+
+def test_error_messages_from_json_and_other_bodies():
+    assert error_message(b'{"error": {"message": "rate limited", "code": 429}}') == "rate limited"
+    assert error_message(b'{"error": "plain"}') == "plain"
+    assert error_message(b"<html>502 Bad Gateway</html>") == "<html>502 Bad Gateway</html>"
+
+
+def test_a_trace_is_stored_once_and_other_reasoning_fields_verbatim():
+    same = completion_from("r", {"choices": [{"finish_reason": "stop", "message": {
+        "content": "{}", "reasoning": "think", "reasoning_content": "think"}}]}, 0.1)
+    assert same.reasoning == "think" and same.reasoning_from == ["reasoning", "reasoning_content"] and same.reasoning_raw == {}
+    differ = completion_from("r", {"choices": [{"finish_reason": "stop", "message": {
+        "content": "{}", "reasoning": "think", "reasoning_content": "other"}}]}, 0.1)
+    assert differ.reasoning_from == ["reasoning"] and differ.reasoning_raw == {"reasoning_content": "other"}
+    assert completion_from("r", ["not", "an", "object"], 0.1).error
+    assert completion_from("r", {"choices": [{"finish_reason": "error", "message": {}}]}, 0.1).error
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "openai"])
+def test_a_refused_request_is_not_retried(tmp_path, transport):
+    with FakeServer() as server:
+        server.faults = {"400": 100}
+        cfg = config(tmp_path, server, "pattern=majority_first", "infra_retries=0", f"model.transport={transport}")
+        summary = run_job(cfg, tmp_path / "job")
+        outcomes = [o for _, o in server.log]
+    assert summary.unstored == 2 and records(cfg) == []
+    assert outcomes == ["400", "400"]  # one call each: the same request would be refused again
+    assert sum("HTTP 400: prompt is too long" in e for e in summary.errors) == 2  # said why, never a verdict
+
+
+def test_retry_after_is_waited_for(tmp_path):
+    with FakeServer(retry_after="1") as server:
+        server.faults = {"429": 1}
+        cfg = config(tmp_path, server, "pattern=majority_first")
+        summary = run_job(cfg, tmp_path / "job")
+        arrivals = list(server.arrivals)
+    assert summary.ok and summary.verdicts == {"correct": 2}
+    for key in {k for k, _, _ in arrivals}:
+        first, second = [t for k, _, t in arrivals if k == key]
+        assert second - first >= 0.95  # the server asked for one second
+
+
+def test_requests_are_taken_as_slots_free(tmp_path):
+    """The backend takes the next request only when it has room: the runner builds each
+    prompt while earlier requests are in flight, never all of them up front."""
+    with FakeServer(latency_s=0.3) as server:
+        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                        "model.max_concurrency=4").model
+        backend = build_backend(model, tmp_path)
+        taken = []
+
+        def requests():
+            for i in range(40):
+                taken.append(i)
+                yield Request(f"r{i}", f'Choose exactly one label from: "even_number", "odd_number".\nInstance 1: What is {i} + 0?', 8)
+
+        stream = backend.generate(requests())
+        first = next(stream)
+        assert not first.error and len(taken) <= 4 + 2  # max_concurrency plus a small lead
+        stream.close()  # the consumer stops early: what is in flight is dropped
+        again = list(backend.generate([Request("x", "Instance 1: What is 2 + 2?", 8)]))
+        backend.close()
+    assert len(again) == 1 and not again[0].error  # and the backend serves on
+
+
+def test_an_https_proxy_from_the_environment_is_used(tmp_path, monkeypatch):
+    with FakeServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        cfg = compose("model=smollm2_135m_server", "model.base_url=http://upstream.invalid/v1", "model.model_id=fake-model",
+                      "task=arith", "setting=smoke", "budget=smoke", "progress=false", "pattern=majority_first",
+                      f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+        summary = run_job(cfg, tmp_path / "job")
+        seen = [h.get("host") for h in proxy.headers_seen]
+    assert summary.ok and summary.verdicts == {"correct": 2}
+    assert "upstream.invalid" in seen  # the listing and both calls went through the proxy
+
+
+def test_proxy_settings_are_read_once_per_session(monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    through = proxy_for("https://openrouter.ai/api/v1/chat/completions")
+    assert str(through["proxy"]) == "http://proxy.example:3128" and through["proxy_auth"].login == "user"
+    assert proxy_for("http://127.0.0.1:8000/v1/chat/completions") == {}

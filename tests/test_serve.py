@@ -1,4 +1,4 @@
-"""A job end to end through a real `transformers serve` and the real openai client."""
+"""A job end to end through a real `transformers serve`, with mip's client and with the real openai SDK."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from .conftest import run_py
 
 
 @pytest.mark.timeout(900)
-def test_job_through_transformers_serve_then_rerun_calls_nothing(results, smollm2_server):
+@pytest.mark.parametrize("transport", ["aiohttp", "openai"])
+def test_job_through_transformers_serve_then_rerun_calls_nothing(results, smollm2_server, transport):
     args = ["model=smollm2_135m_server", f"model.base_url={smollm2_server}", "task=arith", "setting=smoke",
-            "budget=smoke", "budget.max_tokens=24", "pattern=majority_first", "progress=false"]
+            "budget=smoke", "budget.max_tokens=24", "pattern=majority_first", "progress=false",
+            f"model.transport={transport}"]
     first = run_py(*args)
     assert first.returncode == 0, first.stderr[-3000:]
     records = list(Store(results / "store"))

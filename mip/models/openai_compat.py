@@ -275,7 +275,7 @@ class OpenAICompatBackend(Backend):
         request = urllib.request.Request(f"{self._root}/models", headers={
             "Authorization": f"Bearer {self._api_key}", "User-Agent": f"mip/{mip.__version__}"})
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            with urllib.request.build_opener().open(request, timeout=30) as response:  # proxies as set now
                 listing = orjson.loads(response.read())
         except urllib.error.HTTPError as e:
             if e.code in (401, 403):
@@ -333,7 +333,7 @@ class OpenAICompatBackend(Backend):
             request = urllib.request.Request(f"{root}/tokenize", data=body, headers={
                 "Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"})
             try:
-                with urllib.request.urlopen(request, timeout=120) as response:
+                with urllib.request.build_opener().open(request, timeout=120) as response:
                     counts.append(int(json.loads(response.read())["count"]))
             except (OSError, ValueError, KeyError) as e:
                 raise BackendSetupError(f"Counting tokens with {root}/tokenize failed ({e}); unset model.server_tokenize "
@@ -353,12 +353,20 @@ class OpenAICompatBackend(Backend):
         finished: queue.SimpleQueue[concurrent.futures.Future] = queue.SimpleQueue()
         source = iter(requests)
         running: set[concurrent.futures.Future] = set()
+        refused: list[Completion] = []
         try:
             while True:
                 while len(running) < lead and (request := next(source, None)) is not None:
-                    future = self._loop.submit(self._call(request, self._encode(request)))
+                    try:
+                        body = self._encode(request)
+                    except (TypeError, ValueError) as e:  # it cannot be sent as it is: fails alone
+                        refused.append(Completion(request.id, error=f"the request cannot be encoded: {e}"))
+                        continue
+                    future = self._loop.submit(self._call(request, body))
                     future.add_done_callback(finished.put)
                     running.add(future)
+                while refused:
+                    yield refused.pop()
                 if not running:
                     return
                 future = finished.get()
@@ -446,5 +454,7 @@ class OpenAICompatBackend(Backend):
         try:
             response = await self._client.chat.completions.create(**named, extra_body=body)
         except openai.APIStatusError as e:
-            return Completion(request.id, error=f"HTTP {e.status_code}: {e.message}", latency_s=time.perf_counter() - start)
+            body = e.body.get("error", e.body) if isinstance(e.body, dict) else None
+            message = body.get("message") if isinstance(body, dict) and body.get("message") else e.message
+            return Completion(request.id, error=f"HTTP {e.status_code}: {message}", latency_s=time.perf_counter() - start)
         return completion_from(request.id, response.model_dump(), time.perf_counter() - start)
