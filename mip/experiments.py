@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, partial
 
+import numpy as np
+
 from mip import prompts
 from mip.config import Config, TaskConfig
 from mip.data import Instance, Pool
@@ -177,7 +179,9 @@ def arranged(majority: list[int], minority: list[int], pattern: str, order_seed:
     """The instances of one experiment in prompt order (expanded orderings shuffle each label first)."""
     if shuffle_seed is not None:
         majority, minority = shuffle_within_labels(majority, minority, shuffle_seed)
-    return arrange(majority, minority, pattern, order_seed)
+    # Fresh integers laid out in prompt order: the three passes that read them (texts, ids,
+    # labels) then walk memory in sequence.
+    return np.asarray(arrange(majority, minority, pattern, order_seed), dtype=np.int64).tolist()
 
 
 def final_prompt(plan: Planned, counted: Attempt | None) -> str:

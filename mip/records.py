@@ -140,7 +140,7 @@ class Store:
         if path.parent not in self._folders:  # one mkdir per folder, not per record
             path.parent.mkdir(parents=True, exist_ok=True)
             self._folders.add(path.parent)
-        atomic_write(path, record.model_dump_json(), make_folder=False)
+        atomic_write(path, record.__pydantic_serializer__.to_json(record), make_folder=False)  # UTF-8 bytes at once
         return path
 
     def keys(self, model: str, task: str) -> set[str]:
@@ -165,7 +165,7 @@ class Store:
 _TMP_COUNTER = itertools.count()
 
 
-def atomic_write(path: Path, text: str, make_folder: bool = True) -> None:
+def atomic_write(path: Path, text: str | bytes, make_folder: bool = True) -> None:
     """Write ``text`` to a temporary file beside ``path`` and rename it into place: readers
     see the old state or the whole file, never half of it. The temporary name is unique per
     host, process and write, so concurrent writers never share one."""
@@ -173,8 +173,8 @@ def atomic_write(path: Path, text: str, make_folder: bool = True) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{_HOST}-{os.getpid()}-{next(_TMP_COUNTER)}{path.suffix}")
     try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            f.write(text)
+        with open(tmp, "xb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.replace(tmp, path)  # atomic on POSIX
     except BaseException:
         tmp.unlink(missing_ok=True)
