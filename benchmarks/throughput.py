@@ -1,7 +1,7 @@
 """Request throughput of mip's job loop against a local server, and the cost of a rerun.
 
     python benchmarks/throughput.py [--rows 1:0.2 16:0.2 64:0.2 256:0.2 512:5] [--experiments 2000]
-                                    [--folder DIR] [--repeat 3]
+                                    [--folder DIR] [--repeat 3] [--transport aiohttp|openai]
 
 A row ``c:L`` runs one job of ``--experiments`` experiments at concurrency c against
 benchmarks/bench_server.py answering after L seconds with a ~22 KB reply (a 20,000-character
@@ -65,7 +65,7 @@ def start_server(latency: float) -> tuple[subprocess.Popen, int]:
     raise RuntimeError("the benchmark server did not start")
 
 
-def config(folder: Path, port: int, concurrency: int, experiments: int, name: str = ""):
+def config(folder: Path, port: int, concurrency: int, experiments: int, name: str = "", transport: str = "aiohttp"):
     from mip.audit import AuditConfig, task_config
     from mip.config import BudgetConfig, Config, ModelConfig, PathsConfig, PatternConfig, PromptVariantConfig
 
@@ -79,18 +79,18 @@ def config(folder: Path, port: int, concurrency: int, experiments: int, name: st
                        "bench", 3000)
     model = ModelConfig(name="bench", backend="openai_compat", model_id="bench-model", context_window=1_000_000,
                         base_url=f"http://127.0.0.1:{port}/v1", max_concurrency=concurrency, deterministic=False,
-                        request_timeout_s=120)
+                        request_timeout_s=120, transport=transport)
     return Config(model=model, task={"bench": task}, pattern=PatternConfig("random"), budget=BudgetConfig("20k", 20000),
                   prompt_variant=PromptVariantConfig("standard"), n=2000, p=0.55, order_seeds=list(range(experiments // 2)),
                   paths=PathsConfig(results_dir=str(folder), store_dir=str(folder / f"store-{name or concurrency}"),
                                     cache_dir=str(folder / "cache")), progress=False, setting="bench")
 
 
-def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str) -> dict:
+def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str, transport: str) -> dict:
     from mip.data import build_pool
     from mip.runner import run_job
 
-    cfg = config(folder, port, c, n, name)
+    cfg = config(folder, port, c, n, name, transport)
     build_pool(cfg.task["bench"], None, cfg.paths.cache_dir)  # the pool is built outside the timing
     before = served(port)
     server_state(port, reset=True)
@@ -119,6 +119,7 @@ def main() -> None:
     parser.add_argument("--experiments-at-c1", type=int, default=100, help="c = 1 takes N·L seconds; fewer there")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the median is reported")
     parser.add_argument("--folder", default=None, help="where the store goes (default: a temporary folder)")
+    parser.add_argument("--transport", default="aiohttp", choices=["aiohttp", "openai"], help="model.transport")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {0})
@@ -130,7 +131,8 @@ def main() -> None:
             n = args.experiments_at_c1 if c == 1 else args.experiments
             server, port = start_server(latency)
             try:
-                runs = [one_run(folder, port, c, latency, n, f"c{c}-L{latency:g}-{k}") for k in range(args.repeat)]
+                runs = [one_run(folder, port, c, latency, n, f"c{c}-L{latency:g}-{args.transport}-{k}", args.transport)
+                        for k in range(args.repeat)]
             finally:
                 server.terminate()
             median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}

@@ -181,9 +181,11 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
                 tracker.log_record(record, plan.prompt)
                 plan.release()
     execution = _Execution(cfg, backend, store, tracker, git, summary)
-    execution.run(todo)
+    try:
+        execution.run(todo)
+    finally:  # connections and weights are released also when the store fails mid-job
+        backend.close()
     tracker.finish(summary)
-    backend.close()
     _write_manifest(output_dir, cfg, git, summary)
     return summary
 

@@ -171,6 +171,29 @@ def test_input_overflow_is_found_before_any_call(tmp_path):
     assert all(r.invalid_kind == "input_overflow" and r.attempts == [] for r in stored(cfg))
 
 
+def test_prompts_are_built_as_requests_go_out_and_dropped_once_stored(tmp_path, monkeypatch):
+    """A job holds the prompts of a few experiments at a time, not all of them (at n = 2,000
+    each is ~200 KB), and calls nothing until the first prompts are ready."""
+    from mip import runner
+
+    plans: list = []
+    real_plan_job = runner.plan_job
+    monkeypatch.setattr(runner, "plan_job", lambda cfg, pools: plans.extend(real_plan_job(cfg, pools)) or plans)
+    held = []
+
+    class Watching(Scripted):
+        def generate(self, requests):
+            for request in requests:
+                held.append(sum("prompt" in p.__dict__ for p in plans))
+                yield from super().generate([request])
+
+    cfg = config(tmp_path, "pattern=random", f"order_seeds=[{','.join(map(str, range(20)))}]")
+    summary = run_job(cfg, tmp_path / "job", backend=Watching(['{"answer": "even_number"}']))
+    assert summary.stored_now == 40 and len(held) == 40
+    assert max(held) <= 16  # one chunk of token counting at most
+    assert not any("prompt" in p.__dict__ or "positions" in p.__dict__ for p in plans)  # all released
+
+
 def test_requests_never_ask_past_the_context_window(tmp_path):
     cfg = config(tmp_path, "pattern=majority_first", "model.context_window=1000", "budget.max_tokens=800")
     backend = Scripted(['{"answer": "even_number"}'])

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
+from yarl import URL
 
 import mip
 from mip.config import ModelConfig
@@ -197,12 +198,11 @@ def completion_from(request_id: str, response: Any, latency: float) -> Completio
     )
 
 
-def proxy_for(url: str) -> dict[str, Any]:
+def proxy_for(url: str | URL) -> dict[str, Any]:
     """The proxy the environment (``HTTPS_PROXY``, ``NO_PROXY``, …) sets for ``url``, as
     request arguments; read once per session, since aiohttp's ``trust_env`` would look it
     up on every request (about 1 ms of CPU each)."""
     from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
 
     try:
         proxy, auth = get_env_proxy_for_url(URL(url))
@@ -412,7 +412,8 @@ class OpenAICompatBackend(Backend):
                          "User-Agent": f"mip/{mip.__version__}"},
                 timeout=aiohttp.ClientTimeout(total=self.cfg.request_timeout_s),
             )
-            self._proxy = proxy_for(f"{self._root}/chat/completions")
+            self._url = URL(f"{self._root}/chat/completions")  # parsed once, not per request
+            self._proxy = proxy_for(self._url)
         return self._client
 
     async def _post(self, request: Request, body: bytes, start: float) -> Completion:
@@ -423,7 +424,7 @@ class OpenAICompatBackend(Backend):
         for retry in range(self.cfg.client_max_retries + 1):
             delay: float | None = None
             try:
-                async with session.post(f"{self._root}/chat/completions", data=body, **self._proxy) as response:
+                async with session.post(self._url, data=body, **self._proxy) as response:
                     raw = await response.read()
                     status, headers = response.status, response.headers
             except TimeoutError:
