@@ -335,10 +335,24 @@ def register() -> None:
 
 
 def to_plain(obj: Any) -> Any:
-    """A dataclass config as plain containers, secret-looking values redacted (for records and W&B)."""
+    """A config (dataclass or OmegaConf node) as plain containers, secret-looking values
+    redacted (for records and W&B)."""
+    import dataclasses
+
     from omegaconf import OmegaConf
 
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return redact(_lists(dataclasses.asdict(obj)))  # resolved already: no OmegaConf round trip
     return redact(OmegaConf.to_container(OmegaConf.structured(obj), resolve=True))
+
+
+def _lists(value: Any) -> Any:
+    """Tuples as lists, the way OmegaConf and JSON give them."""
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lists(v) for v in value]
+    return value
 
 
 _SECRET_WORDS = ("api_key", "apikey", "secret", "password", "authorization", "token")

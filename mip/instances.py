@@ -80,13 +80,12 @@ def select(
                 f"The {name} label needs {need} instances (n={n}, p={p}) but the pool holds only {len(pool)}. "
                 "Lower n, or build a larger pool."
             )
-    maj = _shuffled(majority_pool, seed)[:n_maj]
-    mino = _shuffled(minority_pool, seed)[:n_min]
-    return maj, mino
+    return _shuffled(majority_pool, seed, n_maj), _shuffled(minority_pool, seed, n_min)
 
 
-def _shuffled(items: Sequence[T], seed: int | list[int]) -> list[T]:
-    order = np.random.default_rng(seed).permutation(len(items)).tolist()
+def _shuffled(items: Sequence[T], seed: int | list[int], take: int | None = None) -> list[T]:
+    """``items`` shuffled by ``seed``; with ``take``, only the first ``take`` of that shuffle."""
+    order = np.random.default_rng(seed).permutation(len(items))[:take].tolist()
     return [items[i] for i in order]
 
 

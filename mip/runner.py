@@ -16,6 +16,7 @@ Exercised by ``pytest tests/test_runner.py``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import json
 import subprocess
@@ -224,7 +225,9 @@ def _write_manifest(output_dir: Path, cfg: Config, git: dict, summary: JobSummar
 
     config_file = output_dir / "config.yaml"
     if not config_file.exists():  # the config does not change during the job
-        config_file.write_text(yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False, allow_unicode=True), encoding="utf-8")
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where PyYAML has it: ~10x faster
+        config_file.write_text(yaml.dump(dataclasses.asdict(cfg), Dumper=dumper, sort_keys=False, allow_unicode=True),
+                               encoding="utf-8")
     payload = {"git": git, "mip_version": mip.__version__, "written_at": _now(), **summary.__dict__}
     (output_dir / "job.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
 
@@ -243,7 +246,12 @@ class _Execution:
         self.max_attempts = 1 if backend.deterministic else cfg.max_attempts
         # A reserved answer budget (App. C.2) forces an answer after a length stop: parse it.
         self.forced_answer_ok = cfg.model.budget_split.answer_tokens is not None
-        self.record_config = {
+
+    @functools.cached_property
+    def record_config(self) -> dict:
+        """The config every record of the job carries (secrets redacted)."""
+        cfg = self.cfg
+        return {
             "model": to_plain(cfg.model),
             "budget": to_plain(cfg.budget),
             "prompt_variant": cfg.prompt_variant.name,

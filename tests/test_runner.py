@@ -277,3 +277,19 @@ def test_random_ignores_shuffle_seeds():
     cfg = compose("model=mock", "task=arith", "n=20", "p=0.6", "pattern=random", "shuffle_seeds=[1,2]")
     plans = plan_job(cfg, {"arith": build_pool(cfg.task["arith"], None, None)})
     assert len(plans) == 6 and all(p.experiment.shuffle_seed is None for p in plans)
+
+
+@pytest.mark.parametrize(("pattern", "key", "sha"), [
+    ("random", "7793328ab186f7157969210a", "203bf02558fc8f6a475645d37316eb2755e497a506cb9c95f5cea16971c19804"),
+    ("soft_majority_edges", "270d820616d18ee6bb12b216", "0408bae11bf4802d2d868e2dc7a1baf2fb25479d8f77dcebf5606dd90a2a982b"),
+])
+def test_keys_and_prompts_stay_what_earlier_versions_stored(tmp_path, pattern, key, sha):
+    """Pinned from mip 0.1.0: a faster selection, arrangement or prompt builder must give the
+    same experiment keys and prompts, or stored records would be paid for again and no longer
+    rebuild."""
+    cfg = compose("model=mock", "task=arith", f"pattern={pattern}", "n=40", "p=0.6", "seed=2", "order_seeds=[7]",
+                  f"paths.cache_dir={tmp_path}")
+    from mip.runner import load_pools
+
+    plan = plan_job(cfg, load_pools(cfg))[0]
+    assert (plan.key, plan.prompt_sha) == (key, sha)
