@@ -32,6 +32,7 @@ test-all: install
 
 bench: install
 	$(PY) benchmarks/throughput.py
+	$(PY) benchmarks/resume.py
 	$(PY) benchmarks/store.py
 	$(PY) benchmarks/coverage.py
 	$(PY) benchmarks/attribution.py
