@@ -294,19 +294,20 @@ class _Execution:
         prompt while earlier calls are in flight); each verdict is stored as soon as its
         completion arrives.
         """
-        if self.cfg.prompt_variant.name == "self_prompt":
-            live = list(live)
-            stage_one, answerable = self._instructions(index, live, bar)
-        else:
+        self_prompting = self.cfg.prompt_variant.name == "self_prompt"
+        if self_prompting:  # every experiment takes part, also those whose first stage ends the attempt
+            made = list(live)
+            stage_one, answerable = self._instructions(index, made, bar)
+        else:  # the experiments take part as their requests are taken
+            made = []
             stage_one, answerable = {}, ((p, n, p.prompt) for p, n in live)
-        made: list[tuple[Planned, int]] = live if isinstance(live, list) else []
         asked: dict[str, tuple[Planned, int, str, Request]] = {}  # until the completion is in
 
         def requests() -> Iterator[Request]:
             for plan, n_tokens, prompt in answerable:
                 request = self._request(plan.key, prompt, n_tokens)
                 asked[plan.key] = (plan, n_tokens, prompt, request)
-                if made is not live:
+                if not self_prompting:
                     made.append((plan, n_tokens))
                 yield request
 
@@ -457,6 +458,7 @@ class _Execution:
         verdict, answer = (counted.verdict, counted.answer) if counted else (scoring.INVALID, None)
         if counted:
             kind = counted.invalid_kind
+        prompt = final_prompt(plan, counted)
         # Built from typed parts by this code alone, so not validated again (a 2,000-id list
         # costs a fraction of a millisecond to check); every read validates.
         record = Record.model_construct(
@@ -466,7 +468,7 @@ class _Execution:
             pool_filtered=plan.pool.meta.filtered,
             instance_ids=plan.ids,
             instance_labels=plan.labels,
-            prompt_hash=plan.prompt_sha if plan.prompt is not None else prompts.prompt_hash(final_prompt(plan, counted)),
+            prompt_hash=plan.prompt_sha if prompt is plan.prompt else prompts.prompt_hash(prompt),
             prompt_tokens=n_tokens,
             attempts=attempts,
             answer=answer,
@@ -487,7 +489,7 @@ class _Execution:
                 "complete and readable; free space or point paths.results_dir at a writable folder, then rerun the "
                 "same command to finish."
             ) from e
-        self.tracker.log_record(record, final_prompt(plan, counted))
+        self.tracker.log_record(record, prompt)
         plan.release()
         self.summary.stored_now += 1
         self.verdicts[record.invalid_kind or record.verdict] += 1

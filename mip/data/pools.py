@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -22,6 +20,7 @@ import numpy as np
 from filelock import FileLock
 
 from mip.data.sources import LOADERS, DataError, LoadResult, Row
+from mip.records import atomic_write
 
 if TYPE_CHECKING:
     from mip.config import TaskConfig
@@ -100,10 +99,6 @@ class Pool:
         if label not in self._positions_of_label:
             raise ValueError(f"Task {self.task!r} has labels {list(self.labels)}, not {label!r}.")
         return self._positions_of_label[label]
-
-    def of_label(self, label: str) -> list[Instance]:
-        """This label's instances in the pool's stored (canonical) order."""
-        return [self.instances[i] for i in self.positions(label)]
 
     def position(self, instance_id: str) -> int:
         """Where an instance lies in the pool (KeyError when the pool does not hold it)."""
@@ -251,16 +246,12 @@ def _read_pool(path: Path) -> Pool | None:
 
 
 def save_pool(pool: Pool, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "version": pool.version,
         "meta": asdict(pool.meta),
         "instances": [[x.id, x.text, x.label, x.target] for x in pool.instances],
     }
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(payload, f, ensure_ascii=False)
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(payload, ensure_ascii=False))
 
 
 def build_pool(cfg: TaskConfig, data_dir: str | Path | None, cache_dir: str | Path | None) -> Pool:
