@@ -12,7 +12,7 @@ Exercised by ``pytest tests/test_experiments.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 
@@ -21,7 +21,7 @@ import numpy as np
 from mip import prompts
 from mip.config import Config, TaskConfig
 from mip.data import Instance, Pool
-from mip.instances import PATTERNS, arrange, order_seeds_for, select, shuffle_within_labels
+from mip.instances import PATTERNS, arrangement, order_seeds_for, picked, select, shuffle_within_labels
 from mip.records import Attempt, Experiment, Record, experiment_key
 
 
@@ -38,33 +38,30 @@ class Planned:
     key: str
     task: TaskConfig
     pool: Pool
-    arrangement: Callable[[], list[int]]
+    arrangement: Callable[[], Sequence[int]]
     """Returns the presented instances as positions in the pool, in prompt order."""
     batch_size: int = 50
 
     @cached_property
-    def positions(self) -> list[int]:
-        return self.arrangement()
+    def positions(self) -> np.ndarray:
+        return np.asarray(self.arrangement(), dtype=np.intp)
 
     @cached_property
     def instances(self) -> list[Instance]:
-        return [self.pool.instances[i] for i in self.positions]
+        return picked(self.pool.instances, self.positions.tolist())
 
     @cached_property
     def texts(self) -> list[str]:
-        texts = self.pool.columns.texts
-        return [texts[i] for i in self.positions]
+        return self.pool.columns.texts[self.positions].tolist()
 
     @property
     def ids(self) -> list[str]:
-        ids = self.pool.columns.ids
-        return [ids[i] for i in self.positions]
+        return self.pool.columns.ids[self.positions].tolist()
 
     @property
     def labels(self) -> list[str]:
         """The gold label of each presented instance, in prompt order."""
-        labels = self.pool.columns.labels
-        return [labels[i] for i in self.positions]
+        return self.pool.columns.labels[self.positions].tolist()
 
     def release(self) -> None:
         """Forget the arrangement, texts and prompt (rebuilt on demand); the prompt's hash stays."""
@@ -150,7 +147,7 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
     for task in cfg.task.values():
         pool = pools[task.name]
         for majority_label in task.labels:
-            majority, minority = instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed)
+            majority, minority = (np.asarray(x, dtype=np.intp) for x in instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed))
             structured = cfg.pattern.name != "random"
             shuffles = cfg.shuffle_seeds if structured and cfg.shuffle_seeds else [None]
             for order_seed, shuffle_seed in ((o, s) for o in order_seeds_for(cfg.pattern.name, cfg.order_seeds) for s in shuffles):
@@ -174,14 +171,13 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
     return plans
 
 
-def arranged(majority: list[int], minority: list[int], pattern: str, order_seed: int | None,
-             shuffle_seed: int | None) -> list[int]:
-    """The instances of one experiment in prompt order (expanded orderings shuffle each label first)."""
+def arranged(majority: np.ndarray, minority: np.ndarray, pattern: str, order_seed: int | None,
+             shuffle_seed: int | None) -> np.ndarray:
+    """The instances of one experiment, as pool positions in prompt order (expanded orderings
+    shuffle each label first)."""
     if shuffle_seed is not None:
         majority, minority = shuffle_within_labels(majority, minority, shuffle_seed)
-    # Fresh integers laid out in prompt order: the three passes that read them (texts, ids,
-    # labels) then walk memory in sequence.
-    return np.asarray(arrange(majority, minority, pattern, order_seed), dtype=np.int64).tolist()
+    return np.concatenate((majority, minority))[arrangement(len(majority), len(minority), pattern, order_seed)]
 
 
 def final_prompt(plan: Planned, counted: Attempt | None) -> str:

@@ -84,12 +84,20 @@ def select(
     return _shuffled(majority_pool, seed, n_maj), _shuffled(minority_pool, seed, n_min)
 
 
-def _shuffled(items: Sequence[T], seed: int | list[int], take: int | None = None) -> list[T]:
-    """``items`` shuffled by ``seed``; with ``take``, only the first ``take`` of that shuffle."""
-    order = np.random.default_rng(seed).permutation(len(items))[:take].tolist()
-    if len(order) < 2:  # itemgetter of one index returns the item itself
-        return [items[i] for i in order]
-    return list(operator.itemgetter(*order)(items))  # one C loop, not a Python one
+def _shuffled(items: Sequence[T] | np.ndarray, seed: int | list[int], take: int | None = None) -> list[T] | np.ndarray:
+    """``items`` shuffled by ``seed``; with ``take``, only the first ``take`` of that shuffle.
+    An array comes back as an array (indexed at once, no Python list in between)."""
+    order = np.random.default_rng(seed).permutation(len(items))[:take]
+    if isinstance(items, np.ndarray):
+        return items[order]
+    return picked(items, order.tolist())
+
+
+def picked(items: Sequence[T], positions: Sequence[int]) -> list[T]:
+    """``[items[i] for i in positions]`` in one C loop rather than a Python one."""
+    if len(positions) < 2:  # itemgetter of one index returns the item itself
+        return [items[i] for i in positions]
+    return list(operator.itemgetter(*positions)(items))
 
 
 def arrange(
@@ -146,12 +154,25 @@ def arrange(
     return alternating[:k] + surplus + alternating[k:]
 
 
+def arrangement(n_maj: int, n_min: int, pattern: str, order_seed: int | None = None) -> np.ndarray:
+    """:func:`arrange` as positions into X_maj ⊕ X_min, for lists of these lengths:
+    ``arrange(maj, mino, …)[k] == (maj + mino)[arrangement(len(maj), len(mino), …)[k]]``.
+    The random pattern is one permutation here, without a Python list in between.
+
+    >>> arrangement(4, 2, "majority_middle").tolist()
+    [4, 0, 1, 2, 3, 5]
+    """
+    if pattern == "random" and order_seed is not None:
+        return _shuffled(np.arange(n_maj + n_min), order_seed)  # the very draw arrange() makes
+    return np.asarray(arrange(range(n_maj), range(n_maj, n_maj + n_min), pattern, order_seed), dtype=np.intp)
+
+
 def order_seeds_for(pattern: str, order_seeds: Sequence[int]) -> list[int | None]:
     """The order seeds a pattern runs under: all of them for random, none otherwise."""
     return list(order_seeds) if pattern == "random" else [None]
 
 
-def shuffle_within_labels(majority: Sequence[T], minority: Sequence[T], shuffle_seed: int) -> tuple[list[T], list[T]]:
+def shuffle_within_labels(majority: Sequence[T], minority: Sequence[T], shuffle_seed: int) -> tuple[Sequence[T], Sequence[T]]:
     """Expanded orderings (§5.2.1): each label's selected list shuffled on its own."""
     return _shuffled(majority, [shuffle_seed, 0]), _shuffled(minority, [shuffle_seed, 1])
 

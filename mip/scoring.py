@@ -25,6 +25,7 @@ INPUT_OVERFLOW, PARSE, TRUNCATED = "input_overflow", "parse", "truncated"
 
 # `"answer"` as a JSON key, or the same key in single quotes or bare (lenient fallback).
 _KEY = re.compile(r"""["']?\banswer\b["']?\s*:""", re.IGNORECASE)
+_WORD = re.compile("answer", re.IGNORECASE)
 _LENIENT_VALUE = re.compile(r"""\s*(?:"([^"\n]{0,100})"|'([^'\n]{0,100})'|(-?\d+)|([A-Za-z_][\w ]{0,60}?)\s*[},\n])""")
 #: How far back from an ``"answer"`` key to look for the ``{`` that opens its object.
 _OPEN_WINDOW = 2000
@@ -53,11 +54,26 @@ def _normalise(value: object, labels: Sequence[str]) -> str | None:
     return None
 
 
+def _keys(text: str) -> list[re.Match]:
+    """The last ``_MAX_KEYS`` matches of ``_KEY``, as ``_KEY.finditer`` finds them but found
+    faster: the bare word is scanned for (a literal, several times faster than the pattern's
+    optional leading quote lets the regex engine go) and the pattern checked where it is."""
+    keys = []
+    for word in _WORD.finditer(text):
+        start = word.start()
+        if start and text[start - 1] in "\"'":
+            start -= 1
+        key = _KEY.match(text, start)
+        if key:
+            keys.append(key)
+    return keys[-_MAX_KEYS:]
+
+
 def _last_answer(text: str) -> object:
     """The value of ``answer`` in the last JSON object of ``text`` that has one (a lenient
     ``answer: value`` where no object parses), else ``_MISSING``."""
     decoder = json.JSONDecoder()
-    keys = list(_KEY.finditer(text))[-_MAX_KEYS:]
+    keys = _keys(text)
     for match in reversed(keys):
         start = match.start()
         opening = text.rfind("{", max(0, start - _OPEN_WINDOW), start + 1)
@@ -105,7 +121,7 @@ def parse_counts(output: str | None, labels: Sequence[str]) -> dict[str, int] | 
         return None
     decoder = json.JSONDecoder()
     text = output.replace("\x00", "")
-    for match in reversed(list(_KEY.finditer(text))[-_MAX_KEYS:]):
+    for match in reversed(_keys(text)):
         opening = text.rfind("{", max(0, match.start() - _OPEN_WINDOW), match.start() + 1)
         while opening != -1:
             try:

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mip.instances import COUNTERPARTS, PATTERNS, arrange, select, split_counts
+import numpy as np
+
+from mip.instances import COUNTERPARTS, PATTERNS, arrange, arrangement, select, shuffle_within_labels, split_counts
 
 # The 20-instance toy of App. C.3 / Fig. 8 with p = 0.6: 12 majority (A), 8 minority (B).
 MAJ = [f"A{i}" for i in range(1, 13)]
@@ -99,6 +101,20 @@ def test_every_pattern_is_a_permutation_with_the_papers_blocks(counts, pattern, 
             core = out[:k] + out[k + s:]
         # The non-surplus part alternates A, B, A, B, … starting with x^maj_1.
         assert core == [x for pair in zip(maj, mino) for x in pair]
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes, st.sampled_from(PATTERNS), st.integers(0, 10_000), st.integers(0, 100))
+def test_arrangement_indexes_what_arrange_returns(counts, pattern, order_seed, shuffle_seed):
+    """The job arranges pool positions with numpy arrays; it must present what arrange() and
+    shuffle_within_labels() give for lists, or prompts (and their hashes) would change."""
+    n_maj, n_min = counts
+    seed = order_seed if pattern == "random" else None
+    maj, mino = [f"A{i}" for i in range(n_maj)], [f"B{i}" for i in range(n_min)]
+    assert [(maj + mino)[i] for i in arrangement(n_maj, n_min, pattern, seed)] == arrange(maj, mino, pattern, seed)
+    as_lists = shuffle_within_labels(maj, mino, shuffle_seed)
+    as_arrays = shuffle_within_labels(np.array(maj), np.array(mino), shuffle_seed)
+    assert [list(x) for x in as_lists] == [x.tolist() for x in as_arrays]
 
 
 def test_selection_is_seeded_per_label_and_prefix_stable():

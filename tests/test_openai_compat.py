@@ -260,6 +260,31 @@ def test_requests_are_taken_as_slots_free(tmp_path):
     assert len(again) == 1 and not again[0].error  # and the backend serves on
 
 
+def test_generate_runs_where_an_event_loop_already_runs(tmp_path):
+    """A notebook's thread already runs an event loop: the backend's own loop moves to a
+    thread there, and the requests go out all the same."""
+    import asyncio
+    import threading
+
+    with FakeServer(latency_s=0.05) as server:
+        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                        "model.max_concurrency=4").model
+        backend = build_backend(model, tmp_path)
+        requests = [Request(f"r{i}", f"Instance 1: What is {i} + 0?", 8) for i in range(10)]
+
+        async def in_a_notebook_cell():
+            return list(backend.generate(requests)), threading.active_count()
+
+        completions, threads = asyncio.run(in_a_notebook_cell())
+        backend.close()
+        alone = build_backend(model, tmp_path)  # a plain script: the loop runs in the caller's thread
+        plain = list(alone.generate(requests))
+        assert threading.active_count() == threads - 1
+        alone.close()
+    assert sorted(c.id for c in completions) == sorted(c.id for c in plain) == sorted(r.id for r in requests)
+    assert not any(c.error for c in completions + plain)
+
+
 def test_an_https_proxy_from_the_environment_is_used(tmp_path, monkeypatch):
     with FakeServer() as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")

@@ -5,7 +5,11 @@ from __future__ import annotations
 import multiprocessing as mp
 import warnings
 
-from mip.records import Experiment, Record, Store, experiment_key
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from mip.records import Attempt, Experiment, Record, Stage, Store, StoreWriter, experiment_key, record_json
 
 
 def make_record(key: str = "k1", task: str = "arith", **changes) -> Record:
@@ -25,6 +29,79 @@ def test_put_get_keys(tmp_path):
     assert store.get("mock", "arith", "k1") == record
     assert list(store) == [record]
     assert not list(path.parent.glob(".tmp-*"))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(output=st.text(), usage=st.dictionaries(st.text(max_size=8), json_values, max_size=5), latency=st.floats())
+@example(output="\ud800", usage={}, latency=0.5).via("a lone surrogate: neither writes it")
+@example(output="", usage={"n": 2**70}, latency=0.5).via("past 64 bits: pydantic writes it")
+def test_records_are_written_as_pydantic_writes_them(output, usage, latency):
+    """The store writes records with orjson for speed; the bytes must be pydantic's, and
+    whatever orjson refuses (lone surrogates, integers past 64 bits) goes through pydantic."""
+    stage = Stage(name="answer", prompt_hash="h", output=output, reasoning=output[::-1], usage=usage, latency_s=latency)
+    record = make_record(attempts=[Attempt(index=0, stages=[stage], verdict="correct")],
+                         config={"model": {"name": "x", "stop": ("a", "b")}, "usage": usage})
+    try:
+        expected = record.__pydantic_serializer__.to_json(record)
+    except ValueError:  # neither can write it
+        with pytest.raises(ValueError):
+            record_json(record)
+        return
+    assert record_json(record) == expected
+
+
+def test_the_store_writer_writes_everything_in_order_also_what_waits_at_close(tmp_path, monkeypatch):
+    import time
+
+    import mip.records
+
+    real, order = mip.records.atomic_write, []
+
+    def slow(path, data, make_folder=True):  # a disk that blocks on every file
+        time.sleep(0.01)
+        real(path, data, make_folder)
+        order.append(path.stem)
+
+    monkeypatch.setattr(mip.records, "atomic_write", slow)
+    store = Store(tmp_path)
+    writer = StoreWriter(store, depth=4)
+    records = [make_record(f"k{i}", task="arith" if i % 2 else "ner") for i in range(20)]
+    paths = [writer.put(r) for r in records]
+    assert writer.close() is None
+    assert order == [r.key for r in records]  # in the order given, all of them
+    assert [store.get(r.experiment.model, r.experiment.task, r.key) for r in records] == records
+    assert paths == [store.path(r.experiment.model, r.experiment.task, r.key) for r in records]
+
+
+def test_a_failed_write_stops_the_writer_and_keeps_what_is_written(tmp_path, monkeypatch):
+    import errno
+
+    import mip.records
+
+    real, calls = mip.records.atomic_write, {"n": 0}
+
+    def filling(path, data, make_folder=True):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data, make_folder)
+
+    monkeypatch.setattr(mip.records, "atomic_write", filling)
+    store = Store(tmp_path)
+    writer = StoreWriter(store, depth=1)
+    with pytest.raises(OSError, match="No space left"):
+        for i in range(50):
+            writer.put(make_record(f"k{i}"))
+    failure = writer.close()
+    assert isinstance(failure, OSError) and failure.errno == errno.ENOSPC
+    assert store.keys("mock", "arith") == {"k0", "k1", "k2"}  # nothing after the failure, nothing half written
+    with pytest.raises(OSError):
+        writer.put(make_record("late"))
 
 
 def test_unreadable_record_is_skipped_with_a_warning_naming_it(tmp_path):

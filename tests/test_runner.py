@@ -282,13 +282,16 @@ def test_random_ignores_shuffle_seeds():
 @pytest.mark.parametrize(("pattern", "key", "sha"), [
     ("random", "7793328ab186f7157969210a", "203bf02558fc8f6a475645d37316eb2755e497a506cb9c95f5cea16971c19804"),
     ("soft_majority_edges", "270d820616d18ee6bb12b216", "0408bae11bf4802d2d868e2dc7a1baf2fb25479d8f77dcebf5606dd90a2a982b"),
+    ("majority_middle shuffle_seeds=[3]", "250764b017af35b684e57777",  # pinned from 0.2.0
+     "8f7b69a9ebae1d2220fad2bef80b519dd3e2ebfb923a802abd79d4a1517006d3"),
 ])
 def test_keys_and_prompts_stay_what_earlier_versions_stored(tmp_path, pattern, key, sha):
     """Pinned from mip 0.1.0: a faster selection, arrangement or prompt builder must give the
     same experiment keys and prompts, or stored records would be paid for again and no longer
     rebuild."""
+    pattern, *more = pattern.split()
     cfg = compose("model=mock", "task=arith", f"pattern={pattern}", "n=40", "p=0.6", "seed=2", "order_seeds=[7]",
-                  f"paths.cache_dir={tmp_path}")
+                  f"paths.cache_dir={tmp_path}", *more)
     from mip.runner import load_pools
 
     plan = plan_job(cfg, load_pools(cfg))[0]

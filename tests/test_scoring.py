@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mip.scoring import parse_answer, verdict_of
+from mip.scoring import _KEY, _MAX_KEYS, _keys, parse_answer, verdict_of
 
 NER = ("LOC", "PER")
 WSD = ("place", "programming_language")
@@ -46,6 +46,14 @@ def test_megabytes_of_text_are_a_verdict_not_a_crash():
     noise = ('{"x": [' * 1000) + "answer " * 200_000 + ("{" * 50_000)
     assert parse_answer(noise + '{"answer": "LOC"}', NER) == "LOC"
     assert parse_answer(noise, NER) is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(['"answer"', "'Answer'", "ANSWER", "answers", "xanswer", "answer", '"', "'", ":", " ",
+                                 "\n", "{", "}", "ſ", "é", "a", "1"]), max_size=80))
+def test_answer_keys_are_found_as_the_pattern_finds_them(parts):
+    text = "".join(parts)
+    assert [m.span() for m in _keys(text)] == [m.span() for m in list(_KEY.finditer(text))[-_MAX_KEYS:]]
 
 
 @settings(max_examples=300, deadline=None)

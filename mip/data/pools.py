@@ -62,9 +62,11 @@ class PoolMeta:
 
 
 class Columns(NamedTuple):
-    ids: list[str]
-    texts: list[str]
-    labels: list[str]
+    """A pool's ids, texts and labels as parallel object arrays, indexed by pool position."""
+
+    ids: np.ndarray
+    texts: np.ndarray
+    labels: np.ndarray
 
 
 @dataclass
@@ -88,11 +90,17 @@ class Pool:
 
     @cached_property
     def columns(self) -> Columns:
-        """Ids, texts and labels as parallel lists: an experiment takes its 2,000 texts by
-        position from these, which is several times faster than reading them off objects."""
+        """Ids, texts and labels as parallel arrays: an experiment takes its 2,000 texts by
+        position from these in one step, several times faster than reading them off objects."""
         one = {label: label for label in self.labels}  # one string object per label, not one per instance
-        return Columns([x.id for x in self.instances], [x.text for x in self.instances],
-                       [one[x.label] for x in self.instances])
+
+        def column(values: list[str]) -> np.ndarray:
+            out = np.empty(len(values), dtype=object)  # never a 2-D array, whatever the strings
+            out[:] = values
+            return out
+
+        return Columns(column([x.id for x in self.instances]), column([x.text for x in self.instances]),
+                       column([one[x.label] for x in self.instances]))
 
     def positions(self, label: str) -> list[int]:
         """Positions of this label's instances, in the pool's stored (canonical) order."""
