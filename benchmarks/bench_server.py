@@ -1,8 +1,9 @@
 """A local OpenAI-compatible server for benchmarks: answers /v1/chat/completions after a fixed
 latency with a realistic reply (content ending in the JSON answer, a 20,000-character
 reasoning field, usage), like the server of shared/notes/peer-throughput.md. ``GET /count``
-says how many it answered and the requests it held in flight (peak, and the time integral
-since ``POST /reset`` for the mean).
+says how many it answered, the requests it held in flight (peak, and the time integral
+since ``POST /reset`` for the mean) and the sustained rate (answers per second between the
+10th and 90th percentile answer since the reset).
 
     python benchmarks/bench_server.py PORT LATENCY_S
 """
@@ -33,6 +34,7 @@ def main() -> None:
     }).encode()
     models = json.dumps({"object": "list", "data": [{"id": "bench-model", "object": "model"}]}).encode()
     served = {"n": 0, "in_flight": 0, "peak": 0, "area": 0.0, "since": None, "last": None}
+    answered_at: list[float] = []  # since the last reset
 
     def account(change: int) -> None:
         """Requests in flight over time: their peak and time integral (for the mean)."""
@@ -52,16 +54,25 @@ def main() -> None:
         finally:
             account(-1)
         served["n"] += 1
+        answered_at.append(time.monotonic())
         return web.Response(body=body, content_type="application/json")
 
     async def listing(request: web.Request) -> web.Response:
         return web.Response(body=models, content_type="application/json")
 
+    def sustained() -> float | None:
+        """Requests answered per second between the 10th and the 90th percentile answer: the
+        rate with the ramp-up (imports, planning, the first requests) and the tail left out."""
+        n = len(answered_at)
+        lo, hi = n // 10, n - 1 - n // 10
+        return (hi - lo) / (answered_at[hi] - answered_at[lo]) if n >= 20 and answered_at[hi] > answered_at[lo] else None
+
     async def count(request: web.Request) -> web.Response:
-        return web.json_response(served)
+        return web.json_response({**served, "sustained": sustained()})
 
     async def reset(request: web.Request) -> web.Response:
         served.update(peak=served["in_flight"], area=0.0, since=None, last=None)
+        answered_at.clear()
         return web.json_response(served)
 
     app = web.Application(client_max_size=64 * 1024 * 1024)

@@ -11,7 +11,10 @@ scoring and one atomic record file per experiment — and the server to the seco
 
 Reported per row (the median of ``--repeat`` runs, with the range): experiments/s against the
 ideal c/L, mip's CPU time per experiment (and the kernel's share of it: mostly creating the
-record files), and the requests the server held in flight (time-weighted mean and peak).
+record files), the requests the server held in flight (time-weighted mean and peak), and how
+long after the job started the first request arrived (imports, pools, planning, the server
+check). "Sustained" is the server's answer rate between its 10th and 90th percentile answer:
+the job's rate with that start and the last requests' tail left out.
 Then the same job again: requests made (must be 0) and its time. ``--folder`` puts the store
 elsewhere (e.g. /dev/shm, to see the cost of the file system apart).
 """
@@ -94,7 +97,7 @@ def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str, 
     build_pool(cfg.task["bench"], None, cfg.paths.cache_dir)  # the pool is built outside the timing
     before = served(port)
     server_state(port, reset=True)
-    start_times, wall = os.times(), time.perf_counter()
+    start_times, wall, started = os.times(), time.perf_counter(), time.monotonic()
     summary = run_job(cfg, folder / f"job-{name}")
     wall, end_times = time.perf_counter() - wall, os.times()
     state = server_state(port)
@@ -105,9 +108,10 @@ def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str, 
     again = run_job(cfg, folder / f"rerun-{name}")
     rerun = time.perf_counter() - rerun
     assert again.stored_now == 0
-    return {"seconds": wall, "exp/s": n / wall, "ratio": n / wall / (c / latency), "cpu": 1000 * (user + system) / n,
+    return {"seconds": wall, "exp/s": n / wall, "ratio": n / wall / (c / latency),
+            "sustained": state["sustained"] or float("nan"), "cpu": 1000 * (user + system) / n,
             "kernel": 1000 * system / n, "mean in flight": state["area"] / max(1e-9, state["last"] - state["since"]),
-            "peak": state["peak"], "requests": before_rerun - before,
+            "peak": state["peak"], "first request s": state["since"] - started, "requests": before_rerun - before,
             "rerun requests": served(port) - before_rerun, "rerun s": rerun}
 
 
@@ -139,8 +143,11 @@ def main() -> None:
             lo, hi = min(r["exp/s"] for r in runs), max(r["exp/s"] for r in runs)
             rows.append({"c": c, "L (s)": latency, "experiments": n, "runs": len(runs), "exp/s": round(median["exp/s"], 1),
                          "range": f"{lo:.0f}–{hi:.0f}", "ideal c/L": round(c / latency, 1), "ratio": round(median["ratio"], 3),
+                         "sustained exp/s": round(median["sustained"], 1),
+                         "sustained ratio": round(median["sustained"] / (c / latency), 3),
                          "CPU ms/exp": round(median["cpu"], 2), "of it kernel": round(median["kernel"], 2),
                          "mean in flight": round(median["mean in flight"], 1), "peak in flight": int(median["peak"]),
+                         "first request s": round(median["first request s"], 3),
                          "requests": int(median["requests"]), "rerun requests": int(max(r["rerun requests"] for r in runs)),
                          "rerun s": round(median["rerun s"], 2)})
             print(rows[-1], flush=True)

@@ -261,6 +261,12 @@ class _Loop:
         task.add_done_callback(done)
         return task
 
+    def turn(self) -> None:
+        """In the caller's thread, run the loop once without blocking: what is ready goes out."""
+        if self._thread is None:
+            self.loop.call_soon(self.loop.stop)
+            self.loop.run_forever()
+
     def next_done(self, finished: queue.SimpleQueue) -> asyncio.Future | concurrent.futures.Future:
         """The next finished future, waiting for one if none is. In the caller's thread the
         loop always turns once first, so requests taken meanwhile go out and replies that
@@ -422,6 +428,8 @@ class OpenAICompatBackend(Backend):
                         refused.append(Completion(request.id, error=f"the request cannot be encoded: {e}"))
                         continue
                     running.add(self._loop.start(self._call(request, body), finished))
+                    if len(running) <= self.cfg.max_concurrency:  # ramping up: send it now, not after the rest are built
+                        self._loop.turn()
                 while refused:
                     yield refused.pop()
                 if not running:
