@@ -18,9 +18,7 @@ import hashlib
 import json
 import itertools
 import os
-import queue
 import socket
-import threading
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -156,14 +154,11 @@ class Store:
 
     def put(self, record: Record) -> Path:
         path = self.path(record.experiment.model, record.experiment.task, record.key)
-        self.make_folder(path.parent)
+        if path.parent not in self._folders:  # one mkdir per folder, not per record
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(path.parent)
         atomic_write(path, record_json(record), make_folder=False)
         return path
-
-    def make_folder(self, folder: Path) -> None:
-        if folder not in self._folders:  # one mkdir per folder, not per record
-            folder.mkdir(parents=True, exist_ok=True)
-            self._folders.add(folder)
 
     def keys(self, model: str, task: str) -> set[str]:
         folder = self.root / model / task
@@ -182,50 +177,6 @@ class Store:
             record = read_record(path)
             if record is not None:
                 yield record
-
-
-class StoreWriter:
-    """Puts records into a store from a thread of its own, in the order they are given.
-
-    Creating a file can block: for a millisecond on a busy local disk, for several on a
-    cluster's shared file system. A job's requests make progress only while its thread is
-    free, so the record is serialised here and its file written by the writer's thread. At
-    most ``depth`` records wait (a slower disk holds the job back, never fills memory), so a
-    job killed outright loses at most those, as it loses the requests in flight.
-
-    A write that fails stops the writer: nothing after it is written, the records before it
-    are complete, and :meth:`put` raises the failure from then on. :meth:`close` writes what
-    still waits — also when the job ends in an error — and returns the failure, if any.
-    """
-
-    def __init__(self, store: Store, depth: int = 16):
-        self.store = store
-        self.failure: OSError | None = None
-        self._queue: queue.Queue[tuple[Path, bytes] | None] = queue.Queue(maxsize=depth)
-        self._thread = threading.Thread(target=self._write, name="mip-store", daemon=True)
-        self._thread.start()
-
-    def put(self, record: Record) -> Path:
-        if self.failure is not None:
-            raise self.failure
-        path = self.store.path(record.experiment.model, record.experiment.task, record.key)
-        self.store.make_folder(path.parent)
-        self._queue.put((path, record_json(record)))
-        return path
-
-    def close(self) -> OSError | None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-        return self.failure
-
-    def _write(self) -> None:
-        while (item := self._queue.get()) is not None:
-            if self.failure is None:  # after a failure the rest is dropped, not half written
-                try:
-                    atomic_write(*item, make_folder=False)
-                except OSError as e:
-                    self.failure = e
 
 
 _TMP_COUNTER = itertools.count()

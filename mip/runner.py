@@ -37,7 +37,7 @@ from mip.data.pools import load_pool
 from mip.instances import split_counts
 from mip.experiments import Planned, build_prompt, decomposed_prompts, final_prompt, plan_job
 from mip.models import Backend, Completion, Request, build_backend
-from mip.records import Attempt, Record, Stage, Store, StoreWriter
+from mip.records import Attempt, Record, Stage, Store
 from mip.tracking import Tracker, build_tracker
 
 
@@ -181,14 +181,11 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
             if (plan.experiment.task, plan.key) in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
                 tracker.log_record(record, plan.prompt)
                 plan.release()
-    execution = _Execution(cfg, backend, StoreWriter(store), tracker, git, summary)
+    execution = _Execution(cfg, backend, store, tracker, git, summary)
     try:
         execution.run(todo)
-    finally:  # connections and weights are released, and finished records written, also when the job fails
+    finally:  # connections and weights are released also when the store fails mid-job
         backend.close()
-        failure = execution.writer.close()
-    if failure is not None:
-        raise execution.store_error(failure) from failure
     tracker.finish(summary)
     _write_manifest(output_dir, cfg, git, summary)
     return summary
@@ -242,8 +239,8 @@ def _now() -> str:
 class _Execution:
     """The call loop of one job: attempts in rounds, stages in order, store as results land."""
 
-    def __init__(self, cfg: Config, backend: Backend, writer: StoreWriter, tracker: Tracker, git: dict, summary: JobSummary):
-        self.cfg, self.backend, self.writer, self.tracker, self.git, self.summary = cfg, backend, writer, tracker, git, summary
+    def __init__(self, cfg: Config, backend: Backend, store: Store, tracker: Tracker, git: dict, summary: JobSummary):
+        self.cfg, self.backend, self.store, self.tracker, self.git, self.summary = cfg, backend, store, tracker, git, summary
         self.attempts: dict[str, list[Attempt]] = {}
         self.verdicts: Counter = Counter()
         self.max_attempts = 1 if backend.deterministic else cfg.max_attempts
@@ -264,12 +261,6 @@ class _Execution:
             "attempts_made_at_most": self.max_attempts,
             "data_dir": cfg.data_dir,
         }
-
-    def store_error(self, e: OSError) -> StoreError:
-        return StoreError(
-            f"Cannot write records to {self.writer.store.root} ({e.strerror or e}). The records already written there "
-            "are complete and readable; free space or point paths.results_dir at a writable folder, then rerun the "
-            "same command to finish.")
 
     # ------------------------------------------------------------------ main loop
     def run(self, todo: list[Planned]) -> None:
@@ -491,9 +482,13 @@ class _Execution:
             created_at=_now(),
         )
         try:
-            self.writer.put(record)
+            self.store.put(record)
         except OSError as e:  # disk full, read-only, no such folder: stop; what is stored stays readable
-            raise self.store_error(e) from e
+            raise StoreError(
+                f"Cannot write records to {self.store.root} ({e.strerror or e}). The records already written there are "
+                "complete and readable; free space or point paths.results_dir at a writable folder, then rerun the "
+                "same command to finish."
+            ) from e
         self.tracker.log_record(record, prompt)
         plan.release()
         self.summary.stored_now += 1

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mip.records import Attempt, Experiment, Record, Stage, Store, StoreWriter, experiment_key, record_json
+from mip.records import Attempt, Experiment, Record, Stage, Store, experiment_key, record_json
 
 
 def make_record(key: str = "k1", task: str = "arith", **changes) -> Record:
@@ -53,55 +53,6 @@ def test_records_are_written_as_pydantic_writes_them(output, usage, latency):
             record_json(record)
         return
     assert record_json(record) == expected
-
-
-def test_the_store_writer_writes_everything_in_order_also_what_waits_at_close(tmp_path, monkeypatch):
-    import time
-
-    import mip.records
-
-    real, order = mip.records.atomic_write, []
-
-    def slow(path, data, make_folder=True):  # a disk that blocks on every file
-        time.sleep(0.01)
-        real(path, data, make_folder)
-        order.append(path.stem)
-
-    monkeypatch.setattr(mip.records, "atomic_write", slow)
-    store = Store(tmp_path)
-    writer = StoreWriter(store, depth=4)
-    records = [make_record(f"k{i}", task="arith" if i % 2 else "ner") for i in range(20)]
-    paths = [writer.put(r) for r in records]
-    assert writer.close() is None
-    assert order == [r.key for r in records]  # in the order given, all of them
-    assert [store.get(r.experiment.model, r.experiment.task, r.key) for r in records] == records
-    assert paths == [store.path(r.experiment.model, r.experiment.task, r.key) for r in records]
-
-
-def test_a_failed_write_stops_the_writer_and_keeps_what_is_written(tmp_path, monkeypatch):
-    import errno
-
-    import mip.records
-
-    real, calls = mip.records.atomic_write, {"n": 0}
-
-    def filling(path, data, make_folder=True):
-        calls["n"] += 1
-        if calls["n"] == 4:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(path, data, make_folder)
-
-    monkeypatch.setattr(mip.records, "atomic_write", filling)
-    store = Store(tmp_path)
-    writer = StoreWriter(store, depth=1)
-    with pytest.raises(OSError, match="No space left"):
-        for i in range(50):
-            writer.put(make_record(f"k{i}"))
-    failure = writer.close()
-    assert isinstance(failure, OSError) and failure.errno == errno.ENOSPC
-    assert store.keys("mock", "arith") == {"k0", "k1", "k2"}  # nothing after the failure, nothing half written
-    with pytest.raises(OSError):
-        writer.put(make_record("late"))
 
 
 def test_unreadable_record_is_skipped_with_a_warning_naming_it(tmp_path):
