@@ -55,7 +55,7 @@ META_TEMPLATE = (
 
 @functools.lru_cache(maxsize=32)
 def _numbering(n: int) -> tuple[str, ...]:
-    return tuple(f"\nInstance {i}: " for i in range(1, n + 1))
+    return tuple(("" if i == 1 else "\n") + f"Instance {i}: " for i in range(1, n + 1))
 
 
 def instance_block(texts: Sequence[str]) -> str:
@@ -68,7 +68,7 @@ def instance_block(texts: Sequence[str]) -> str:
     parts: list[str] = [""] * (2 * n)
     parts[::2] = _numbering(n)  # made once per size: twice as fast as formatting every line
     parts[1::2] = texts
-    return "".join(parts)[1:]
+    return "".join(parts)
 
 
 def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str], variant: str = "standard",
@@ -80,9 +80,16 @@ def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str
     """
     if variant not in ("standard", "hint", "strategy"):
         raise ValueError(f"standard_prompt builds standard, hint and strategy prompts, not {variant!r}.")
+    return _standard_header(spec.task, tuple(spec.instructions), tuple(labels), variant, report_counts) + instance_block(texts)
+
+
+@functools.lru_cache(maxsize=64)
+def _standard_header(task: str, task_instructions: tuple[str, ...], labels: tuple[str, str], variant: str,
+                     report_counts: bool) -> str:
+    """Everything of the App. B.1 prompt before the instances (the same for a whole job)."""
     first, second = labels
     instructions = [
-        *spec.instructions,
+        *task_instructions,
         "Count how many instances belong to each label.",
         f'Choose exactly one label from: "{first}", "{second}".',
         "If the counts are tied, answer -1.",
@@ -93,7 +100,7 @@ def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str
         instructions[-1] = ('Return only a JSON object with the fields "counts" (how many instances have each label) '
                             'and "answer".')
         example = {"counts": {first: 8, second: 12}, "answer": second}
-    sections = [f"Task: {spec.task}", "Instructions:\n" + "\n".join(f"- {line}" for line in instructions)]
+    sections = [f"Task: {task}", "Instructions:\n" + "\n".join(f"- {line}" for line in instructions)]
     if variant == "hint":
         sections.append(HINT)
     elif variant == "strategy":
@@ -101,7 +108,7 @@ def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str
     sections += [
         "Example response format:\n" + json.dumps(example),
         "End your response with the JSON object containing your final answer.",
-        instance_block(texts),
+        "",  # the instances follow
     ]
     return "\n\n".join(sections)
 
