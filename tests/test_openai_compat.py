@@ -285,6 +285,26 @@ def test_generate_runs_where_an_event_loop_already_runs(tmp_path):
     assert not any(c.error for c in completions + plain)
 
 
+def test_two_streams_of_one_backend_interleave(tmp_path):
+    """Each stream gets its own completions, also when the loop, turned for one, finishes
+    the other's requests first."""
+    with FakeServer(latency_s=0.02) as server:
+        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                        "model.max_concurrency=3").model
+        backend = build_backend(model, tmp_path)
+        a = backend.generate(Request(f"a{i}", f"Instance 1: What is {i} + 0?", 8) for i in range(12))
+        b = backend.generate(Request(f"b{i}", f"Instance 1: What is {i} + 1?", 8) for i in range(12))
+        got = {"a": [], "b": []}
+        for x, y in zip(a, b):
+            got["a"].append(x.id)
+            got["b"].append(y.id)
+        got["a"] += [c.id for c in a]
+        got["b"] += [c.id for c in b]
+        backend.close()
+    assert sorted(got["a"]) == sorted(f"a{i}" for i in range(12))
+    assert sorted(got["b"]) == sorted(f"b{i}" for i in range(12))
+
+
 def test_an_https_proxy_from_the_environment_is_used(tmp_path, monkeypatch):
     with FakeServer() as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
