@@ -89,7 +89,7 @@ def coverage_bin(share: float) -> str:
 
 def with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
     """Valid experiments that have a reasoning trace, with ``mentioned``, ``coverage`` and ``bin``."""
-    traced = frame[frame["valid"] & frame["reasoning"].notna() & (frame["reasoning"].astype(str) != "")].copy()
+    traced = frame[frame["valid"] & frame["reasoning"].notna() & (frame["reasoning"] != "")].copy()
     ids = [mentioned_ids(t, int(n)) for t, n in zip(traced["reasoning"], traced["n"])]
     traced["mentioned"] = [len(x) for x in ids]
     traced["mentioned_ids"] = ids

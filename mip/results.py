@@ -78,11 +78,20 @@ def record_row(record: Record) -> dict:
     }
 
 
+#: Long free text (traces run to 100 KB each): kept as the Python strings they are read as.
+#: pandas would copy them into Arrow strings, which took as long as reading the records.
+TEXT_COLUMNS = ("reasoning", "output")
+
+
 def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
-    frame = pd.DataFrame(list(rows))
+    rows = list(rows)
+    texts = {column: [row.pop(column, None) for row in rows] for column in TEXT_COLUMNS}
+    frame = pd.DataFrame(rows)
     if frame.empty:
         raise ResultsError(f"No records found in {source}. Point results= at a store, a job or sweep folder, "
                            "or a folder of W&B offline runs.")
+    for column, values in texts.items():
+        frame[column] = pd.Series(values, index=frame.index, dtype=object)
     missing = [c for c in ["key", *EXPERIMENT_COLUMNS, "verdict"] if c not in frame.columns]
     if missing:
         raise ResultsError(f"The records in {source} lack the columns {missing}; are they mip records of this version?")

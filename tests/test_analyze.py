@@ -51,6 +51,8 @@ def store(tmp_path_factory):
 
 def test_report_has_every_table_and_figure(store, tmp_path):
     frame = load_local([store / "store"])
+    # Traces stay the Python strings they were read as (an Arrow copy cost as much as the read).
+    assert frame["reasoning"].dtype == object and frame["reasoning"].map(type).isin([str, type(None)]).all()
     path = write_report(frame, tmp_path / "report")
     text = path.read_text()
     figures = sorted((tmp_path / "report" / "figures").glob("*.png"))
