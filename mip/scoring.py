@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 TIE = "-1"
 
@@ -69,25 +69,30 @@ def _keys(text: str) -> list[re.Match]:
     return keys[-_MAX_KEYS:]
 
 
+def _objects_before(text: str, key: re.Match, decoder: json.JSONDecoder) -> Iterator[dict]:
+    """The JSON objects that open at most ``_OPEN_WINDOW`` characters before ``key``, nearest first."""
+    start = key.start()
+    opening = text.rfind("{", max(0, start - _OPEN_WINDOW), start + 1)
+    while opening != -1:
+        try:
+            obj, _ = decoder.raw_decode(text, opening)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            yield obj
+        opening = text.rfind("{", max(0, start - _OPEN_WINDOW), opening)
+
+
 def _last_answer(text: str) -> object:
     """The value of ``answer`` in the last JSON object of ``text`` that has one (a lenient
     ``answer: value`` where no object parses), else ``_MISSING``."""
     decoder = json.JSONDecoder()
-    keys = _keys(text)
-    for match in reversed(keys):
-        start = match.start()
-        opening = text.rfind("{", max(0, start - _OPEN_WINDOW), start + 1)
-        while opening != -1:
-            try:
-                obj, _ = decoder.raw_decode(text, opening)
-            except ValueError:
-                obj = None
-            if isinstance(obj, dict):
-                found = _find_answer(obj)
-                if found is not _MISSING:
-                    return found
-            opening = text.rfind("{", max(0, start - _OPEN_WINDOW), opening)
-        lenient = _LENIENT_VALUE.match(text, match.end())
+    for key in reversed(_keys(text)):
+        for obj in _objects_before(text, key, decoder):
+            found = _find_answer(obj)
+            if found is not _MISSING:
+                return found
+        lenient = _LENIENT_VALUE.match(text, key.end())
         if lenient:
             return next(g for g in lenient.groups() if g is not None)
     return _MISSING
@@ -121,21 +126,15 @@ def parse_counts(output: str | None, labels: Sequence[str]) -> dict[str, int] | 
         return None
     decoder = json.JSONDecoder()
     text = output.replace("\x00", "")
-    for match in reversed(_keys(text)):
-        opening = text.rfind("{", max(0, match.start() - _OPEN_WINDOW), match.start() + 1)
-        while opening != -1:
-            try:
-                obj, _ = decoder.raw_decode(text, opening)
-            except ValueError:
-                obj = None
-            if isinstance(obj, dict) and isinstance(obj.get("counts"), dict):
+    for key in reversed(_keys(text)):
+        for obj in _objects_before(text, key, decoder):
+            if isinstance(obj.get("counts"), dict):
                 counts = {}
-                for key, value in obj["counts"].items():
-                    label = _normalise(key, labels)
+                for name, value in obj["counts"].items():
+                    label = _normalise(name, labels)
                     if label in labels and isinstance(value, (int, float)) and not isinstance(value, bool):
                         counts[label] = int(value)
                 return counts if set(counts) == set(labels) else None
-            opening = text.rfind("{", max(0, match.start() - _OPEN_WINDOW), opening)
     return None
 
 
