@@ -212,10 +212,6 @@ def proxy_for(url: str | URL) -> dict[str, Any]:
     return {"proxy": proxy, "proxy_auth": auth}
 
 
-def _api_root(base_url: str) -> str:
-    return base_url.rstrip("/")
-
-
 def _import_openai() -> Any:
     try:
         import openai
@@ -322,7 +318,7 @@ class OpenAICompatBackend(Backend):
         self._api_key = api_key or "EMPTY"
         self._tokenizer: Any = None
         self.model_id = None if cfg.model_id == "auto" else cfg.model_id
-        self._root = _api_root(cfg.base_url)
+        self._root = cfg.base_url.rstrip("/")  # the API root, …/v1
         self._loop: _Loop | None = None
         # Made inside the event loop on first use: the HTTP session (or SDK client) and the gate.
         self._client: Any = None
@@ -388,7 +384,7 @@ class OpenAICompatBackend(Backend):
         return [len(ids) for ids in self._tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def _server_counts(self, prompts: Sequence[str]) -> list[int]:
-        root = self.cfg.base_url.rstrip("/").removesuffix("/v1")
+        root = self._root.removesuffix("/v1")
         if self.model_id is None:
             self.check()
         counts = []
