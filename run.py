@@ -37,7 +37,8 @@ def main(cfg: DictConfig) -> None:
     verb = "would run" if summary.dry_run else "ran"
     print(
         f"[{hydra_cfg.job.override_dirname or 'defaults'}] {verb} {summary.experiments} experiments "
-        f"({summary.already_stored} already stored, {summary.stored_now} stored now, {summary.unstored} unstored), "
+        f"({summary.already_stored} already stored, {summary.stored_now} stored now, {summary.unstored} unstored"
+        f"{f', {summary.left_to_other_jobs} left to a running job' if summary.left_to_other_jobs else ''}), "
         f"{summary.prompt_tokens:,} prompt tokens{' (estimated)' if summary.tokens_estimated else ''}; "
         f"verdicts {summary.verdicts or '-'}"
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -30,6 +31,7 @@ from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
 from mip import prompts, scoring
+from mip.claims import claim_experiments
 from mip.config import FilterConfig, ModelConfig, TaskConfig
 from mip.data import Instance, Pool, build_pool
 from mip.data.pools import pool_version, save_pool
@@ -113,6 +115,12 @@ class FilterStore:
     def put(self, result: FilterResult) -> None:
         atomic_write(self.root / result.model / result.task / f"{result.key}.json", result.model_dump_json())
 
+    def keys(self, model: str, task: str) -> set[str]:
+        folder = self.root / model / task
+        if not folder.is_dir():
+            return set()
+        return {e.name[:-5] for e in os.scandir(folder) if e.name.endswith(".json") and not e.name.startswith(".")}
+
     def all(self, model: str, task: str) -> dict[str, FilterResult]:
         """Results by instance id."""
         folder = self.root / model / task
@@ -146,7 +154,6 @@ def call_model(cfg: FilterConfig, model: ModelConfig, pools: dict[str, Pool], ba
     """Ask ``model`` every pool instance it has not answered yet; store each answer as it arrives."""
     store = FilterStore(cfg.paths.filter_dir)
     backend = backend or build_backend(model, cfg.paths.cache_dir)
-    git = git_commit().get("commit")
     todo: list[tuple[Request, TaskConfig, Instance, str]] = []
     for name, pool in pools.items():
         task = cfg.task[name]
@@ -158,10 +165,30 @@ def call_model(cfg: FilterConfig, model: ModelConfig, pools: dict[str, Pool], ba
             key = filter_key(model, name, pool.version, instance.id, cfg.max_tokens)
             todo.append((Request(key, prompt, min(cfg.max_tokens, model.context_window)), task, instance, pool.version))
     stats = CallStats()
+    left = 0
     if todo and not cfg.dry_run:
-        backend.check()
-        by_key = {r.id: (r, t, x, v) for r, t, x, v in todo}
-        bar = tqdm(total=len(todo), desc=f"filter/{model.name}", unit="inst", disable=not cfg.progress, file=sys.stderr)
+        # Another filter run asking this model now keeps what it asks (mip.claims).
+        with claim_experiments(store.root, model.name, [r.id for r, *_ in todo],
+                               lambda: {k for name in pools for k in store.keys(model.name, name)}, "filter.py") as claim:
+            left = len(claim.elsewhere)
+            if left:
+                print(f"filter/{model.name}: {left} instance(s) are being asked by another filter run now; left to it.",
+                      file=sys.stderr)
+            todo = [t for t in todo if t[0].id in claim.keys]
+            if todo:
+                _ask(cfg, model, backend, store, todo, stats)
+    return {"model": model.name, "to_ask": len(todo), "calls": stats.calls, "unstored": len(stats.failed),
+            "left_to_other_runs": left, "errors": stats.errors[-5:]}
+
+
+def _ask(cfg: FilterConfig, model: ModelConfig, backend: Backend, store: FilterStore,
+         todo: list[tuple[Request, TaskConfig, Instance, str]], stats: CallStats) -> None:
+    """Ask every instance of ``todo`` and store each answer as it arrives."""
+    git = git_commit().get("commit")
+    backend.check()
+    by_key = {r.id: (r, t, x, v) for r, t, x, v in todo}
+    bar = tqdm(total=len(todo), desc=f"filter/{model.name}", unit="inst", disable=not cfg.progress, file=sys.stderr)
+    try:
         for completion in call_with_retries(backend, [r for r, *_ in todo], cfg.infra_retries, stats):
             request, task, instance, version = by_key[completion.id]
             output = completion.text if completion.finish_reason != "length" else None
@@ -174,10 +201,9 @@ def call_model(cfg: FilterConfig, model: ModelConfig, pools: dict[str, Pool], ba
                 created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             ))
             bar.update(1)
+    finally:
         bar.close()
         backend.close()
-    return {"model": model.name, "to_ask": len(todo), "calls": stats.calls, "unstored": len(stats.failed),
-            "errors": stats.errors[-5:]}
 
 
 def filtered_pool(pool: Pool, outcomes: dict[str, dict[str, bool]], models: Sequence[str]) -> Pool:
@@ -264,7 +290,8 @@ def describe(report: dict) -> str:
     lines = []
     for call in report.get("calls", []):
         lines.append(f"{call['model']}: {call['to_ask']} instances to ask, {call['calls']} calls, "
-                     f"{call['unstored']} left unstored")
+                     f"{call['unstored']} left unstored"
+                     + (f", {call['left_to_other_runs']} left to another run" if call.get("left_to_other_runs") else ""))
     for task, pool in report.get("pools", {}).items():
         if isinstance(pool, str):
             lines.append(f"{task}: {pool}")

@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 import mip
 from mip import prompts, scoring
+from mip.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config, to_plain
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
@@ -64,6 +65,8 @@ class JobSummary:
     price_output_per_mtok: float | None = None
     max_output_tokens: int = 0
     """Output tokens if every experiment still to run used its whole budget (a cost bound)."""
+    left_to_other_jobs: int = 0
+    """Experiments another running job had claimed: left to it, neither called nor failed here."""
     keys: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -148,8 +151,12 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         print(pool.summary(), file=sys.stderr)
     plans = plan_job(cfg, pools)
     store = Store(cfg.paths.store_dir)
-    stored = {(t, k) for t in cfg.task for k in store.keys(cfg.model.name, t)}
-    todo = [p for p in plans if (p.experiment.task, p.key) not in stored]
+
+    def stored_keys() -> set[str]:  # experiment keys name their task: one set for all tasks
+        return {k for t in cfg.task for k in store.keys(cfg.model.name, t)}
+
+    stored = stored_keys()
+    todo = [p for p in plans if p.key not in stored]
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
     summary = JobSummary(
         output_dir=str(output_dir),
@@ -173,22 +180,55 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         _write_manifest(output_dir, cfg, git, summary)
         return summary
 
-    if todo:
-        backend.check()
-    tracker = build_tracker(cfg, output_dir)
-    if tracker.mirrors:  # the tracker shows the whole job, also what an earlier run stored
-        for plan in plans:
-            if (plan.experiment.task, plan.key) in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
-                tracker.log_record(record, plan.prompt)
-                plan.release()
-    execution = _Execution(cfg, backend, store, tracker, git, summary)
+    claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
     try:
-        execution.run(todo)
-    finally:  # connections and weights are released also when the store fails mid-job
-        backend.close()
+        if len(claim.keys) < len(todo):
+            todo = _left_to_others(todo, claim, summary, cfg.budget.max_tokens * (2 if cfg.prompt_variant.name == "self_prompt" else 1))
+        if todo:
+            backend.check()
+        tracker = build_tracker(cfg, output_dir)
+        if tracker.mirrors:  # the tracker shows the whole job, also what an earlier run stored
+            for plan in plans:
+                if plan.key in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
+                    tracker.log_record(record, plan.prompt)
+                    plan.release()
+        execution = _Execution(cfg, backend, store, tracker, git, summary)
+        try:
+            execution.run(todo)
+        finally:  # connections and weights are released also when the store fails mid-job
+            backend.close()
+    finally:  # what this job did not store is free for the next one, also after an error
+        claim.release()
     tracker.finish(summary)
     _write_manifest(output_dir, cfg, git, summary)
     return summary
+
+
+def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys, output_dir: Path) -> Claim:
+    """This job's claim on the experiments it is about to call (see :mod:`mip.claims`)."""
+    try:
+        return claim_experiments(store.root, cfg.model.name, [p.key for p in todo], stored_keys, output_dir)
+    except OSError as e:
+        raise StoreError(f"Cannot claim experiments in {store.root} ({e.strerror or e}). Point paths.results_dir at a "
+                         "writable folder.") from e
+    except ClaimError as e:
+        raise StoreError(str(e)) from None
+
+
+def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary, tokens_per_experiment: int) -> list[Planned]:
+    """The experiments this job claimed; those another job stored meanwhile count as stored,
+    those another running job holds are left to it, and the job says so."""
+    mine = [p for p in todo if p.key in claim.keys]
+    held = [p for p in todo if p.key in claim.elsewhere]
+    summary.already_stored += len(todo) - len(mine) - len(held)
+    summary.left_to_other_jobs = len(held)
+    summary.max_output_tokens = len(mine) * tokens_per_experiment
+    if held:
+        holders = list(dict.fromkeys(str(claim.elsewhere[p.key]) for p in held))
+        print(f"{len(held)} experiment(s) of this job are being run by another job ({'; '.join(holders[:3])}"
+              f"{' …' if len(holders) > 3 else ''}); they are left to it. Run the same command again after it ends "
+              "to pick up any it leaves unstored.", file=sys.stderr)
+    return mine
 
 
 def estimate_tokens(text: str, chars_per_token: float) -> int:

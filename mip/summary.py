@@ -93,6 +93,9 @@ def describe(folder: Path) -> str:
         unstored = sum(j["unstored"] for j in jobs)
         if unstored:
             lines.append(f"{unstored} experiment(s) left unstored after infrastructure failures: rerun the same command.")
+        if left := sum(j.get("left_to_other_jobs", 0) for j in jobs):
+            lines.append(f"{left} experiment(s) were left to another job that was running them: rerun the same "
+                         "command after it ends to pick up any it leaves unstored.")
         lines.append(f"Records: {', '.join(sorted({j['store_dir'] for j in jobs}))}")
     lines.append(f"Job folders: {folder}")
     return "\n".join(lines)

@@ -138,6 +138,26 @@ def test_kill_mid_stage_then_rerun_stores_each_instance_once(tmp_path):
     assert not before & set(asked_again)
 
 
+def test_two_filter_runs_at_once_ask_each_instance_once(tmp_path):
+    log = tmp_path / "calls.log"
+    args = ["task=arith", "task.arith.pool_size=60", "filter_models=[mock]", "progress=false",
+            f"paths.results_dir={tmp_path}"]
+    env = {**os.environ, "MIP_MOCK_LATENCY": "0.2", "MIP_MOCK_CALL_LOG": str(log)}  # the first run takes ≈ 12 s
+    first = subprocess.Popen([sys.executable, str(REPO / "filter.py"), *args], cwd=REPO, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    folder = tmp_path / "filter" / "mock" / "arith"
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(folder.glob("*.json")):
+        time.sleep(0.05)
+    second = subprocess.run([sys.executable, str(REPO / "filter.py"), *args], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert first.wait(timeout=300) == 0 and second.returncode == 0, second.stderr[-2000:]
+    asked = [line.split()[1] for line in log.read_text().splitlines()]
+    assert len(asked) == 60 and len(set(asked)) == 60  # nobody asked twice
+    assert "left to another run" in second.stdout
+    assert len(list(folder.glob("*.json"))) == 60
+
+
 @pytest.mark.timeout(900)
 def test_stage_with_real_smollm2_through_transformers_serve(tmp_path, smollm2_server):
     done = subprocess.run([sys.executable, str(REPO / "filter.py"), "task=arith", "task.arith.pool_size=4",

@@ -1,0 +1,128 @@
+"""Claims: a job started while another runs the same experiments leaves them to it, so no
+experiment is paid for twice; a killed job's claim frees its experiments."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mip import claims
+from mip.claims import claim_experiments
+from mip.records import Store
+from mip.runner import run_job
+
+from .conftest import REPO, run_py
+from .fake_server import FakeServer
+from .test_runner import Scripted, config
+
+
+def nothing_stored() -> set[str]:
+    return set()
+
+
+def claim_files(root: Path) -> list[Path]:
+    return sorted((root / claims.FOLDER).rglob("*.claim"))
+
+
+def test_a_running_claim_keeps_its_experiments_until_released(tmp_path):
+    first = claim_experiments(tmp_path, "m", ["a", "b", "c"], nothing_stored, "job-1")
+    assert first.keys == {"a", "b", "c"} and not first.elsewhere
+    second = claim_experiments(tmp_path, "m", ["b", "c", "d"], nothing_stored)
+    assert second.keys == {"d"}
+    assert set(second.elsewhere) == {"b", "c"}
+    holder = second.elsewhere["b"]
+    assert holder.pid == os.getpid() and holder.output_dir == "job-1"
+    assert claim_experiments(tmp_path, "other-model", ["b"], nothing_stored).keys == {"b"}  # claims are per model
+    first.release()
+    third = claim_experiments(tmp_path, "m", ["a", "b", "c", "d"], nothing_stored)
+    assert third.keys == {"a", "b", "c"} and set(third.elsewhere) == {"d"}
+    second.release(), third.release()
+    assert claim_files(tmp_path) == [] or all("other-model" in str(p) for p in claim_files(tmp_path))
+
+
+def test_what_is_stored_is_never_claimed(tmp_path):
+    with claim_experiments(tmp_path, "m", ["a", "b"], lambda: {"a"}) as claim:
+        assert claim.keys == {"b"} and not claim.elsewhere
+    assert claim_files(tmp_path) == []  # released on leaving the block
+
+
+def test_the_claim_of_a_killed_job_frees_its_experiments(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from mip.claims import claim_experiments; "
+         f"c = claim_experiments({str(tmp_path)!r}, 'm', ['a', 'b'], set); print(len(c.keys), flush=True); time.sleep(600)"],
+        cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "2"
+        assert claim_experiments(tmp_path, "m", ["a", "b"], nothing_stored).elsewhere.keys() == {"a", "b"}
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert len(claim_files(tmp_path)) == 1  # left behind by the killed job
+    with claim_experiments(tmp_path, "m", ["a", "b"], nothing_stored) as claim:
+        assert claim.keys == {"a", "b"} and not claim.elsewhere
+        assert claim_files(tmp_path) == [claim.path]  # the dead job's claim is gone
+
+
+def test_a_file_system_without_locks_runs_everything_and_says_so(tmp_path, monkeypatch, capsys):
+    def no_locks(*args):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(claims.fcntl, "flock", no_locks)
+    monkeypatch.setattr(claims, "_warned", set())
+    for _ in range(2):
+        claim = claim_experiments(tmp_path, "m", ["a", "b"], lambda: {"a"})
+        assert claim.keys == {"b"} and claim.path is None
+    assert capsys.readouterr().err.count("cannot lock files") == 1
+
+
+def test_a_job_leaves_what_another_job_holds_and_a_rerun_takes_it(tmp_path, capsys):
+    cfg = config(tmp_path, "n=20", "p=0.6")
+    store = Path(cfg.paths.store_dir)
+    first = run_job(cfg, tmp_path / "probe", backend=Scripted(['{"answer": "0"}']))
+    keys = sorted(first.keys)
+    for f in store.rglob("*.json"):
+        f.unlink()
+    held = claim_experiments(store, cfg.model.name, keys[:3], nothing_stored, "the other job")
+    backend = Scripted(['{"answer": "0"}'])
+    summary = run_job(cfg, tmp_path / "job", backend=backend)
+    assert {r.id for r in backend.requests} == set(keys[3:])  # nothing the other job holds is called
+    assert summary.left_to_other_jobs == 3 and summary.stored_now == len(keys) - 3 and summary.ok
+    assert "3 experiment(s) of this job are being run by another job" in capsys.readouterr().err
+    held.release()
+    again = Scripted(['{"answer": "0"}'])
+    summary = run_job(cfg, tmp_path / "rerun", backend=again)
+    assert {r.id for r in again.requests} == set(keys[:3]) and summary.left_to_other_jobs == 0
+    assert len(list(Store(store))) == len(keys)
+    assert claim_files(store) == []  # every job gave its claim back
+
+
+@pytest.mark.timeout(600)
+def test_the_same_command_twice_at_once_pays_each_experiment_once(results):
+    """Two run.py processes of one command, the second started while the first is calling:
+    every experiment is requested once, stored once, and both exit cleanly."""
+    with FakeServer(latency_s=0.5) as server:  # 60 experiments, 2 at a time: the first job runs ≈ 15 s
+        args = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                "model.max_concurrency=2", "task=arith", "n=20", "p=0.6", "pattern=random",
+                f"order_seeds=[{','.join(map(str, range(30)))}]", "budget=smoke", "progress=false"]
+        folder = results / "store" / "smollm2_135m_server" / "arith"
+        first = subprocess.Popen([sys.executable, str(REPO / "run.py"), *args], cwd=REPO, env=os.environ.copy(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 300
+        while time.time() < deadline and not (folder.is_dir() and any(folder.glob("*.json"))) and first.poll() is None:
+            time.sleep(0.05)
+        second = run_py(*args)
+        out, err = first.communicate(timeout=300)
+        requested = [key for key, _ in server.log]
+    assert len(requested) == 60 and len(set(requested)) == 60  # each experiment paid for once
+    assert first.returncode == 0, err[-2000:]
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "left to a running job" in second.stdout
+    records = list(Store(results / "store"))
+    assert len(records) == 60 and len({r.key for r in records}) == 60
