@@ -15,6 +15,9 @@ record files), the requests the server held in flight (time-weighted mean and pe
 long after the job started the first request arrived (imports, pools, planning, the server
 check). "Sustained" is the server's answer rate between its 10th and 90th percentile answer:
 the job's rate with that start and the last requests' tail left out.
+"Ceiling" is a bare client on the same core, run right after each job: it only posts one
+prebuilt body of the same size n times at concurrency c and reads the replies — the most any
+client reaches against this server on this machine (shared/notes/peer-throughput.md: "raw aiohttp").
 Then the same job again: requests made (must be 0) and its time. ``--folder`` puts the store
 elsewhere (e.g. /dev/shm, to see the cost of the file system apart).
 """
@@ -115,6 +118,35 @@ def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str, 
             "rerun requests": served(port) - before_rerun, "rerun s": rerun}
 
 
+def ceiling(port: int, c: int, latency: float, n: int) -> dict:
+    """What this machine and server allow at concurrency c: a client that does nothing but post
+    one prebuilt request body of the same size n times (aiohttp, one connection per slot) and
+    read each reply, on the same core as mip. Its ratio to c/L is the most any client can reach."""
+    import asyncio
+
+    import aiohttp
+    import orjson
+
+    body = orjson.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "x" * 215_000}],
+                         "temperature": 0.0, "max_tokens": 20_000})
+
+    async def main() -> float:
+        gate = asyncio.Semaphore(c)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c),
+                                         headers={"Content-Type": "application/json"}) as session:
+            async def one() -> None:
+                async with gate, session.post(f"http://127.0.0.1:{port}/v1/chat/completions", data=body) as response:
+                    await response.read()
+
+            start = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(n)))
+            return time.perf_counter() - start
+
+    server_state(port, reset=True)
+    wall = asyncio.run(main())
+    return {"ratio": n / wall / (c / latency), "sustained": (server_state(port)["sustained"] or float("nan")) / (c / latency)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", nargs="+", default=["1:0.2", "16:0.2", "64:0.2", "256:0.2", "512:5"],
@@ -124,6 +156,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the median is reported")
     parser.add_argument("--folder", default=None, help="where the store goes (default: a temporary folder)")
     parser.add_argument("--transport", default="aiohttp", choices=["aiohttp", "openai"], help="model.transport")
+    parser.add_argument("--no-ceiling", action="store_true", help="skip the bare client that measures the ceiling")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {0})
@@ -135,16 +168,21 @@ def main() -> None:
             n = args.experiments_at_c1 if c == 1 else args.experiments
             server, port = start_server(latency)
             try:
-                runs = [one_run(folder, port, c, latency, n, f"c{c}-L{latency:g}-{args.transport}-{k}", args.transport)
-                        for k in range(args.repeat)]
+                runs, ceilings = [], []
+                for k in range(args.repeat):  # alternating, so both see the machine at the same moments
+                    runs.append(one_run(folder, port, c, latency, n, f"c{c}-L{latency:g}-{args.transport}-{k}", args.transport))
+                    if not args.no_ceiling:
+                        ceilings.append(ceiling(port, c, latency, n))
             finally:
                 server.terminate()
             median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            top = {k: statistics.median(r[k] for r in ceilings) if ceilings else float("nan") for k in ("ratio", "sustained")}
             lo, hi = min(r["exp/s"] for r in runs), max(r["exp/s"] for r in runs)
             rows.append({"c": c, "L (s)": latency, "experiments": n, "runs": len(runs), "exp/s": round(median["exp/s"], 1),
                          "range": f"{lo:.0f}–{hi:.0f}", "ideal c/L": round(c / latency, 1), "ratio": round(median["ratio"], 3),
                          "sustained exp/s": round(median["sustained"], 1),
                          "sustained ratio": round(median["sustained"] / (c / latency), 3),
+                         "ceiling ratio": round(top["ratio"], 3), "ceiling sustained": round(top["sustained"], 3),
                          "CPU ms/exp": round(median["cpu"], 2), "of it kernel": round(median["kernel"], 2),
                          "mean in flight": round(median["mean in flight"], 1), "peak in flight": int(median["peak"]),
                          "first request s": round(median["first request s"], 3),

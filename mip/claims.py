@@ -34,7 +34,7 @@ from typing import IO
 from filelock import FileLock, Timeout
 
 FOLDER = ".claims"
-LOCK_TIMEOUT_S = 120.0
+LOCK_TIMEOUT_S = 600.0  # many jobs of a sweep may start at once; each holds the lock briefly
 _NO_LOCKS = (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL)
 
 
