@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,6 +157,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
 
     stored = stored_keys()
     todo = [p for p in plans if p.key not in stored]
+    budget_each = cfg.budget.max_tokens * (2 if cfg.prompt_variant.name == "self_prompt" else 1)  # output tokens at most
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
     summary = JobSummary(
         output_dir=str(output_dir),
@@ -170,7 +171,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         model=cfg.model.name,
         price_input_per_mtok=cfg.model.price_input_per_mtok,
         price_output_per_mtok=cfg.model.price_output_per_mtok,
-        max_output_tokens=len(todo) * cfg.budget.max_tokens * (2 if cfg.prompt_variant.name == "self_prompt" else 1),
+        max_output_tokens=len(todo) * budget_each,
         keys=[p.key for p in plans],
     )
     _write_manifest(output_dir, cfg, git, summary)
@@ -183,7 +184,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
     try:
         if len(claim.keys) < len(todo):
-            todo = _left_to_others(todo, claim, summary, cfg.budget.max_tokens * (2 if cfg.prompt_variant.name == "self_prompt" else 1))
+            todo = _left_to_others(todo, claim, summary, budget_each)
         if todo:
             backend.check()
         tracker = build_tracker(cfg, output_dir)
@@ -204,7 +205,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     return summary
 
 
-def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys, output_dir: Path) -> Claim:
+def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable[[], set[str]], output_dir: Path) -> Claim:
     """This job's claim on the experiments it is about to call (see :mod:`mip.claims`)."""
     try:
         return claim_experiments(store.root, cfg.model.name, [p.key for p in todo], stored_keys, output_dir)
@@ -215,14 +216,14 @@ def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys, output_d
         raise StoreError(str(e)) from None
 
 
-def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary, tokens_per_experiment: int) -> list[Planned]:
+def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary, budget_each: int) -> list[Planned]:
     """The experiments this job claimed; those another job stored meanwhile count as stored,
     those another running job holds are left to it, and the job says so."""
     mine = [p for p in todo if p.key in claim.keys]
     held = [p for p in todo if p.key in claim.elsewhere]
     summary.already_stored += len(todo) - len(mine) - len(held)
     summary.left_to_other_jobs = len(held)
-    summary.max_output_tokens = len(mine) * tokens_per_experiment
+    summary.max_output_tokens = len(mine) * budget_each
     if held:
         holders = list(dict.fromkeys(str(claim.elsewhere[p.key]) for p in held))
         print(f"{len(held)} experiment(s) of this job are being run by another job ({'; '.join(holders[:3])}"
