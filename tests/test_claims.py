@@ -16,7 +16,7 @@ import pytest
 from mip import claims
 from mip.claims import claim_experiments
 from mip.records import Store
-from mip.runner import run_job
+from mip.runner import StoreError, run_job
 
 from .conftest import REPO, run_py
 from .fake_server import FakeServer
@@ -101,6 +101,18 @@ def test_a_job_leaves_what_another_job_holds_and_a_rerun_takes_it(tmp_path, caps
     assert {r.id for r in again.requests} == set(keys[:3]) and summary.left_to_other_jobs == 0
     assert len(list(Store(store))) == len(keys)
     assert claim_files(store) == []  # every job gave its claim back
+
+
+def test_a_job_that_stops_on_an_error_gives_its_claim_back(tmp_path, monkeypatch):
+    cfg = config(tmp_path, "n=20", "p=0.6")
+
+    def full(self, record):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Store, "put", full)
+    with pytest.raises(StoreError, match="No space left"):
+        run_job(cfg, tmp_path / "job", backend=Scripted(['{"answer": "0"}']))
+    assert claim_files(Path(cfg.paths.store_dir)) == []
 
 
 @pytest.mark.timeout(600)
