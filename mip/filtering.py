@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -36,7 +35,7 @@ from mip.config import FilterConfig, ModelConfig, TaskConfig
 from mip.data import Instance, Pool, build_pool
 from mip.data.pools import pool_version, save_pool
 from mip.models import Backend, Request, build_backend
-from mip.records import atomic_write
+from mip.records import atomic_write, keys_in
 from mip.runner import CallStats, call_with_retries, git_commit
 
 FILTER_TEMPLATE_VERSION = 1
@@ -116,10 +115,7 @@ class FilterStore:
         atomic_write(self.root / result.model / result.task / f"{result.key}.json", result.model_dump_json())
 
     def keys(self, model: str, task: str) -> set[str]:
-        folder = self.root / model / task
-        if not folder.is_dir():
-            return set()
-        return {e.name[:-5] for e in os.scandir(folder) if e.name.endswith(".json") and not e.name.startswith(".")}
+        return keys_in(self.root / model / task)
 
     def all(self, model: str, task: str) -> dict[str, FilterResult]:
         """Results by instance id."""

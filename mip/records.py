@@ -161,10 +161,7 @@ class Store:
         return path
 
     def keys(self, model: str, task: str) -> set[str]:
-        folder = self.root / model / task
-        if not folder.is_dir():
-            return set()
-        return {e.name[:-5] for e in os.scandir(folder) if e.name.endswith(".json") and not e.name.startswith(".")}
+        return keys_in(self.root / model / task)
 
     def get(self, model: str, task: str, key: str) -> Record | None:
         path = self.path(model, task, key)
@@ -177,6 +174,14 @@ class Store:
             record = read_record(path)
             if record is not None:
                 yield record
+
+
+def keys_in(folder: Path) -> set[str]:
+    """The keys stored in ``folder`` (one ``<key>.json`` each), from its listing alone;
+    temporary files, which start with a dot, are not keys."""
+    if not folder.is_dir():
+        return set()
+    return {e.name[:-5] for e in os.scandir(folder) if e.name.endswith(".json") and not e.name.startswith(".")}
 
 
 _TMP_COUNTER = itertools.count()
