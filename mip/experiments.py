@@ -22,7 +22,7 @@ from mip import prompts
 from mip.config import Config, TaskConfig
 from mip.data import Instance, Pool
 from mip.instances import PATTERNS, arrangement, order_seeds_for, picked, select, shuffle_within_labels
-from mip.records import Attempt, Experiment, Record, experiment_key
+from mip.records import Attempt, Experiment, JsonColumn, Record, experiment_key
 
 
 @dataclass
@@ -55,13 +55,14 @@ class Planned:
         return self.pool.columns.texts[self.positions].tolist()
 
     @property
-    def ids(self) -> list[str]:
-        return self.pool.columns.ids[self.positions].tolist()
+    def ids(self) -> Sequence[str]:
+        """The presented instance ids, in prompt order."""
+        return _taken(self.pool.columns.ids_json, self.pool.columns.ids, self.positions)
 
     @property
-    def labels(self) -> list[str]:
+    def labels(self) -> Sequence[str]:
         """The gold label of each presented instance, in prompt order."""
-        return self.pool.columns.labels[self.positions].tolist()
+        return _taken(self.pool.columns.labels_json, self.pool.columns.labels, self.positions)
 
     def release(self) -> None:
         """Forget the arrangement, texts and prompt (rebuilt on demand); the prompt's hash stays."""
@@ -169,6 +170,12 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
                 arrangement = partial(arranged, majority, minority, cfg.pattern.name, order_seed, shuffle_seed)
                 plans.append(Planned(experiment, key, task, pool, arrangement, cfg.strategy.batch_size))
     return plans
+
+
+def _taken(encoded: JsonColumn | None, values: np.ndarray, positions: np.ndarray) -> Sequence[str]:
+    """``values`` at ``positions``: as their JSON array where the pool keeps one (a record
+    takes them without a Python string each, see :class:`mip.records.JsonColumn`), else a list."""
+    return encoded.take(positions) if encoded is not None else values[positions].tolist()
 
 
 def arranged(majority: np.ndarray, minority: np.ndarray, pattern: str, order_seed: int | None,

@@ -20,10 +20,11 @@ import itertools
 import os
 import socket
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import orjson
 from pydantic import BaseModel, Field
 
@@ -126,20 +127,103 @@ def experiment_key(experiment: Experiment, pool_version: str, generation: dict[s
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
-def _fields(value: Any) -> dict[str, Any]:
+class JsonStrings(Sequence[str]):
+    """A list of strings held as its JSON array (UTF-8 bytes), as :class:`JsonColumn` takes it.
+
+    It reads as the list it encodes (decoded once, on first use) and :func:`record_json`
+    writes its bytes as they are, so a record's 2,000 ids and labels reach the file without
+    a Python object each.
+    """
+
+    __slots__ = ("json", "_decoded")
+
+    def __init__(self, json: bytes) -> None:
+        self.json = json
+        self._decoded: list[str] | None = None
+
+    def _list(self) -> list[str]:
+        if self._decoded is None:
+            self._decoded = orjson.loads(self.json)
+        return self._decoded
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._list()[index]
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, JsonStrings):
+            return self.json == other.json or self._list() == other._list()
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return self._list() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, and as unhashable
+
+    def __repr__(self) -> str:
+        return f"JsonStrings({self._list()!r})"
+
+
+class JsonColumn:
+    """A column of strings kept JSON-encoded in one fixed-width byte table, indexed by position.
+
+    :meth:`take` makes the JSON array of any selection with one gather over that table. An
+    experiment's record holds its 2,000 instance ids and labels in prompt order; taking them
+    as Python strings touched 4,000 objects scattered over the heap several times (indexing,
+    listing, encoding, freeing), a quarter of mip's CPU time per experiment at 64 requests in
+    flight (benchmarks/RESULTS.md). Each entry is the string's JSON and a comma, padded with
+    NUL bytes, which JSON text never holds raw (a NUL inside a string is escaped), so the
+    padding is dropped by value.
+
+    >>> JsonColumn(["a", "b", "c"]).take(np.array([2, 0])).json
+    b'["c","a"]'
+    """
+
+    def __init__(self, values: Sequence[str]):
+        encoded = [orjson.dumps(v) + b"," for v in values]  # raises orjson.JSONEncodeError on a lone surrogate
+        self._table = np.array(encoded, dtype=f"S{max(map(len, encoded), default=1)}")
+
+    @classmethod
+    def of(cls, values: Sequence[str]) -> JsonColumn | None:
+        """The column, or None where a value has no UTF-8 form (a lone surrogate from an
+        undecodable file): its records then take plain lists."""
+        try:
+            return cls(values)
+        except orjson.JSONEncodeError:
+            return None
+
+    def take(self, positions: np.ndarray) -> JsonStrings:
+        """The values at ``positions``, in that order, as their JSON array."""
+        if not len(positions):
+            return JsonStrings(b"[]")
+        raw = self._table[positions].view(np.uint8)
+        body = raw[raw != 0]
+        body[-1] = ord("]")  # the last comma closes the array
+        return JsonStrings(b"[" + body.tobytes())
+
+
+def _fields(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.__dict__
+    if isinstance(value, JsonStrings):
+        return orjson.Fragment(value.json)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def record_json(record: Record) -> bytes:
     """A record as UTF-8 JSON, the bytes pydantic would write, made by orjson from the
-    models' fields: twice as fast on a record's 4,000 short id and label strings. Where
-    orjson refuses a value (a lone surrogate, an integer past 64 bits) pydantic writes it."""
+    models' fields: twice as fast on a record's 4,000 short id and label strings, and
+    faster again where they come as :class:`JsonStrings`. Where orjson refuses a value (a
+    lone surrogate, an integer past 64 bits) pydantic writes it."""
     try:
         return orjson.dumps(record, default=_fields)
     except orjson.JSONEncodeError:
-        return record.__pydantic_serializer__.to_json(record)
+        plain = record.model_copy(update={k: list(v) for k, v in record.__dict__.items() if isinstance(v, JsonStrings)})
+        return plain.__pydantic_serializer__.to_json(plain)
 
 
 class Store:

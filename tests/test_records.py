@@ -9,7 +9,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mip.records import Attempt, Experiment, Record, Stage, Store, experiment_key, record_json
+import numpy as np
+import orjson
+
+from mip.records import (Attempt, Experiment, JsonColumn, JsonStrings, Record, Stage, Store, experiment_key, read_record,
+                         record_json)
 
 
 def make_record(key: str = "k1", task: str = "arith", **changes) -> Record:
@@ -53,6 +57,44 @@ def test_records_are_written_as_pydantic_writes_them(output, usage, latency):
             record_json(record)
         return
     assert record_json(record) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.text(st.characters(blacklist_categories=["Cs"])), min_size=1, max_size=40), data=st.data())
+@example(values=["", "\x00", 'say "hi"', "back\\slash", "é", "\U0001f600", "\n\t\x1f", "x" * 300], data=None).via("escapes")
+def test_a_json_column_takes_what_orjson_writes_of_the_list(values, data):
+    """Ids and labels reach a record as a gather over their JSON-encoded column: the bytes must
+    be orjson's (and so pydantic's) of the same list, in any order, with repeats and padding."""
+    positions = (np.array(data.draw(st.lists(st.integers(0, len(values) - 1), max_size=60)), dtype=np.intp) if data
+                 else np.array([7, 0, 1, 2, 3, 4, 5, 6, 1], dtype=np.intp))
+    taken = JsonColumn(values).take(positions)
+    expected = [values[i] for i in positions]
+    assert taken.json == orjson.dumps(expected)
+    assert taken == expected and expected == taken and list(taken) == expected and len(taken) == len(expected)
+
+
+def test_json_strings_read_as_the_list_and_write_the_same_record():
+    column = JsonColumn(["id-0", "id-1", "é-2"])
+    ids = column.take(np.array([2, 0]))
+    assert ids[0] == "é-2" and ids[-1] == "id-0" and ids[:1] == ["é-2"] and "id-0" in ids
+    assert ids != ["id-0", "é-2"] and ids != "é-2id-0" and repr(ids) == "JsonStrings(['é-2', 'id-0'])"
+    assert JsonColumn([]).take(np.array([], dtype=np.intp)) == [] and isinstance(ids, JsonStrings)
+    plain = make_record(instance_ids=["é-2", "id-0"], instance_labels=["even_number", "odd_number"])
+    labels = JsonColumn(["odd_number", "even_number"]).take(np.array([1, 0]))
+    fast = Record.model_construct(**{**plain.__dict__, "instance_ids": ids, "instance_labels": labels})
+    assert record_json(fast) == record_json(plain) == plain.__pydantic_serializer__.to_json(plain)
+
+
+def test_a_value_without_utf8_form_takes_the_plain_path(tmp_path):
+    """An id with a lone surrogate (from an undecodable file) has no JSON column; a record
+    holding JsonStrings beside a value only pydantic writes still goes through pydantic."""
+    assert JsonColumn.of(["ok", "bad\udc80"]) is None and JsonColumn.of(["ok"]) is not None
+    ids = JsonColumn(["a"]).take(np.array([0]))
+    record = make_record()
+    fast = Record.model_construct(**{**record.__dict__, "instance_ids": ids, "config": {"big": 2**70}})
+    path = tmp_path / "r.json"
+    path.write_bytes(record_json(fast))
+    assert read_record(path).instance_ids == ["a"] and read_record(path).config == {"big": 2**70}
 
 
 def test_unreadable_record_is_skipped_with_a_warning_naming_it(tmp_path):

@@ -20,7 +20,7 @@ import numpy as np
 from filelock import FileLock
 
 from mip.data.sources import LOADERS, DataError, LoadResult, Row
-from mip.records import atomic_write
+from mip.records import JsonColumn, atomic_write
 
 if TYPE_CHECKING:
     from mip.config import TaskConfig
@@ -62,11 +62,14 @@ class PoolMeta:
 
 
 class Columns(NamedTuple):
-    """A pool's ids, texts and labels as parallel object arrays, indexed by pool position."""
+    """A pool's ids, texts and labels as parallel object arrays, indexed by pool position;
+    ids and labels also JSON-encoded for records (None where a value cannot be)."""
 
     ids: np.ndarray
     texts: np.ndarray
     labels: np.ndarray
+    ids_json: JsonColumn | None
+    labels_json: JsonColumn | None
 
 
 @dataclass
@@ -99,8 +102,9 @@ class Pool:
             out[:] = values
             return out
 
-        return Columns(column([x.id for x in self.instances]), column([x.text for x in self.instances]),
-                       column([one[x.label] for x in self.instances]))
+        ids, labels = [x.id for x in self.instances], [one[x.label] for x in self.instances]
+        return Columns(column(ids), column([x.text for x in self.instances]), column(labels),
+                       JsonColumn.of(ids), JsonColumn.of(labels))
 
     def positions(self, label: str) -> list[int]:
         """Positions of this label's instances, in the pool's stored (canonical) order."""
