@@ -171,13 +171,14 @@ class JsonStrings(Sequence[str]):
 class JsonColumn:
     """A column of strings kept JSON-encoded in one fixed-width byte table, indexed by position.
 
-    :meth:`take` makes the JSON array of any selection with one gather over that table. An
-    experiment's record holds its 2,000 instance ids and labels in prompt order; taking them
-    as Python strings touched 4,000 objects scattered over the heap several times (indexing,
-    listing, encoding, freeing), a quarter of mip's CPU time per experiment at 64 requests in
-    flight (benchmarks/RESULTS.md). Each entry is the string's JSON and a comma, padded with
-    NUL bytes, which JSON text never holds raw (a NUL inside a string is escaped), so the
-    padding is dropped by value.
+    :meth:`take` makes the JSON array of any selection with one gather over that table. Every
+    record holds its experiment's 2,000 instance ids and labels in prompt order; taking them as
+    Python strings (indexing, listing, encoding and freeing 4,000 objects spread over the heap)
+    was the largest single cost left per experiment at 64 requests in flight (see
+    benchmarks/RESULTS.md). Each entry is the string's JSON and a comma, padded with NUL bytes,
+    which JSON text never holds raw (a NUL inside a string is escaped), so the padding is
+    dropped by value. A column of few distinct values (labels) keeps a byte per position into a
+    table of them, small enough to stay in cache.
 
     >>> JsonColumn(["a", "b", "c"]).take(np.array([2, 0])).json
     b'["c","a"]'
@@ -185,7 +186,11 @@ class JsonColumn:
 
     def __init__(self, values: Sequence[str]):
         encoded = [orjson.dumps(v) + b"," for v in values]  # raises orjson.JSONEncodeError on a lone surrogate
-        self._table = np.array(encoded, dtype=f"S{max(map(len, encoded), default=1)}")
+        table = np.array(encoded, dtype=f"S{max(map(len, encoded), default=1)}")
+        distinct, codes = np.unique(table, return_inverse=True)
+        few = len(distinct) <= 256 and len(distinct) < len(table)
+        self._codes = codes.reshape(-1).astype(np.uint8) if few else None
+        self._table = distinct if self._codes is not None else table
 
     @classmethod
     def of(cls, values: Sequence[str]) -> JsonColumn | None:
@@ -200,10 +205,9 @@ class JsonColumn:
         """The values at ``positions``, in that order, as their JSON array."""
         if not len(positions):
             return JsonStrings(b"[]")
-        raw = self._table[positions].view(np.uint8)
-        body = raw[raw != 0]
-        body[-1] = ord("]")  # the last comma closes the array
-        return JsonStrings(b"[" + body.tobytes())
+        rows = self._table[self._codes[positions]] if self._codes is not None else self._table[positions]
+        body = rows.tobytes().replace(b"\x00", b"")  # the padding
+        return JsonStrings(b"[" + body[:-1] + b"]")  # the last comma dropped
 
 
 def _fields(value: Any) -> Any:

@@ -79,6 +79,9 @@ def test_json_strings_read_as_the_list_and_write_the_same_record():
     assert ids[0] == "é-2" and ids[-1] == "id-0" and ids[:1] == ["é-2"] and "id-0" in ids
     assert ids != ["id-0", "é-2"] and ids != "é-2id-0" and repr(ids) == "JsonStrings(['é-2', 'id-0'])"
     assert JsonColumn([]).take(np.array([], dtype=np.intp)) == [] and isinstance(ids, JsonStrings)
+    few = ["neg", "pos", "neg, really"] * 100  # few distinct values: kept as a code per position
+    positions = np.array([5, 1, 0, 299, 2])
+    assert JsonColumn(few).take(positions).json == orjson.dumps([few[i] for i in positions])
     plain = make_record(instance_ids=["é-2", "id-0"], instance_labels=["even_number", "odd_number"])
     labels = JsonColumn(["odd_number", "even_number"]).take(np.array([1, 0]))
     fast = Record.model_construct(**{**plain.__dict__, "instance_ids": ids, "instance_labels": labels})
