@@ -89,6 +89,7 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
     ends); its ``elsewhere`` says which of ``wanted`` other jobs hold.
     """
     folder = Path(store_root).expanduser() / FOLDER / model
+    wanted = frozenset(wanted)  # looked up once per held key below: a set, not a list of thousands
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):

@@ -5,12 +5,11 @@ from __future__ import annotations
 import multiprocessing as mp
 import warnings
 
+import numpy as np
+import orjson
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
-import numpy as np
-import orjson
 
 from mip.records import (Attempt, Experiment, JsonColumn, JsonStrings, Record, Stage, Store, experiment_key, read_record,
                          record_json)
