@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mip.config import PatternConfig
 from mip.instances import PATTERNS
-from mip.runner import run_job
+from mip.job import run_job
 
 
 def grid(base, models: int):

@@ -12,7 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from mip.records import Attempt, Experiment, Record, Stage, Store
+from mip.records import Attempt, Experiment, Record, Stage
+from mip.store import Store
 from mip.results import load_local
 from mip.stats import model_table
 from mip.instances import PATTERNS

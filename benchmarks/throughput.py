@@ -94,7 +94,7 @@ def config(folder: Path, port: int, concurrency: int, experiments: int, name: st
 
 def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str, transport: str) -> dict:
     from mip.data import build_pool
-    from mip.runner import run_job
+    from mip.job import run_job
 
     cfg = config(folder, port, c, n, name, transport)
     build_pool(cfg.task["bench"], None, cfg.paths.cache_dir)  # the pool is built outside the timing

@@ -25,6 +25,7 @@ import json
 import os
 import socket
 import sys
+import time
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from typing import IO
 from filelock import FileLock, Timeout
 
 FOLDER = ".claims"
+CHECK_EVERY_S = 0.1  # how often a running job checks that its claim file is still its own
 LOCK_TIMEOUT_S = 600.0  # many jobs of a sweep may start at once; each holds the lock briefly
 _NO_LOCKS = (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL)
 
@@ -63,6 +65,35 @@ class Claim:
     keys: frozenset[str]
     elsewhere: dict[str, Holder] = field(default_factory=dict)
     _handle: IO[str] | None = None
+    output_dir: str = ""
+    lost: set[str] = field(default_factory=set)
+    """Keys this job held until its claim file was removed or replaced and another job took them."""
+    _checked: float = 0.0
+
+    def holds(self, key: str) -> bool:
+        """Whether this job may call ``key`` now. The claim file is checked (at most every
+        :data:`CHECK_EVERY_S`): if someone removed or replaced it, the claim is written
+        again at once for what no other job took meanwhile, and the rest is left to them."""
+        if key not in self.keys or key in self.lost:
+            return False
+        if self._handle is not None and self.path is not None and time.monotonic() - self._checked > CHECK_EVERY_S:
+            self._checked = time.monotonic()
+            if not _same_file(self.path, self._handle):
+                self._reassert()
+        return key not in self.lost
+
+    def _reassert(self) -> None:
+        folder = self.path.parent
+        with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
+            others = _running_claims(folder, mine=self._handle)
+            taken = {k for k in self.keys if k in others}
+            self.lost |= taken
+            keep = frozenset(self.keys - self.lost)
+            old = self._handle
+            self.path, self._handle = _write_claim(folder, keep, self.output_dir)
+            old.close()
+        print(f"This job's claim file was removed or replaced; claimed again. {len(taken)} experiment(s) another job "
+              "took meanwhile are left to it.", file=sys.stderr)
 
     def release(self) -> None:
         """Give the experiments back (removing the claim file drops its lock)."""
@@ -106,13 +137,27 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
     except Timeout:
         raise ClaimError(f"Another job has held {folder / '.lock'} for over {LOCK_TIMEOUT_S:g} s; if no job is "
                            "starting on this store, delete that file and run again.") from None
-    return Claim(path, keys, {k: h for k, h in elsewhere.items() if k in wanted}, handle)
+    return Claim(path, keys, {k: h for k, h in elsewhere.items() if k in wanted}, handle, str(output_dir),
+                 _checked=time.monotonic())
 
 
-def _running_claims(folder: Path) -> dict[str, Holder]:
-    """The keys held by running jobs; the claims of jobs that are gone are removed."""
+def _same_file(path: Path, handle: IO[str]) -> bool:
+    """Whether ``path`` is still the file ``handle`` holds open (not removed nor replaced)."""
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _running_claims(folder: Path, mine: IO[str] | None = None) -> dict[str, Holder]:
+    """The keys held by running jobs (other than the claim open as ``mine``); the claims of
+    jobs that are gone are removed."""
     held: dict[str, Holder] = {}
     for path in folder.glob("*.claim"):
+        if mine is not None and _same_file(path, mine):
+            continue
         try:
             handle = open(path, encoding="utf-8")
         except FileNotFoundError:  # released meanwhile

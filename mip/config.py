@@ -10,6 +10,7 @@ on the login node, before anything runs. Entry points turn the composed config i
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -135,8 +136,10 @@ class ModelConfig:
     max_batch_size: int = 16
     max_batch_tokens: int = 65536
     """hf: padded (prompt + new) tokens one generation batch may hold."""
-    deterministic: bool = True
-    """Greedy decoding returns the same text again, so further attempts are not paid for."""
+    deterministic: bool = False
+    """Whether the same request returns the same text (greedy local decoding): then an
+    experiment gets one attempt, else up to ``max_attempts`` (§3.2). The one place that
+    decides attempts (mip.keys.attempts_allowed); records carry the number."""
     mock: MockConfig = field(default_factory=MockConfig)
     # --- openai_compat
     base_url: Optional[str] = None
@@ -328,6 +331,9 @@ def register() -> None:
 
     # `${range:1,51}` → [1, …, 50], for seed lists in presets.
     OmegaConf.register_new_resolver("range", lambda a, b: list(range(int(a), int(b))), replace=True)
+    # `${uid:}` → a short random token, the same wherever it appears in one config (cached like
+    # Hydra's `${now:}`), so two runs started in the same second get folders of their own.
+    OmegaConf.register_new_resolver("uid", lambda: secrets.token_hex(3), use_cache=True, replace=True)
     ConfigStore.instance().store(name="config_schema", node=Config)
     ConfigStore.instance().store(name="analyze_schema", node=AnalyzeConfig)
     ConfigStore.instance().store(name="attribute_schema", node=AttributeConfig)

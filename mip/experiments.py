@@ -12,6 +12,7 @@ Exercised by ``pytest tests/test_experiments.py``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
@@ -22,7 +23,8 @@ from mip import prompts
 from mip.config import Config, TaskConfig
 from mip.data import Instance, Pool
 from mip.instances import PATTERNS, arrangement, order_seeds_for, picked, select, shuffle_within_labels
-from mip.records import Attempt, Experiment, JsonColumn, Record, experiment_key
+from mip.keys import answer_settings, experiment_key, task_settings
+from mip.records import Attempt, Experiment, JsonColumn, Record, counted_attempt
 
 
 @dataclass
@@ -87,23 +89,6 @@ class Planned:
         return self.experiment.majority_label
 
 
-def generation_settings(cfg: Config) -> dict:
-    """What the model is run with; part of every experiment key."""
-    m = cfg.model
-    extra = {} if cfg.strategy.name != "decomposed" else {"batch_size": cfg.strategy.batch_size,
-                                                          "max_reasks": cfg.strategy.max_reasks}
-    return {**extra,
-        "model_id": m.model_id,
-        "backend": m.backend,
-        "gguf_file": m.gguf_file,
-        "dtype": m.dtype,
-        "max_tokens": cfg.budget.max_tokens,
-        "max_attempts": cfg.max_attempts,
-        "temperature": 0.0,
-        "template_version": prompts.TEMPLATE_VERSION,
-    }
-
-
 def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -> tuple[list[int], list[int]]:
     """(X_maj, X_min) of App. C.3 for one majority label, as positions in the pool."""
     minority_label = next(label for label in pool.labels if label != majority_label)
@@ -138,15 +123,17 @@ def decomposed_prompts(task: TaskConfig, texts: list[str], positions, batch_size
 
 
 def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
-    """Every experiment of one job, in a fixed order."""
+    """Every experiment of one job, each once, in a fixed order."""
     if cfg.prompt_variant.name not in prompts.VARIANTS:
         raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
     if cfg.pattern.name not in PATTERNS:
         raise ValueError(f"Unknown pattern {cfg.pattern.name!r}; choose one of {', '.join(PATTERNS)}.")
-    generation = generation_settings(cfg)
-    plans: list[Planned] = []
+    settings = answer_settings(cfg)
+    plans: dict[str, Planned] = {}
+    repeated = 0
     for task in cfg.task.values():
         pool = pools[task.name]
+        task_keyed = {**settings, "task": task_settings(task)}
         for majority_label in task.labels:
             majority, minority = (np.asarray(x, dtype=np.intp) for x in instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed))
             structured = cfg.pattern.name != "random"
@@ -166,10 +153,16 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
                     budget=cfg.budget.name,
                     strategy=cfg.strategy.name,
                 )
-                key = experiment_key(experiment, pool.version, generation)
+                key = experiment_key(experiment, pool.version, task_keyed)
+                if key in plans:  # a seed named twice (order_seeds=[0,0,1]): one experiment, run once
+                    repeated += 1
+                    continue
                 arrangement = partial(arranged, majority, minority, cfg.pattern.name, order_seed, shuffle_seed)
-                plans.append(Planned(experiment, key, task, pool, arrangement, cfg.strategy.batch_size))
-    return plans
+                plans[key] = Planned(experiment, key, task, pool, arrangement, cfg.strategy.batch_size)
+    if repeated:
+        print(f"{repeated} experiment(s) named more than once (a seed repeated in order_seeds or shuffle_seeds) run "
+              "once each.", file=sys.stderr)
+    return list(plans.values())
 
 
 def _taken(encoded: JsonColumn | None, values: np.ndarray, positions: np.ndarray) -> Sequence[str]:
@@ -217,7 +210,7 @@ def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
         positions = [pool.position(i) for i in record.instance_ids]
     except KeyError as e:
         raise ValueError(f"Record {record.key} names instance {e} that pool {pool.version} does not hold.") from None
-    counted = next((a for a in record.attempts if a.verdict != "invalid"), record.attempts[-1] if record.attempts else None)
+    counted = counted_attempt(record.attempts)
     experiment = record.experiment
     strategy = record.config.get("strategy")
     batch_size = int(strategy.get("batch_size", 50)) if isinstance(strategy, dict) else 50

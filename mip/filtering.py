@@ -35,8 +35,9 @@ from mip.config import FilterConfig, ModelConfig, TaskConfig
 from mip.data import Instance, Pool, build_pool
 from mip.data.pools import pool_version, save_pool
 from mip.models import Backend, Request, build_backend
-from mip.records import atomic_write, keys_in
-from mip.runner import CallStats, call_with_retries, git_commit
+from mip.store import JsonFolder, atomic_write
+from mip.job.provenance import git_commit
+from mip.models.calls import CallStats, call_with_retries
 
 FILTER_TEMPLATE_VERSION = 1
 ANSWER_KINDS = ("label", "number", "count")
@@ -105,31 +106,22 @@ def filter_key(model: ModelConfig, task: str, pool: str, instance_id: str, max_t
 # --------------------------------------------------------------------------- the store
 
 
-class FilterStore:
-    """Filter results as one JSON file each under ``root/<model>/<task>/``."""
+class FilterStore(JsonFolder):
+    """Filter results as one JSON file each under ``root/<model>/<task>/``, written durably;
+    a file that cannot be read or fails its schema is quarantined and asked again."""
 
-    def __init__(self, root: str | Path):
-        self.root = Path(root).expanduser()
+    model = FilterResult
 
     def put(self, result: FilterResult) -> None:
-        atomic_write(self.root / result.model / result.task / f"{result.key}.json", result.model_dump_json())
+        self._put(self.path(result.model, result.task, result.key), result.model_dump_json())
 
-    def keys(self, model: str, task: str) -> set[str]:
-        return keys_in(self.root / model / task)
-
-    def all(self, model: str, task: str) -> dict[str, FilterResult]:
-        """Results by instance id."""
-        folder = self.root / model / task
+    def all(self, model: str, task: str, pool_version: str) -> dict[str, FilterResult]:
+        """The answers for instances of the pool ``pool_version``, by instance id."""
         out = {}
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            if path.name.startswith("."):
-                continue
-            try:
-                result = FilterResult.model_validate_json(path.read_bytes())
-            except ValueError:
-                print(f"Skipping unreadable filter result {path}", file=sys.stderr)
-                continue
-            out[result.instance_id] = result
+        for key in sorted(self.keys(model, task)):
+            result = self.load(model, task, key)
+            if result is not None and result.pool_version == pool_version:
+                out[result.instance_id] = result
         return out
 
 
@@ -153,7 +145,7 @@ def call_model(cfg: FilterConfig, model: ModelConfig, pools: dict[str, Pool], ba
     todo: list[tuple[Request, TaskConfig, Instance, str]] = []
     for name, pool in pools.items():
         task = cfg.task[name]
-        done = set(store.all(model.name, name))
+        done = set(store.all(model.name, name, pool.version))
         for instance in pool.instances:
             if instance.id in done:
                 continue
@@ -164,8 +156,10 @@ def call_model(cfg: FilterConfig, model: ModelConfig, pools: dict[str, Pool], ba
     left = 0
     if todo and not cfg.dry_run:
         # Another filter run asking this model now keeps what it asks (mip.claims).
-        with claim_experiments(store.root, model.name, [r.id for r, *_ in todo],
-                               lambda: {k for name in pools for k in store.keys(model.name, name)}, "filter.py") as claim:
+        wanted = [r.id for r, *_ in todo]
+        with claim_experiments(store.root, model.name, wanted,
+                               lambda: {k for name in pools for k in store.valid_keys(model.name, name, wanted)},
+                               "filter.py") as claim:
             left = len(claim.elsewhere)
             if left:
                 print(f"filter/{model.name}: {left} instance(s) are being asked by another filter run now; left to it.",
@@ -260,8 +254,7 @@ def run_filter(cfg: FilterConfig, backends: dict[str, Backend] | None = None) ->
         outcomes: dict[str, dict[str, dict[str, bool]]] = {}
         report["pools"] = {}
         for name, pool in pools.items():
-            answers = {m.name: {i: r.correct for i, r in store.all(m.name, name).items() if r.pool_version == pool.version}
-                       for m in models}
+            answers = {m.name: {i: r.correct for i, r in store.all(m.name, name, pool.version).items()} for m in models}
             outcomes[name] = answers
             missing = {m: len(pool.instances) - len(a) for m, a in answers.items() if len(a) < len(pool.instances)}
             if missing:

@@ -1,27 +1,15 @@
-"""Typed records and the local store (DESIGN.md §5).
+"""Typed records (DESIGN.md §5): what one experiment produced, enough to rebuild and check
+its prompt. The store that keeps them is :mod:`mip.store`.
 
-The store is the source of truth: one JSON file per experiment at
-``<store>/<model>/<task>/<key>.json``, written to a temporary file and renamed into
-place, so a reader never sees half a record, a job killed at any moment loses only
-the experiments in flight, and any number of jobs may write to one store at once.
-A rerun lists what is stored and calls nothing for it.
-
->>> store = Store("results/store")                    # doctest: +SKIP
->>> store.put(record); store.keys("smollm2_135m", "arith")
+>>> counted_attempt(record.attempts).verdict          # doctest: +SKIP
+'correct'
 
 Exercised by ``pytest tests/test_records.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import itertools
-import os
-import socket
-import warnings
-from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
 import numpy as np
@@ -29,7 +17,6 @@ import orjson
 from pydantic import BaseModel, Field
 
 SCHEMA_VERSION = 1
-_HOST = socket.gethostname().split(".")[0]
 
 
 class Experiment(BaseModel):
@@ -89,7 +76,9 @@ class Record(BaseModel):
     """Everything one experiment produced, enough to rebuild and check its prompt."""
 
     schema_version: int = SCHEMA_VERSION
-    key: str = Field(description="Stable hash of every field that changes the prompt or the generation.")
+    key_scheme: int = Field(default=1, description="How `key` was made (mip.keys): 1 before mip 0.3 (a subset of the "
+                            "settings), 2 every answer-shaping setting. Records written before 0.3 read as 1.")
+    key: str = Field(description="Stable hash of the experiment, its pool and every setting that shapes its answer.")
     experiment: Experiment
     pool_version: str = Field(description="Content hash of the pool the instances were drawn from.")
     pool_filtered: bool = Field(default=False, description="Whether the pool was filtered by model agreement (App. C.1).")
@@ -97,7 +86,11 @@ class Record(BaseModel):
     instance_labels: list[str] = Field(description="Gold labels of the presented instances, in prompt order.")
     prompt_hash: str = Field(description="sha256 of the final prompt (stage two for self-prompting).")
     prompt_tokens: Optional[int] = Field(default=None, description="Tokens of the final prompt, chat template included.")
-    attempts: list[Attempt] = Field(default_factory=list)
+    attempts: list[Attempt] = Field(default_factory=list, description="Every attempt paid, in order, also those a "
+                                    "killed job made (kept under the store's .attempts/ until the record was written).")
+    attempts_allowed: Optional[int] = Field(default=None, description="Attempts this experiment could have (§3.2: up "
+                                            "to max_attempts; 1 for a model whose config says it decodes "
+                                            "deterministically). None before mip 0.3 (see config).")
     answer: Optional[str] = None
     verdict: str
     invalid_kind: Optional[str] = None
@@ -110,21 +103,10 @@ class Record(BaseModel):
     created_at: str = Field(description="UTC time the record was written (ISO 8601).")
 
 
-def experiment_key(experiment: Experiment, pool_version: str, generation: dict[str, Any]) -> str:
-    """Hash of every field that changes the prompt or the generation.
-
-    ``generation`` holds what the backend is run with (model id, budget tokens,
-    attempts, template version); the same key means the same call, so a stored record
-    is never paid for twice.
-    """
-    fields = experiment.model_dump()
-    # Fields added later are left out at their defaults, so earlier keys stay as they were.
-    if fields.get("shuffle_seed") is None:
-        fields.pop("shuffle_seed", None)
-    if fields.get("strategy") == "single_call":
-        fields.pop("strategy", None)
-    payload = {"experiment": fields, "pool": pool_version, "generation": generation}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+def counted_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
+    """The attempt whose verdict is the experiment's (§3.2): the first valid one, else the
+    last one, else None (an experiment stored before any call, e.g. an input overflow)."""
+    return next((a for a in attempts if a.verdict != "invalid"), attempts[-1] if attempts else None)
 
 
 class JsonStrings(Sequence[str]):
@@ -210,104 +192,13 @@ class JsonColumn:
         return JsonStrings(b"[" + body[:-1] + b"]")  # the last comma dropped
 
 
-def _fields(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.__dict__
-    if isinstance(value, JsonStrings):
-        return orjson.Fragment(value.json)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+_MOVED_TO_STORE = {"Store", "atomic_write", "keys_in", "read_record", "iter_records", "record_json"}
 
 
-def record_json(record: Record) -> bytes:
-    """A record as UTF-8 JSON, the bytes pydantic would write, made by orjson from the
-    models' fields: twice as fast on a record's 4,000 short id and label strings, and
-    faster again where they come as :class:`JsonStrings`. Where orjson refuses a value (a
-    lone surrogate, an integer past 64 bits) pydantic writes it."""
-    try:
-        return orjson.dumps(record, default=_fields)
-    except orjson.JSONEncodeError:
-        plain = record.model_copy(update={k: list(v) for k, v in record.__dict__.items() if isinstance(v, JsonStrings)})
-        return plain.__pydantic_serializer__.to_json(plain)
+def __getattr__(name: str) -> Any:
+    """The store's names, importable from here as in mip 0.2 (they moved to :mod:`mip.store`)."""
+    if name in _MOVED_TO_STORE:
+        import mip.store
 
-
-class Store:
-    """Records as one JSON file each under ``root/<model>/<task>/``."""
-
-    def __init__(self, root: str | Path):
-        self.root = Path(root).expanduser()
-        self._folders: set[Path] = set()
-
-    def path(self, model: str, task: str, key: str) -> Path:
-        return self.root / model / task / f"{key}.json"
-
-    def put(self, record: Record) -> Path:
-        path = self.path(record.experiment.model, record.experiment.task, record.key)
-        if path.parent not in self._folders:  # one mkdir per folder, not per record
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._folders.add(path.parent)
-        atomic_write(path, record_json(record), make_folder=False)
-        return path
-
-    def keys(self, model: str, task: str) -> set[str]:
-        return keys_in(self.root / model / task)
-
-    def get(self, model: str, task: str, key: str) -> Record | None:
-        path = self.path(model, task, key)
-        return read_record(path) if path.is_file() else None
-
-    def __iter__(self) -> Iterator[Record]:
-        for path in sorted(self.root.rglob("*.json")):
-            if path.name.startswith("."):
-                continue
-            record = read_record(path)
-            if record is not None:
-                yield record
-
-
-def keys_in(folder: Path) -> set[str]:
-    """The keys stored in ``folder`` (one ``<key>.json`` each), from its listing alone;
-    temporary files, which start with a dot, are not keys."""
-    if not folder.is_dir():
-        return set()
-    return {e.name[:-5] for e in os.scandir(folder) if e.name.endswith(".json") and not e.name.startswith(".")}
-
-
-_TMP_COUNTER = itertools.count()
-
-
-def atomic_write(path: Path, text: str | bytes, make_folder: bool = True) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it into place: readers
-    see the old state or the whole file, never half of it. The temporary name is unique per
-    host, process and write, so concurrent writers never share one."""
-    if make_folder:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{_HOST}-{os.getpid()}-{next(_TMP_COUNTER)}{path.suffix}")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(text.encode("utf-8") if isinstance(text, str) else text)
-        os.replace(tmp, path)  # atomic on POSIX
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def read_record(path: Path) -> Record | None:
-    """A stored record, or None with a warning naming the file when it is unreadable."""
-    try:
-        return Record.model_validate_json(path.read_bytes())
-    except (OSError, ValueError) as e:
-        warnings.warn(f"Skipping unreadable record {path}: {type(e).__name__}: {str(e)[:200]}", stacklevel=2)
-        return None
-
-
-def iter_records(paths: Iterable[str | Path]) -> Iterator[Record]:
-    """Every readable record under the given folders (a store, job or sweep folders), skipping
-    job manifests, cached pools, W&B files and temporary files."""
-    for root in map(Path, paths):
-        files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
-        for path in files:
-            if path.name.startswith(".") or path.name == "job.json" or {"pools", "wandb"} & set(path.parts):
-                continue
-            record = read_record(path)
-            if record is not None:
-                yield record
+        return getattr(mip.store, name)
+    raise AttributeError(f"module 'mip.records' has no attribute {name!r}")

@@ -14,7 +14,7 @@ import pytest
 from mip import stats
 from mip.report import write_report
 from mip.results import ResultsError, load_local, load_wandb_offline
-from mip.runner import run_job
+from mip.job import run_job
 
 from .conftest import REPO, compose
 from .fake_server import FakeServer

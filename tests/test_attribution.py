@@ -137,8 +137,8 @@ def test_region_shares_on_a_constructed_case():
 def test_real_smollm2_replays_give_profiles_and_refuse_tampered_records(results, tmp_path):
     from mip.attribution.run import AttributionError, attribute
     from mip.config import AttributeConfig
-    from mip.records import Store
-    from mip.runner import run_job
+    from mip.store import Store
+    from mip.job import run_job
 
     cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_middle", "progress=false")
     run_job(cfg, tmp_path / "job")

@@ -15,8 +15,8 @@ import pytest
 
 from mip import claims
 from mip.claims import claim_experiments
-from mip.records import Store
-from mip.runner import StoreError, run_job
+from mip.store import Store
+from mip.job import StoreError, run_job
 
 from .conftest import REPO, run_py
 from .fake_server import FakeServer

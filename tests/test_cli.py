@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from mip.records import Store
+from mip.store import Store
 
 from .conftest import RAW, REPO, needs_raw, run_py
 

@@ -14,8 +14,8 @@ import warnings
 
 import pytest
 
-from mip.records import Store
-from mip.runner import StoreError, run_job
+from mip.store import Store
+from mip.job import StoreError, run_job
 
 from .conftest import REPO, compose, run_py
 from .fake_server import FakeServer

@@ -13,8 +13,8 @@ import pytest
 
 from mip.data import Instance
 from mip.filtering import FilterStore, agreement_table, check, instance_prompt, run_filter
-from mip.records import Store
-from mip.runner import run_job
+from mip.store import Store
+from mip.job import run_job
 
 from .conftest import REPO, compose
 from .fake_server import FakeServer

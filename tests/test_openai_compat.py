@@ -11,8 +11,8 @@ import pytest
 from mip.config import ModelConfig
 from mip.models import BackendSetupError, Request, build_backend
 from mip.models.openai_compat import completion_from, error_message, proxy_for, request_body, retry_delay, should_retry
-from mip.records import Store
-from mip.runner import run_job
+from mip.store import Store
+from mip.job import run_job
 
 from .conftest import compose
 from .fake_server import KINDS, FakeServer, majority_answer

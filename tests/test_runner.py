@@ -11,22 +11,24 @@ import pytest
 from mip.data import build_pool
 from mip.experiments import plan_job, rebuild_prompt
 from mip.models import Backend, Completion, Request
-from mip.records import Store
-from mip.runner import CallStats, call_with_retries, run_job
+from mip.store import Store
+from mip.job import run_job
+from mip.models.calls import CallStats, call_with_retries
 
 from .conftest import compose
 
 
 def config(tmp_path: Path, *overrides: str):
-    return compose("model=mock", "task=arith", "setting=smoke", "budget=smoke", "progress=false",
+    # Scripted backends answer differently call by call: not deterministic, so up to max_attempts.
+    return compose("model=mock", "model.deterministic=false", "task=arith", "setting=smoke", "budget=smoke", "progress=false",
                    f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
 
 
 class Scripted(Backend):
     """Answers from a list of outputs per call number; records every request."""
 
-    def __init__(self, outputs: Sequence[str | Exception], deterministic: bool = False, finish: str = "stop"):
-        self.outputs, self.deterministic, self.finish = list(outputs), deterministic, finish
+    def __init__(self, outputs: Sequence[str | Exception], finish: str = "stop"):
+        self.outputs, self.finish = list(outputs), finish
         self.requests: list[Request] = []
 
     def generate(self, requests: Sequence[Request]) -> Iterator[Completion]:
@@ -95,12 +97,18 @@ def test_invalid_after_all_attempts_keeps_the_last_kind(tmp_path):
         assert record.verdict == "invalid" and record.invalid_kind == "truncated" and len(record.attempts) == 2
 
 
-def test_deterministic_backend_is_not_asked_twice(tmp_path):
-    cfg = config(tmp_path, "pattern=majority_first", "max_attempts=3")
-    backend = Scripted(["no json"], deterministic=True)
+def test_a_model_configured_deterministic_is_not_asked_twice(tmp_path):
+    """The model config alone decides the attempts (mip.keys.attempts_allowed), and records say how many."""
+    cfg = config(tmp_path, "pattern=majority_first", "max_attempts=3", "model.deterministic=true")
+    backend = Scripted(["no json"])
     run_job(cfg, tmp_path / "job", backend=backend)
     assert len(backend.requests) == 2
-    assert all(r.config["attempts_made_at_most"] == 1 for r in stored(cfg))
+    assert all(r.attempts_allowed == 1 and r.config["attempts_made_at_most"] == 1 for r in stored(cfg))
+    again = config(tmp_path, "pattern=majority_first", "max_attempts=3", "model.deterministic=false")
+    backend = Scripted(["no json"])
+    run_job(again, tmp_path / "job2", backend=backend)  # other keys: the attempts allowed shape the verdict
+    assert len(backend.requests) == 6
+    assert {r.attempts_allowed for r in stored(again)} == {1, 3}
 
 
 def test_infrastructure_failures_are_retried_then_left_unstored(tmp_path):
@@ -174,11 +182,11 @@ def test_input_overflow_is_found_before_any_call(tmp_path):
 def test_prompts_are_built_as_requests_go_out_and_dropped_once_stored(tmp_path, monkeypatch):
     """A job holds the prompts of a few experiments at a time, not all of them (at n = 2,000
     each is ~200 KB), and calls nothing until the first prompts are ready."""
-    from mip import runner
+    from mip.job import run as job_run
 
     plans: list = []
-    real_plan_job = runner.plan_job
-    monkeypatch.setattr(runner, "plan_job", lambda cfg, pools: plans.extend(real_plan_job(cfg, pools)) or plans)
+    real_plan_job = job_run.plan_job
+    monkeypatch.setattr(job_run, "plan_job", lambda cfg, pools: plans.extend(real_plan_job(cfg, pools)) or plans)
     held = []
 
     class Watching(Scripted):
@@ -280,19 +288,19 @@ def test_random_ignores_shuffle_seeds():
 
 
 @pytest.mark.parametrize(("pattern", "key", "sha"), [
-    ("random", "7793328ab186f7157969210a", "203bf02558fc8f6a475645d37316eb2755e497a506cb9c95f5cea16971c19804"),
-    ("soft_majority_edges", "270d820616d18ee6bb12b216", "0408bae11bf4802d2d868e2dc7a1baf2fb25479d8f77dcebf5606dd90a2a982b"),
-    ("majority_middle shuffle_seeds=[3]", "250764b017af35b684e57777",  # pinned from 0.2.0
-     "8f7b69a9ebae1d2220fad2bef80b519dd3e2ebfb923a802abd79d4a1517006d3"),
+    ("random", "dd3d4d88e07ef9e561752456", "203bf02558fc8f6a475645d37316eb2755e497a506cb9c95f5cea16971c19804"),
+    ("soft_majority_edges", "ecf734874cce41a79c9c567c", "0408bae11bf4802d2d868e2dc7a1baf2fb25479d8f77dcebf5606dd90a2a982b"),
+    ("majority_middle shuffle_seeds=[3]", "ebf7195c032315b03d091567",
+     "8f7b69a9ebae1d2220fad2bef80b519dd3e2ebfb923a802abd79d4a1517006d3"),  # prompts pinned from 0.2.0
 ])
 def test_keys_and_prompts_stay_what_earlier_versions_stored(tmp_path, pattern, key, sha):
-    """Pinned from mip 0.1.0: a faster selection, arrangement or prompt builder must give the
-    same experiment keys and prompts, or stored records would be paid for again and no longer
-    rebuild."""
+    """Prompts pinned from mip 0.1.0, keys from key scheme 2 (mip 0.3): a faster selection,
+    arrangement or prompt builder must give the same keys and prompts, or stored records would
+    be paid for again and no longer rebuild. (Scheme 1's keys differ by design: mip.keys.)"""
     pattern, *more = pattern.split()
     cfg = compose("model=mock", "task=arith", f"pattern={pattern}", "n=40", "p=0.6", "seed=2", "order_seeds=[7]",
                   f"paths.cache_dir={tmp_path}", *more)
-    from mip.runner import load_pools
+    from mip.job import load_pools
 
     plan = plan_job(cfg, load_pools(cfg))[0]
     assert (plan.key, plan.prompt_sha) == (key, sha)

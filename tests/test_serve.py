@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from mip.records import Store
+from mip.store import Store
 
 from .conftest import run_py
 

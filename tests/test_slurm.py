@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mip.records import Store
+from mip.store import Store
 
 from .conftest import run_py
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mip.records import Store
-from mip.runner import run_job
+from mip.store import Store
+from mip.job import run_job
 from mip.scoring import majority_of, parse_counts, parse_labels
 
 from .conftest import compose

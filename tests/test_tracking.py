@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mip.config import redact
-from mip.records import Store
-from mip.runner import run_job
+from mip.store import Store
+from mip.job import run_job
 
 from .conftest import compose
 from .fake_server import FakeServer

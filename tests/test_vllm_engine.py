@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from mip.models import BackendSetupError, Request, build_backend
-from mip.records import Store
-from mip.runner import run_job
+from mip.store import Store
+from mip.job import run_job
 
 from .conftest import compose
 from .fake_server import majority_answer
@@ -101,4 +101,4 @@ def test_vllm_is_imported_only_when_the_backend_is_used(monkeypatch):
     backend = build_backend(compose("model=qwen3_4b_instruct").model, "/tmp")
     with pytest.raises(BackendSetupError, match=r"pip install -e '.\[vllm\]'"):
         list(backend.generate([Request("a", "hi", 4)]))
-    import mip.runner  # noqa: F401 - the rest of mip never needs vLLM
+    import mip.job  # noqa: F401 - the rest of mip never needs vLLM

@@ -20,7 +20,8 @@ import numpy as np
 from filelock import FileLock
 
 from mip.data.sources import LOADERS, DataError, LoadResult, Row
-from mip.records import JsonColumn, atomic_write
+from mip.records import JsonColumn
+from mip.store import atomic_write
 
 if TYPE_CHECKING:
     from mip.config import TaskConfig

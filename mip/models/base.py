@@ -51,7 +51,8 @@ class Completion:
 
 
 class Backend(ABC):
-    """A model behind one method. Subclasses set ``deterministic`` and may count tokens.
+    """A model behind one method. Subclasses may count tokens. How many attempts an
+    experiment gets is the model config's business (``deterministic``, :mod:`mip.keys`).
 
     >>> class Echo(Backend):
     ...     def generate(self, requests):
@@ -60,9 +61,6 @@ class Backend(ABC):
     >>> [c.text for c in Echo().generate([Request("a", "hi", 4)])]
     ['hi']
     """
-
-    #: Whether a repeated request returns the same text (greedy local decoding).
-    deterministic: bool = False
 
     @abstractmethod
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:

@@ -82,7 +82,6 @@ def converted_dir(cfg: ModelConfig, cache_dir: Path) -> Path:
 
 
 class HFBackend(Backend):
-    deterministic = True
 
     def __init__(self, cfg: ModelConfig, cache_dir: Path):
         self.cfg = cfg

@@ -20,8 +20,6 @@ _CHOICES = re.compile(r'Choose exactly one label from: "([^"]+)", "([^"]+)"')
 
 
 class MockBackend(Backend):
-    deterministic = True
-
     def __init__(self, cfg: ModelConfig):
         self.cfg = cfg
 

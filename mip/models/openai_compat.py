@@ -307,7 +307,6 @@ class _Loop:
 
 
 class OpenAICompatBackend(Backend):
-    deterministic = False
 
     def __init__(self, cfg: ModelConfig, api_key: str | None):
         if not cfg.base_url:

@@ -49,7 +49,6 @@ def reasoning_splitter(vllm: Any, name: str | None, tokenizer: Any, cfg: ModelCo
 
 
 class VLLMBackend(Backend):
-    deterministic = True
 
     def __init__(self, cfg: ModelConfig):
         self.cfg = cfg

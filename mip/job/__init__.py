@@ -1,0 +1,18 @@
+"""The job core: plan a job's experiments, call what is not stored, keep every paid attempt.
+
+- :mod:`mip.experiments` — planning: experiments, keys (:mod:`mip.keys`) and prompts;
+- :mod:`mip.job.run` — one job top to bottom (check, plan, claim, call, manifest);
+- :mod:`mip.job.loop` — attempt rounds and storing;
+- :mod:`mip.strategies` — how one attempt is made (single call, self-prompting, decomposed, …);
+- :mod:`mip.job.tokens` — prompt tokens and the one context-window check;
+- :mod:`mip.job.provenance` — git commit and the job folder's manifest.
+
+>>> from mip.job import run_job
+>>> summary = run_job(cfg, "results/runs/demo")          # doctest: +SKIP
+"""
+
+from mip.job.provenance import git_commit
+from mip.job.run import load_pools, run_job, validate
+from mip.job.summary import JobSummary, StoreError
+
+__all__ = ["JobSummary", "StoreError", "git_commit", "load_pools", "run_job", "validate"]

@@ -1,0 +1,195 @@
+"""The job loop: attempt rounds and storing — nothing else.
+
+Attempts (§3.2): an experiment gets up to :func:`mip.keys.attempts_allowed` attempts, the
+first valid one counts and all are recorded. Each attempt is kept the moment it lands: a
+final one (valid, or the last allowed) in the experiment's record, an earlier invalid one
+under the store's ``.attempts/`` folder. A rerun after a kill, an OOM or a SLURM requeue
+carries on from the attempts already paid, so none is paid twice and no experiment gets
+more than the limit. How an attempt is made is the strategy's business
+(:mod:`mip.strategies`).
+
+Before each request goes out the loop checks that this job still holds the experiment
+(:meth:`mip.claims.Claim.holds`): one whose claim went to another job is left to it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from collections import Counter
+
+from tqdm.auto import tqdm
+
+import mip
+from mip import prompts, scoring
+from mip.claims import Claim
+from mip.config import Config, to_plain
+from mip.experiments import Planned, final_prompt
+from mip.job.provenance import now
+from mip.job.summary import JobSummary, StoreError
+from mip.job.tokens import counted, output_room, overflows
+from mip.keys import KEY_SCHEME, attempts_allowed
+from mip.models import Backend, Completion, Request
+from mip.models.calls import CallStats, call_with_retries
+from mip.records import Attempt, Record, counted_attempt
+from mip.store import Store
+from mip.strategies import Landed, strategy_for
+from mip.tracking import Tracker
+
+
+class JobLoop:
+    """The call loop of one job: attempts in rounds, each stored as it lands."""
+
+    def __init__(self, cfg: Config, backend: Backend, store: Store, tracker: Tracker, git: dict, summary: JobSummary,
+                 claim: Claim, paid: dict[str, list[Attempt]] | None = None):
+        self.cfg, self.backend, self.store, self.tracker, self.git, self.summary = cfg, backend, store, tracker, git, summary
+        self.claim = claim
+        self.attempts: dict[str, list[Attempt]] = {k: list(v) for k, v in (paid or {}).items()}
+        """The attempts paid so far of each experiment not yet stored (earlier runs' included)."""
+        self.allowed = attempts_allowed(cfg)
+        self.strategy = strategy_for(cfg)
+        self.verdicts: Counter = Counter()
+        # A reserved answer budget (App. C.2) forces an answer after a length stop: parse it.
+        self.forced_answer_ok = cfg.model.budget_split.answer_tokens is not None
+        self.record_config = {
+            "model": to_plain(cfg.model),
+            "budget": to_plain(cfg.budget),
+            "prompt_variant": cfg.prompt_variant.name,
+            "strategy": to_plain(cfg.strategy),
+            "setting": cfg.setting,
+            "max_attempts": cfg.max_attempts,
+            "attempts_made_at_most": self.allowed,
+            "data_dir": cfg.data_dir,
+        }
+
+    # ------------------------------------------------------------------ what strategies use
+    def request(self, key: str, prompt: str, prompt_tokens: int) -> Request:
+        room = output_room(prompt_tokens, self.cfg.model.context_window, self.cfg.budget.max_tokens)
+        return Request(key, prompt, room)
+
+    def calls(self, requests: Iterable[Request]) -> Iterator[Completion]:
+        """Completions through the one retry wrapper; calls and errors go into the summary."""
+        stats = CallStats()
+        try:
+            yield from call_with_retries(self.backend, requests, self.cfg.infra_retries, stats)
+        finally:
+            self.summary.calls += stats.calls
+            self.summary.errors += stats.errors
+
+    def next_index(self, key: str) -> int:
+        return len(self.attempts.get(key, ()))
+
+    # ------------------------------------------------------------------ the rounds
+    def run(self, todo: list[Planned]) -> None:
+        bar = tqdm(total=len(todo), desc=f"{self.cfg.model.name}/{self.cfg.pattern.name}", unit="exp",
+                   disable=not self.cfg.progress, file=sys.stderr)
+        try:
+            live: Iterable[tuple[Planned, int]] = self._open(counted(self.backend, todo, self.summary,
+                                                                     self.cfg.model.chars_per_token), bar)
+            while True:
+                made: list[tuple[Planned, int]] = []
+                landed: set[str] = set()
+                for result in self.strategy.attempts(self, self._held(live, made)):
+                    landed.add(result.plan.key)
+                    self._land(result, bar)
+                # An experiment that made this round without an attempt landing failed for good
+                # (infrastructure): it is left unstored, its paid attempts kept for a rerun.
+                failed = [p for p, _ in made if p.key not in landed]
+                self.summary.unstored += len(failed)
+                for plan in failed:
+                    self.attempts.pop(plan.key, None)
+                live = [(p, n) for p, n in made if p.key in self.attempts]
+                if not live:
+                    break
+        finally:
+            bar.close()
+            self.summary.verdicts = dict(self.verdicts)
+
+    def _open(self, plans: Iterable[tuple[Planned, int]], bar: tqdm) -> Iterator[tuple[Planned, int]]:
+        """The experiments still to call. One that does not fit the context window is stored
+        as input_overflow (decomposed batches are checked one by one instead); one whose paid
+        attempts already hold its verdict (a job killed before storing it) is stored from them."""
+        decomposed = self.cfg.strategy.name == "decomposed"
+        for plan, n_tokens in plans:
+            paid = self.attempts.get(plan.key, [])
+            if paid and (self._final(paid)):
+                self._store(plan, n_tokens, self.attempts.pop(plan.key), bar)
+            elif overflows(n_tokens, self.cfg.model.context_window) and not decomposed:
+                self._store(plan, n_tokens, [], bar)
+            else:
+                yield plan, n_tokens
+
+    def _held(self, live: Iterable[tuple[Planned, int]], made: list) -> Iterator[tuple[Planned, int]]:
+        """``live`` as the strategy pulls it, less what this job no longer holds; each pulled
+        experiment is noted in ``made``."""
+        for plan, n_tokens in live:
+            if not self.claim.holds(plan.key):
+                self.summary.left_to_other_jobs += 1
+                self.attempts.pop(plan.key, None)
+                continue
+            made.append((plan, n_tokens))
+            self.attempts.setdefault(plan.key, [])
+            yield plan, n_tokens
+
+    def _final(self, attempts: list[Attempt]) -> bool:
+        return attempts[-1].verdict != scoring.INVALID or len(attempts) >= self.allowed
+
+    def _land(self, result: Landed, bar: tqdm) -> None:
+        """Keep one attempt: in the record when it is final, else under ``.attempts/``."""
+        plan = result.plan
+        attempts = self.attempts.setdefault(plan.key, [])
+        attempts.append(result.attempt)
+        if self._final(attempts):
+            self._store(plan, result.prompt_tokens, self.attempts.pop(plan.key), bar, result.predictions)
+            return
+        try:
+            self.store.put_attempt(plan.experiment.model, plan.experiment.task, plan.key, result.attempt)
+        except OSError as e:
+            raise self._store_error(e) from e
+
+    def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], bar: tqdm,
+               predictions: list[str | None] | None = None) -> None:
+        counted = counted_attempt(attempts)
+        verdict, answer = (counted.verdict, counted.answer) if counted else (scoring.INVALID, None)
+        kind = counted.invalid_kind if counted else scoring.INPUT_OVERFLOW
+        prompt = final_prompt(plan, counted)
+        # Built from typed parts by this code alone, so not validated again (a 2,000-id list
+        # costs a fraction of a millisecond to check); every read validates.
+        record = Record.model_construct(
+            key_scheme=KEY_SCHEME,
+            key=plan.key,
+            experiment=plan.experiment,
+            pool_version=plan.pool.version,
+            pool_filtered=plan.pool.meta.filtered,
+            instance_ids=plan.ids,
+            instance_labels=plan.labels,
+            prompt_hash=plan.prompt_sha if prompt is plan.prompt else prompts.prompt_hash(prompt),
+            prompt_tokens=n_tokens,
+            attempts=attempts,
+            attempts_allowed=self.allowed,
+            answer=answer,
+            verdict=verdict,
+            invalid_kind=kind if verdict == scoring.INVALID else None,
+            predictions=predictions,
+            reported_counts=counted.counts if counted else None,
+            config=self.record_config,
+            git_commit=self.git.get("commit"),
+            mip_version=mip.__version__,
+            created_at=now(),
+        )
+        try:
+            self.store.put(record)
+        except OSError as e:  # disk full, read-only, no such folder: stop; what is stored stays readable
+            raise self._store_error(e) from e
+        self.tracker.log_record(record, prompt)
+        plan.release()
+        bar.update(1)
+        self.summary.stored_now += 1
+        self.verdicts[record.invalid_kind or record.verdict] += 1
+
+    def _store_error(self, e: OSError) -> StoreError:
+        return StoreError(
+            f"Cannot write records to {self.store.root} ({e.strerror or e}). The records already written there are "
+            "complete and readable; free space or point paths.results_dir at a writable folder, then rerun the "
+            "same command to finish."
+        )

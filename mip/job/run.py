@@ -1,0 +1,216 @@
+"""One job, top to bottom: check the settings, plan, see what is stored, claim the rest,
+call, and write the manifest.
+
+>>> from mip.job import run_job
+>>> summary = run_job(cfg, output_dir="results/runs/demo")   # doctest: +SKIP
+
+A record counts as stored only when it reads back valid (a damaged one is quarantined and
+asked again, :mod:`mip.store`); attempts a killed run paid for are carried on from
+(:mod:`mip.job.loop`); experiments another running job holds are left to it
+(:mod:`mip.claims`). Infrastructure errors are retried and then left unstored for a
+rerun — never scored.
+
+Exercised by ``pytest tests/test_runner.py tests/test_store_trust.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from mip import prompts
+from mip.claims import Claim, ClaimError, claim_experiments
+from mip.config import Config
+from mip.data import Pool, build_pool
+from mip.data.pools import load_pool
+from mip.experiments import Planned, plan_job
+from mip.instances import split_counts
+from mip.job.loop import JobLoop
+from mip.job.provenance import git_commit, write_manifest
+from mip.job.summary import JobSummary, StoreError
+from mip.job.tokens import counted
+from mip.models import Backend, build_backend
+from mip.records import Attempt
+from mip.store import Store
+from mip.strategies import STRATEGIES
+from mip.tracking import build_tracker
+
+
+def validate(cfg: Config) -> None:
+    """Refuse a job whose settings cannot work, before any data is read or model loaded."""
+    split_counts(cfg.n, cfg.p)
+    if cfg.max_attempts < 1 or cfg.infra_retries < 0:
+        raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
+    if cfg.budget.max_tokens < 1:
+        raise ValueError(f"budget.max_tokens must be positive, got {cfg.budget.max_tokens}.")
+    if cfg.budget.max_tokens > cfg.model.context_window and not cfg.dry_run:
+        raise ValueError(
+            f"Budget {cfg.budget.name} ({cfg.budget.max_tokens} output tokens) is larger than the context window of "
+            f"{cfg.model.name} ({cfg.model.context_window}); choose a smaller budget (e.g. budget=smoke) or another model."
+        )
+    split = cfg.model.budget_split.answer_tokens
+    if split is not None and not 0 < split < cfg.budget.max_tokens:
+        raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
+    if cfg.prompt_variant.name not in prompts.VARIANTS:
+        raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
+    if cfg.strategy.name not in STRATEGIES:
+        raise ValueError(f"Unknown strategy {cfg.strategy.name!r}; choose one of {', '.join(STRATEGIES)}.")
+    if cfg.strategy.name != "single_call" and cfg.prompt_variant.name == "self_prompt":
+        raise ValueError(f"The {cfg.strategy.name} strategy has its own prompt; use it with prompt_variant=standard.")
+    if cfg.strategy.name == "decomposed" and (cfg.prompt_variant.name != "standard" or cfg.strategy.batch_size < 1):
+        raise ValueError("The decomposed strategy labels batches with its own prompt: use prompt_variant=standard "
+                         "and strategy.batch_size >= 1.")
+    for task in cfg.task.values():
+        if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
+            raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
+
+
+def load_pools(cfg: Config) -> dict[str, Pool]:
+    """Each task's pool: the filtered one (App. C.1) where filter.py built it and
+    ``use_filtered`` is on, else the unfiltered pool."""
+    if not cfg.task:
+        raise ValueError("No task selected: use task=<name> or the default task=all.")
+    pools = {}
+    for name, task in cfg.task.items():
+        pool = build_pool(task, cfg.data_dir, cfg.paths.cache_dir)
+        path = Path(cfg.paths.results_dir).expanduser() / "pools" / name / f"filtered-{pool.version}.json"
+        if cfg.use_filtered and path.is_file():
+            filtered = load_pool(path)
+            if filtered is None:
+                raise ValueError(f"The filtered pool {path} is damaged; rebuild it with filter.py or pass use_filtered=false.")
+            pool = filtered
+        pools[name] = pool
+    return pools
+
+
+class _Stored:
+    """The job's experiments that are stored and read back valid, checked once each; a
+    later listing (under the claims lock) checks only what appeared since."""
+
+    def __init__(self, store: Store, model: str, plans: list[Planned]):
+        self.store, self.model = store, model
+        self.wanted: dict[str, set[str]] = {}
+        for p in plans:
+            self.wanted.setdefault(p.experiment.task, set()).add(p.key)
+        self.valid: set[str] = set()
+        self.checked: set[str] = set()
+
+    def __call__(self) -> set[str]:
+        for task, wanted in self.wanted.items():
+            new = (self.store.keys(self.model, task) & wanted) - self.checked
+            self.valid |= {k for k in new if self.store.load(self.model, task, k) is not None}
+            self.checked |= new
+        return set(self.valid)
+
+
+def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None) -> JobSummary:
+    """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
+    validate(cfg)
+    output_dir = Path(output_dir)
+    _writable(output_dir, Path(cfg.paths.store_dir).expanduser())
+    git = git_commit()
+    pools = load_pools(cfg)
+    for pool in pools.values():
+        print(pool.summary(), file=sys.stderr)
+    plans = plan_job(cfg, pools)
+    store = Store(cfg.paths.store_dir)
+    stored_keys = _Stored(store, cfg.model.name, plans)
+    stored = stored_keys()
+    todo = [p for p in plans if p.key not in stored]
+    backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
+    summary = JobSummary(
+        output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
+        already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
+        model=cfg.model.name, price_input_per_mtok=cfg.model.price_input_per_mtok,
+        price_output_per_mtok=cfg.model.price_output_per_mtok, max_output_tokens=len(todo) * _budget_each(cfg),
+        keys=[p.key for p in plans],
+    )
+    write_manifest(output_dir, cfg, git, summary)
+    if cfg.dry_run:
+        for plan, _ in counted(backend, todo, summary, cfg.model.chars_per_token):
+            plan.release()
+        write_manifest(output_dir, cfg, git, summary)
+        return summary
+
+    claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
+    try:
+        if len(claim.keys) < len(todo):
+            todo = _left_to_others(todo, claim, summary, cfg)
+        paid = _paid_attempts(store, cfg, todo, summary)
+        if todo:
+            backend.check()
+        tracker = build_tracker(cfg, output_dir)
+        if tracker.mirrors:  # the tracker shows the whole job, also what an earlier run stored
+            for plan in plans:
+                if plan.key in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
+                    tracker.log_record(record, plan.prompt)
+                    plan.release()
+        try:
+            JobLoop(cfg, backend, store, tracker, git, summary, claim, paid).run(todo)
+        finally:  # connections and weights are released also when the store fails mid-job
+            backend.close()
+    finally:  # what this job did not store is free for the next one, also after an error
+        claim.release()
+    if claim.lost:
+        print(f"{len(claim.lost)} experiment(s) were left to another job after this job's claim file was removed.",
+              file=sys.stderr)
+    tracker.finish(summary)
+    write_manifest(output_dir, cfg, git, summary)
+    return summary
+
+
+def _writable(*folders: Path) -> None:
+    for folder in folders:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"Cannot create {e.filename or folder}: {e.strerror or e}. Point paths.results_dir at a "
+                             "writable folder.") from e
+
+
+def _budget_each(cfg: Config) -> int:
+    """Output tokens one experiment may use at most (self-prompting makes two calls)."""
+    return cfg.budget.max_tokens * (2 if cfg.prompt_variant.name == "self_prompt" else 1)
+
+
+def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable[[], set[str]], output_dir: Path) -> Claim:
+    """This job's claim on the experiments it is about to call (see :mod:`mip.claims`)."""
+    try:
+        return claim_experiments(store.root, cfg.model.name, [p.key for p in todo], stored_keys, output_dir)
+    except OSError as e:
+        raise StoreError(f"Cannot claim experiments in {store.root} ({e.strerror or e}). Point paths.results_dir at a "
+                         "writable folder.") from e
+    except ClaimError as e:
+        raise StoreError(str(e)) from None
+
+
+def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary, cfg: Config) -> list[Planned]:
+    """The experiments this job claimed; those another job stored meanwhile count as stored,
+    those another running job holds are left to it, and the job says so."""
+    mine = [p for p in todo if p.key in claim.keys]
+    held = [p for p in todo if p.key in claim.elsewhere]
+    summary.already_stored += len(todo) - len(mine) - len(held)
+    summary.left_to_other_jobs = len(held)
+    summary.max_output_tokens = len(mine) * _budget_each(cfg)
+    if held:
+        holders = list(dict.fromkeys(str(claim.elsewhere[p.key]) for p in held))
+        print(f"{len(held)} experiment(s) of this job are being run by another job ({'; '.join(holders[:3])}"
+              f"{' …' if len(holders) > 3 else ''}); they are left to it. Run the same command again after it ends "
+              "to pick up any it leaves unstored.", file=sys.stderr)
+    return mine
+
+
+def _paid_attempts(store: Store, cfg: Config, todo: list[Planned], summary: JobSummary) -> dict[str, list[Attempt]]:
+    """The attempts earlier runs paid for the experiments about to be called."""
+    by_task: dict[str, set[str]] = {}
+    for p in todo:
+        by_task.setdefault(p.experiment.task, set()).add(p.key)
+    paid: dict[str, list[Attempt]] = {}
+    for task, keys in by_task.items():
+        paid.update(store.attempts(cfg.model.name, task, keys))
+    summary.resumed_attempts = sum(map(len, paid.values()))
+    if paid:
+        print(f"Carrying on from {summary.resumed_attempts} attempt(s) an earlier run paid for "
+              f"({len(paid)} experiment(s)).", file=sys.stderr)
+    return paid

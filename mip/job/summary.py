@@ -1,0 +1,39 @@
+"""What a job did, as run.py prints it and ``job.json`` keeps it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class StoreError(RuntimeError):
+    """The store or the job folder cannot be written; the message says what to do."""
+
+
+@dataclass
+class JobSummary:
+    output_dir: str
+    store_dir: str
+    experiments: int
+    already_stored: int
+    stored_now: int
+    unstored: int
+    calls: int
+    verdicts: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    tokens_estimated: bool = False
+    dry_run: bool = False
+    model: str = ""
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    max_output_tokens: int = 0
+    """Output tokens if every experiment still to run used its whole budget (a cost bound)."""
+    left_to_other_jobs: int = 0
+    """Experiments another running job had claimed: left to it, neither called nor failed here."""
+    resumed_attempts: int = 0
+    """Attempts a killed earlier run had paid for, carried on from instead of paid again."""
+    keys: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.unstored == 0

@@ -1,0 +1,62 @@
+"""Prompt tokens before any call, and the one context-window check (App. D.1).
+
+Counted with the model's tokenizer (or the server's) where the backend has one, else
+estimated from characters with the model config's ``chars_per_token``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from mip import prompts
+from mip.models import Backend
+
+if TYPE_CHECKING:
+    from mip.experiments import Planned
+    from mip.job.summary import JobSummary
+
+
+def estimate_tokens(text: str, chars_per_token: float) -> int:
+    """Prompt tokens from characters, for models whose tokenizer is not at hand."""
+    return int(len(text) / chars_per_token) + 1
+
+
+def overflows(prompt_tokens: int, context_window: int) -> bool:
+    """Whether a prompt leaves no room for a single output token: an ``input_overflow``
+    verdict, found before any call (App. D.1)."""
+    return prompt_tokens >= context_window
+
+
+def output_room(prompt_tokens: int, context_window: int, budget: int) -> int:
+    """The output limit of a request: the budget, but never past what the context window
+    leaves after the prompt."""
+    return max(1, min(budget, context_window - prompt_tokens))
+
+
+def count_texts(backend: Backend, texts: list[str], chars_per_token: float, quiet: bool = False) -> tuple[list[int], bool]:
+    """Tokens of each text and whether they were estimated (saying why, unless ``quiet``)."""
+    try:
+        tokens = backend.count_tokens(texts)
+    except (ImportError, OSError) as e:
+        if not quiet:
+            print(f"No tokenizer at hand ({e}); prompt tokens are estimated from characters.", file=sys.stderr)
+        tokens = None
+    if tokens is None:
+        return [estimate_tokens(text, chars_per_token) for text in texts], True
+    return tokens, False
+
+
+def counted(backend: Backend, plans: Iterable[Planned], summary: JobSummary, chars_per_token: float,
+            chunk: int = 16) -> Iterator[tuple[Planned, int]]:
+    """Each plan with its prompt tokens (for self-prompting, of its instances alone), counted
+    a few at a time as they are needed. Adds them up in ``summary``."""
+    source = iter(plans)
+    while group := list(itertools.islice(source, chunk)):
+        texts = [p.prompt if p.prompt is not None else prompts.instance_block(p.texts) for p in group]
+        tokens, estimated = count_texts(backend, texts, chars_per_token, quiet=summary.tokens_estimated)
+        summary.tokens_estimated |= estimated
+        summary.prompt_tokens += sum(tokens)
+        yield from zip(group, tokens)

@@ -1,0 +1,135 @@
+"""An experiment's identity: the key that says two experiments would get the same answer.
+
+The key hashes the experiment (model, task, n, p, y_maj, seeds, pattern, variant, budget,
+strategy), the pool version, and every setting that shapes the answer: each field that
+changes the request body, the decoding, the number of attempts allowed, or how the output
+is scored. Every other config field is named in :data:`NOT_ANSWER_SHAPING` with the reason
+it cannot change an answer; ``tests/test_keys.py`` walks every field of the model, budget,
+strategy, prompt-variant and setting configs and fails on one that is in neither, so a
+field added later cannot slip past the key.
+
+>>> settings = {**answer_settings(cfg), "task": task_settings(task)}    # doctest: +SKIP
+>>> key = experiment_key(experiment, pool.version, settings)
+
+Key schemes: 1 (mip ≤ 0.2) hashed a hand-picked subset (model id, backend, GGUF file,
+dtype, budget tokens, attempts, template version), which missed reasoning settings,
+provider routing, chat-template arguments, extra body fields and the budget split.
+2 (this module) hashes every answer-shaping field. Records carry their scheme.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+from mip import prompts
+from mip.config import Config, TaskConfig
+from mip.records import Experiment
+
+KEY_SCHEME = 2
+
+#: Fields that cannot change an answer, by config, with the reason. Everything else is keyed.
+NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
+    "model": {
+        "name": "in the experiment itself",
+        "base_url": "where the server is, not what it serves; the model id and provider pinning are keyed",
+        "api_key_env": "the name of a variable holding a secret",
+        "max_concurrency": "how many calls run at once",
+        "request_timeout_s": "how long to wait for an answer",
+        "client_max_retries": "retries of a failed call (infrastructure, never a verdict)",
+        "transport": "how bodies travel; the body itself is keyed",
+        "tokenizer": "counts tokens before a call; counts never reach the body",
+        "server_tokenize": "counts tokens before a call",
+        "chars_per_token": "estimates tokens before a call",
+        "price_input_per_mtok": "dry-run cost",
+        "price_output_per_mtok": "dry-run cost",
+        "max_batch_size": "hf: batching under greedy decoding",
+        "max_batch_tokens": "hf: batching under greedy decoding",
+        "device": "where the weights run",
+        "gguf_package": "which package ships the weights file; the file name is keyed",
+        "mock.latency_s": "a test model's delay",
+        "mock.call_log": "a test model's call log",
+    },
+    "budget": {"name": "in the experiment itself"},
+    "prompt_variant": {"name": "in the experiment itself"},
+    "strategy": {"name": "in the experiment itself"},
+    "setting": {
+        "setting": "a preset's label; its n, p and seeds are in the experiment",
+        "n": "in the experiment itself",
+        "p": "in the experiment itself",
+        "seed": "in the experiment itself",
+        "order_seeds": "each order seed is in its experiment",
+        "shuffle_seeds": "each shuffle seed is in its experiment",
+        "infra_retries": "retries of failed calls (infrastructure, never a verdict)",
+        "data_dir": "where the source files are; the pool version hashes their content",
+        "use_filtered": "which pool; the pool version is keyed",
+        "max_attempts": "keyed as attempts_allowed, which it sets unless the model is deterministic",
+        "dry_run": "no call is made",
+        "progress": "a progress bar",
+    },
+    "task": {
+        "name": "in the experiment itself",
+        "source": "where the rows come from; the pool version hashes the pool's content",
+        "pool_size": "the pool version hashes the pool's content",
+        "pool_seed": "the pool version hashes the pool's content",
+        "filter": "filtering's own question; a filtered pool has its own version",
+    },
+}
+
+
+def attempts_allowed(cfg: Config) -> int:
+    """How many attempts an experiment may have (§3.2): up to ``max_attempts``, the first
+    valid one counting, unless the model config says its decoding is deterministic (greedy
+    local decoding returns the same text again, so a second attempt is not paid for).
+    The config alone decides; records carry the number."""
+    return 1 if cfg.model.deterministic else cfg.max_attempts
+
+
+def _keyed(obj: Any, excluded: dict[str, str], prefix: str = "") -> dict[str, Any]:
+    """The fields of a config dataclass that are not excluded, nested ones by dotted name."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        name = f"{prefix}{f.name}"
+        value = getattr(obj, f.name)
+        if name in excluded:
+            continue
+        if dataclasses.is_dataclass(value):
+            out[f.name] = _keyed(value, excluded, f"{name}.")
+        else:
+            out[f.name] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def answer_settings(cfg: Config) -> dict[str, Any]:
+    """Every setting of a job that shapes its answers (see :data:`NOT_ANSWER_SHAPING`)."""
+    return {
+        "model": _keyed(cfg.model, NOT_ANSWER_SHAPING["model"]),
+        "budget": _keyed(cfg.budget, NOT_ANSWER_SHAPING["budget"]),
+        "prompt_variant": _keyed(cfg.prompt_variant, NOT_ANSWER_SHAPING["prompt_variant"]),
+        "strategy": _keyed(cfg.strategy, NOT_ANSWER_SHAPING["strategy"]),
+        "attempts_allowed": attempts_allowed(cfg),
+        "temperature": 0.0,
+        "template_version": prompts.TEMPLATE_VERSION,
+    }
+
+
+def task_settings(task: TaskConfig) -> dict[str, Any]:
+    """The fields of a task that shape its prompts (labels and the App. B texts)."""
+    return _keyed(task, NOT_ANSWER_SHAPING["task"])
+
+
+def experiment_key(experiment: Experiment, pool_version: str, settings: dict[str, Any]) -> str:
+    """Hash of the experiment, its pool and the settings that shape its answer: the same key
+    means the same call, so a stored record is never paid for twice."""
+    payload = {"scheme": KEY_SCHEME, "experiment": experiment.model_dump(), "pool": pool_version, "settings": settings}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]

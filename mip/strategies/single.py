@@ -1,0 +1,41 @@
+"""One request per attempt: the paper's setting (``single_call``) and ``count_report``,
+whose prompt also asks for per-label counts (they are parsed and kept beside the answer)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from mip import scoring
+from mip.models import Request
+from mip.records import Attempt
+from mip.strategies import Landed, stage_of
+
+if TYPE_CHECKING:
+    from mip.experiments import Planned
+    from mip.job.loop import JobLoop
+
+
+class SingleCall:
+    def __init__(self, counts: bool = False):
+        self.counts = counts
+
+    def attempts(self, job: JobLoop, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
+        asked: dict[str, tuple[Planned, int, Request]] = {}  # until the completion is in
+
+        def requests() -> Iterator[Request]:  # built as the backend has room
+            for plan, n_tokens in live:
+                request = job.request(plan.key, plan.prompt, n_tokens)
+                asked[plan.key] = (plan, n_tokens, request)
+                yield request
+
+        for completion in job.calls(requests()):
+            plan, n_tokens, request = asked.pop(completion.id)
+            labels = plan.task.labels
+            answer = scoring.parse_answer(completion.text, labels)
+            verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason, job.forced_answer_ok)
+            attempt = Attempt(index=job.next_index(plan.key),
+                              stages=[stage_of("answer", request, completion, prompt_sha=plan.prompt_sha)],
+                              answer=answer, verdict=verdict, invalid_kind=kind,
+                              counts=scoring.parse_counts(completion.text, labels) if self.counts else None)
+            yield Landed(plan, n_tokens, attempt)
