@@ -30,10 +30,16 @@ from mip.records import Experiment
 
 KEY_SCHEME = 2
 
+#: Fields keyed through the experiment itself (mip.records.Experiment), not the settings.
+IN_EXPERIMENT: dict[str, frozenset[str]] = {
+    "model": frozenset({"name"}), "budget": frozenset({"name"}), "prompt_variant": frozenset({"name"}),
+    "strategy": frozenset({"name"}), "task": frozenset({"name"}),
+    "setting": frozenset({"n", "p", "seed", "order_seeds", "shuffle_seeds"}),
+}
+
 #: Fields that cannot change an answer, by config, with the reason. Everything else is keyed.
 NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
     "model": {
-        "name": "in the experiment itself",
         "base_url": "where the server is, not what it serves; the model id and provider pinning are keyed",
         "api_key_env": "the name of a variable holding a secret",
         "max_concurrency": "how many calls run at once",
@@ -52,25 +58,18 @@ NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
         "mock.latency_s": "a test model's delay",
         "mock.call_log": "a test model's call log",
     },
-    "budget": {"name": "in the experiment itself"},
-    "prompt_variant": {"name": "in the experiment itself"},
-    "strategy": {"name": "in the experiment itself"},
+    "budget": {},
+    "prompt_variant": {},
+    "strategy": {},
     "setting": {
         "setting": "a preset's label; its n, p and seeds are in the experiment",
-        "n": "in the experiment itself",
-        "p": "in the experiment itself",
-        "seed": "in the experiment itself",
-        "order_seeds": "each order seed is in its experiment",
-        "shuffle_seeds": "each shuffle seed is in its experiment",
         "infra_retries": "retries of failed calls (infrastructure, never a verdict)",
         "data_dir": "where the source files are; the pool version hashes their content",
         "use_filtered": "which pool; the pool version is keyed",
-        "max_attempts": "keyed as attempts_allowed, which it sets unless the model is deterministic",
         "dry_run": "no call is made",
         "progress": "a progress bar",
     },
     "task": {
-        "name": "in the experiment itself",
         "source": "where the rows come from; the pool version hashes the pool's content",
         "pool_size": "the pool version hashes the pool's content",
         "pool_seed": "the pool version hashes the pool's content",
@@ -87,16 +86,17 @@ def attempts_allowed(cfg: Config) -> int:
     return 1 if cfg.model.deterministic else cfg.max_attempts
 
 
-def _keyed(obj: Any, excluded: dict[str, str], prefix: str = "") -> dict[str, Any]:
-    """The fields of a config dataclass that are not excluded, nested ones by dotted name."""
+def _keyed(obj: Any, group: str, prefix: str = "") -> dict[str, Any]:
+    """The fields of a config dataclass that shape answers and are not in the experiment,
+    nested ones by dotted name."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         name = f"{prefix}{f.name}"
         value = getattr(obj, f.name)
-        if name in excluded:
+        if name in NOT_ANSWER_SHAPING[group] or name in IN_EXPERIMENT[group]:
             continue
         if dataclasses.is_dataclass(value):
-            out[f.name] = _keyed(value, excluded, f"{name}.")
+            out[f.name] = _keyed(value, group, f"{name}.")
         else:
             out[f.name] = _plain(value)
     return out
@@ -113,11 +113,11 @@ def _plain(value: Any) -> Any:
 def answer_settings(cfg: Config) -> dict[str, Any]:
     """Every setting of a job that shapes its answers (see :data:`NOT_ANSWER_SHAPING`)."""
     return {
-        "model": _keyed(cfg.model, NOT_ANSWER_SHAPING["model"]),
-        "budget": _keyed(cfg.budget, NOT_ANSWER_SHAPING["budget"]),
-        "prompt_variant": _keyed(cfg.prompt_variant, NOT_ANSWER_SHAPING["prompt_variant"]),
-        "strategy": _keyed(cfg.strategy, NOT_ANSWER_SHAPING["strategy"]),
-        "attempts_allowed": attempts_allowed(cfg),
+        "model": _keyed(cfg.model, "model"),
+        "budget": _keyed(cfg.budget, "budget"),
+        "prompt_variant": _keyed(cfg.prompt_variant, "prompt_variant"),
+        "strategy": _keyed(cfg.strategy, "strategy"),
+        "attempts_allowed": attempts_allowed(cfg),  # max_attempts, unless the model is deterministic
         "temperature": 0.0,
         "template_version": prompts.TEMPLATE_VERSION,
     }
@@ -125,7 +125,7 @@ def answer_settings(cfg: Config) -> dict[str, Any]:
 
 def task_settings(task: TaskConfig) -> dict[str, Any]:
     """The fields of a task that shape its prompts (labels and the App. B texts)."""
-    return _keyed(task, NOT_ANSWER_SHAPING["task"])
+    return _keyed(task, "task")
 
 
 def experiment_key(experiment: Experiment, pool_version: str, settings: dict[str, Any]) -> str:

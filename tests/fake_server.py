@@ -10,8 +10,10 @@ Faults (``server.faults = {"kind": k}``): the first ``k`` calls of every distinc
 get that fault, later calls succeed. Kinds: ``429`` (with Retry-After), ``500``,
 ``503``, ``stall`` (no answer past the client's timeout), ``reset`` (connection
 dropped), ``error200`` (HTTP 200 with an error body), ``truncated`` (half a JSON body),
-``empty`` (no choices) — the retryable repertoire in ``KINDS`` — and ``400`` (the request
-refused, which no retry can mend). ``server.fault_rate = 0.2`` instead faults a random 20 %
+``empty`` (no choices) — the retryable repertoire in ``KINDS`` — ``400`` (the request
+refused, which no retry can mend) and ``garbage`` (a whole reply with no answer in it: an
+invalid attempt, paid for). ``server.hold_call = 2`` holds the second call of every prompt
+until ``server.release()``; ``server.answered`` counts the replies sent whole per prompt. ``server.fault_rate = 0.2`` instead faults a random 20 %
 of all calls, cycling through ``KINDS``. ``server.arrivals`` holds (prompt hash, outcome,
 monotonic time) per call. Requests through it as an HTTP proxy (absolute URIs) are
 answered the same way. ``reasoning_shape`` picks where the reasoning text
@@ -64,6 +66,8 @@ class FakeServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.bodies: list[dict] = []
+        self.answered: Counter = Counter()  # per prompt hash: replies sent whole (what a client pays for)
+        self.hold_call: int | None = None  # that call of every prompt (2: the second) waits for release()
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -80,6 +84,14 @@ class FakeServer:
         self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
 
+    def release(self) -> None:
+        """Let the held calls (``hold_call``) go on."""
+        self._loop.call_soon_threadsafe(self._released.set)
+
+    @property
+    def held(self) -> int:
+        return self._held
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
@@ -91,6 +103,8 @@ class FakeServer:
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
+        self._released = asyncio.Event()
+        self._held = 0
         server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
@@ -112,7 +126,7 @@ class FakeServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 with self._lock:
                     self.headers_seen.append(headers)
-                if not await self._route(method, path, body, writer):
+                if not await self._route(method, path, body, writer, reader):
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
@@ -127,7 +141,7 @@ class FakeServer:
         writer.write(head.encode() + payload)
         await writer.drain()
 
-    async def _route(self, method: str, path: str, body: bytes, writer) -> bool:
+    async def _route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
         if method == "GET" and path.endswith("/models"):
             await self._send(writer, 200, json.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}).encode())
             return True
@@ -144,6 +158,14 @@ class FakeServer:
         prompt = request["messages"][-1]["content"]
         key = hashlib.sha256(prompt.encode()).hexdigest()[:16]
         fault = self._fault(key)
+        if self.hold_call is not None and self.calls[key] == self.hold_call and not self._released.is_set():
+            self._held += 1
+            try:
+                await self._released.wait()
+            finally:
+                self._held -= 1
+            if reader is not None and reader.at_eof():  # the client is gone: nothing is sent or paid
+                return False
         with self._lock:
             self.log.append((key, fault or "ok"))
             self.arrivals.append((key, fault or "ok", time.monotonic()))
@@ -177,9 +199,19 @@ class FakeServer:
             await self._send(writer, 200, payload[: len(payload) // 2], length=len(payload) // 2)
         elif fault == "empty":
             await self._send(writer, 200, json.dumps({**self._completion(request, prompt), "choices": []}).encode())
+        elif fault == "garbage":  # a paid reply with no answer in it: an invalid (parse) attempt
+            completion = self._completion(request, prompt)
+            completion["choices"][0]["message"]["content"] = "I could not decide."
+            await self._send(writer, 200, json.dumps(completion).encode())
+            self._paid(prompt)
         else:
             await self._send(writer, 200, json.dumps(self._completion(request, prompt)).encode())
+            self._paid(prompt)
         return True
+
+    def _paid(self, prompt: str) -> None:
+        with self._lock:
+            self.answered[hashlib.sha256(prompt.encode()).hexdigest()[:16]] += 1
 
     def _fault(self, key: str) -> str | None:
         with self._lock:

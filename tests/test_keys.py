@@ -1,0 +1,177 @@
+"""An experiment's identity (mip.keys): the key holds every setting that shapes an answer,
+and a field added to a config later cannot slip past it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from mip.experiments import plan_job
+from mip.job import load_pools
+from mip.keys import IN_EXPERIMENT, KEY_SCHEME, NOT_ANSWER_SHAPING
+from mip.records import Record
+
+from .conftest import compose
+
+SPECIAL = {"n": 20, "p": 0.7, "seed": 1, "order_seeds": [0, 1, 2, 3], "shuffle_seeds": [5], "setting": "other",
+           "data_dir": "/elsewhere"}
+# Names of registry entries are keyed through the experiment (tests/test_records.py checks
+# each experiment field); another value here would name no registered variant or pool.
+UNWALKED = {"name"}
+
+
+def changed(value):
+    """Another value of the same kind."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value + 0.5
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, dict):
+        return {**value, "x": 1}
+    if isinstance(value, list):
+        return [*value, "x"]
+    return "x"  # an unset optional field
+
+
+def leaves(obj, prefix=""):
+    """Every leaf field of a config dataclass, by dotted name."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            yield from leaves(value, f"{prefix}{f.name}.")
+        else:
+            yield f"{prefix}{f.name}"
+
+
+def replaced(obj, dotted: str, value):
+    head, _, rest = dotted.partition(".")
+    if rest:
+        return dataclasses.replace(obj, **{head: replaced(getattr(obj, head), rest, value)})
+    return dataclasses.replace(obj, **{head: value})
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    # Not deterministic, so max_attempts shapes the attempts; two patterns cover order and shuffle seeds.
+    cache = tmp_path_factory.mktemp("cache")
+    cfgs = [compose("model=mock", "model.deterministic=false", "task=arith", "setting=smoke", "budget=smoke",
+                    f"pattern={pattern}", f"paths.cache_dir={cache}") for pattern in ("random", "majority_first")]
+    return cfgs, load_pools(cfgs[0])
+
+
+def keys(cfgs, pools) -> set[str]:
+    return {p.key for cfg in cfgs for p in plan_job(cfg, pools)}
+
+
+def walk(cfgs, pools, group: str):
+    """(field, whether changing it changed a key) for every leaf of one config group."""
+    reference = keys(cfgs, pools)
+    if group == "setting":
+        scalars = [f.name for f in dataclasses.fields(cfgs[0]) if not dataclasses.is_dataclass(getattr(cfgs[0], f.name))
+                   and f.name != "task"]
+        for name in scalars:
+            value = SPECIAL.get(name, changed(getattr(cfgs[0], name)))
+            yield name, keys([dataclasses.replace(c, **{name: value}) for c in cfgs], pools) != reference
+        return
+    if group == "task":
+        task = cfgs[0].task["arith"]
+        for name in leaves(task):
+            if name in UNWALKED:
+                continue
+            value = task.labels[::-1] if name == "labels" else changed(_get(task, name))
+            new = replaced(task, name, value)
+            yield name, keys([dataclasses.replace(c, task={"arith": new}) for c in cfgs], pools) != reference
+        return
+    node = getattr(cfgs[0], group)
+    for name in leaves(node):
+        if name in UNWALKED:
+            continue
+        moved = [dataclasses.replace(c, **{group: replaced(getattr(c, group), name, changed(_get(node, name)))})
+                 for c in cfgs]
+        yield name, keys(moved, pools) != reference
+
+
+def _get(obj, dotted: str):
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@pytest.mark.parametrize("group", ["model", "budget", "prompt_variant", "strategy", "setting", "task"])
+def test_every_field_is_keyed_or_named_as_shaping_no_answer(base, group):
+    """A field that changes no key must be on the explicit list, with a reason; a field on
+    the list must change no key. A field added later fails here until it is placed."""
+    cfgs, pools = base
+    excluded = NOT_ANSWER_SHAPING[group]
+    seen = set()
+    for name, keyed in walk(cfgs, pools, group):
+        seen.add(name)
+        listed = any(name == x or name.startswith(x + ".") for x in excluded)  # a listed folder covers its fields
+        if name in IN_EXPERIMENT[group]:
+            assert keyed, f"{group}.{name} is part of the experiment and must change its key"
+        elif keyed:
+            assert not listed, f"{group}.{name} changes the key but is listed as shaping no answer"
+        else:
+            assert listed, (f"{group}.{name} changes no key: add it to the key (mip.keys.answer_settings) "
+                                      "or to NOT_ANSWER_SHAPING with the reason it cannot change an answer")
+    covered = {x for x in excluded if any(n == x or n.startswith(x + ".") for n in seen)}
+    assert covered | (IN_EXPERIMENT[group] - UNWALKED) <= seen | covered and covered == set(excluded), f"NOT_ANSWER_SHAPING names fields {group} does not have: {set(excluded) - covered}"
+
+
+def test_the_issues_example_settings_change_the_key(tmp_path):
+    """Reasoning, provider routing, quantisations, chat-template arguments, extra body fields
+    and the budget split each make another experiment."""
+    common = ("model=gemma4_31b", "task=arith", "setting=smoke", "budget=smoke", f"paths.cache_dir={tmp_path}")
+    cfg = compose(*common)
+    pools = load_pools(cfg)
+    reference = keys([cfg], pools)
+    for override in ("model.reasoning.enabled=true", "model.provider.order=[Together]",
+                     "model.provider.quantizations=[fp8]", "+model.chat_template_kwargs.enable_thinking=true",
+                     "+model.extra_body.top_k=1", "model.budget_split.answer_tokens=20", "model.context_window=9000"):
+        assert keys([compose(*common, override)], pools) != reference, override
+    for override in ("model.max_concurrency=3", "model.request_timeout_s=5", "model.transport=openai",
+                     "model.price_input_per_mtok=1.0", "infra_retries=7", "progress=false"):
+        assert keys([compose(*common, override)], pools) == reference, override
+
+
+def test_records_of_mip_0_2_read_as_key_scheme_1():
+    """analyze.py reads stores written by 0.2.0: their records have no key_scheme field."""
+    old = {"key": "7793328ab186f7157969210a", "experiment": {
+        "model": "mock", "task": "arith", "n": 10, "p": 0.6, "majority_label": "even_number", "seed": 0,
+        "pattern": "random", "order_seed": 0, "prompt_variant": "standard", "budget": "smoke"},
+        "pool_version": "pv", "instance_ids": ["a"], "instance_labels": ["even_number"], "prompt_hash": "h",
+        "verdict": "correct", "answer": "even_number", "created_at": "2026-11-30T00:00:00+00:00",
+        "config": {"max_attempts": 3, "attempts_made_at_most": 1}}
+    record = Record.model_validate_json(json.dumps(old))
+    assert record.key_scheme == 1 and record.attempts_allowed is None and KEY_SCHEME == 2
+
+
+def test_every_model_field_that_reaches_the_request_body_is_keyed(base):
+    """The list of fields that shape no answer cannot hide one the server sees: a field whose
+    change changes the chat-completions body must change the key."""
+    from mip.models import Request
+    from mip.models.openai_compat import request_body
+
+    cfgs, pools = base
+    reference_keys = keys(cfgs, pools)
+    request = Request("k", "a prompt", 50)
+
+    def body(model):
+        try:
+            return request_body(model, request)
+        except (TypeError, ValueError):
+            return None
+
+    reference = body(cfgs[0].model)
+    for name in leaves(cfgs[0].model):
+        model = replaced(cfgs[0].model, name, changed(_get(cfgs[0].model, name)))
+        if body(model) != reference:
+            moved = [dataclasses.replace(c, model=model) for c in cfgs]
+            assert keys(moved, pools) != reference_keys, f"model.{name} changes the request body but not the key"

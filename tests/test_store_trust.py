@@ -1,0 +1,208 @@
+"""Trust in the store (issue 15): each case below once put a wrong number in a store
+without any error. They run real run.py processes against the local fault server and read
+the store's files directly, so they hold whatever the store's code looks like."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, run_py
+from .fake_server import FakeServer
+
+
+def server_args(server: FakeServer, *more: str) -> list[str]:
+    return ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+            "task=arith", "n=20", "p=0.6", "budget=smoke", "progress=false", *more]
+
+
+def records(results: Path) -> list[dict]:
+    folder = results / "store" / "smollm2_135m_server" / "arith"
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+
+def started(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(REPO / "run.py"), *args], cwd=REPO, env=os.environ.copy(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(condition, timeout: float = 120, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and not condition():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the job ended early: {proc.stderr.read()[-2000:]}")
+        time.sleep(0.05)
+    assert condition(), "timed out"
+
+
+# 1 ------------------------------------------------------------------- identity
+
+
+def test_a_rerun_with_other_generation_settings_is_not_served_old_answers(results):
+    """Reasoning, provider routing and quantisations shape the answer: changing them must
+    call again, not reuse what the earlier settings stored."""
+    with FakeServer() as server:
+        first = run_py(*server_args(server, "pattern=majority_first"))
+        assert first.returncode == 0, first.stderr[-2000:]
+        assert len(server.log) == 2
+        again = run_py(*server_args(server, "pattern=majority_first", "+model.reasoning.enabled=true",
+                                    "model.provider.order=[Together]", "model.provider.quantizations=[fp8]"))
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert "0 already stored" in again.stdout
+        assert len(server.log) == 4
+        body = server.bodies[-1]
+        assert body["reasoning"] == {"enabled": True} and body["provider"]["quantizations"] == ["fp8"]
+        same = run_py(*server_args(server, "pattern=majority_first", "model.max_concurrency=3"))  # shapes no answer
+        assert "2 already stored" in same.stdout and len(server.log) == 4
+    assert len(records(results)) == 4
+
+
+# 2 ------------------------------------------------------------------- durable attempts
+
+
+@pytest.mark.timeout(300)
+def test_a_kill_between_attempt_rounds_pays_no_attempt_twice(results):
+    """The first three calls of every prompt answer with no parseable answer; the job is killed
+    while its second round is held at the server (after round one landed and was paid). The
+    rerun carries on from round one: every record lists exactly the calls paid for it, three
+    at most."""
+    with FakeServer() as server:
+        server.faults = {"garbage": 3}  # the held second call never reaches its client
+        server.hold_call = 2
+        args = server_args(server, "pattern=random", "order_seeds=[0,1,2,3]", "model.max_concurrency=8")
+        job = started(args)
+        wait_for(lambda: server.held == 8, proc=job)  # round one answered for all 8, round two waiting
+        job.send_signal(signal.SIGKILL)
+        job.wait()
+        assert sum(server.answered.values()) == 8 and records(results) == []
+        server.release()
+        rerun = run_py(*args)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        paid = dict(server.answered)
+    stored = records(results)
+    assert len(stored) == 8
+    for record in stored:
+        attempts = record["attempts"]
+        assert [a["index"] for a in attempts] == [0, 1, 2] and record["verdict"] == "correct"
+        assert [a["verdict"] for a in attempts] == ["invalid", "invalid", "correct"]
+        assert record["attempts_allowed"] == 3
+    assert sum(paid.values()) == sum(len(r["attempts"]) for r in stored) == 24
+    assert max(paid.values()) == 3 and len(paid) == 8
+
+
+# 3 ------------------------------------------------------------------- damaged records
+
+
+def test_damaged_records_are_quarantined_and_asked_again(results):
+    with FakeServer() as server:
+        args = server_args(server, "pattern=random", "order_seeds=[0,1,2]")
+        assert run_py(*args).returncode == 0
+        files = sorted((results / "store" / "smollm2_135m_server" / "arith").glob("*.json"))
+        assert len(files) == 6 and len(server.log) == 6
+        files[0].write_bytes(files[0].read_bytes()[:200])  # truncated
+        files[1].write_bytes(b"")  # empty
+        damaged = json.loads(files[2].read_text())
+        del damaged["verdict"]  # a field dropped: fails the schema
+        files[2].write_text(json.dumps(damaged))
+        stale = files[0].parent / f".tmp-{socket.gethostname().split('.')[0]}-999999-0.json"  # a writer long gone
+        stale.write_text("{")
+        rerun = run_py(*args)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert "3 already stored" in rerun.stdout and len(server.log) == 9
+        assert "damaged" in rerun.stderr
+    assert not stale.exists()
+    assert len(records(results)) == 6 and all("verdict" in r for r in records(results))
+    quarantine = results / "store" / ".quarantine"
+    log = [json.loads(line) for line in (quarantine / "log.jsonl").read_text().splitlines()]
+    assert sorted(Path(e["file"]).name for e in log) == sorted(f.name for f in files[:3])
+    assert len(list(quarantine.rglob("*.json"))) == 3
+
+
+def test_records_are_flushed_to_disk_before_they_count(tmp_path, monkeypatch):
+    from mip.store import atomic_write
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    atomic_write(tmp_path / "a" / "r.json", b"{}")
+    assert len(synced) == 2  # the file, then its folder
+    assert (tmp_path / "a" / "r.json").read_bytes() == b"{}"
+
+
+def test_damaged_filter_answers_are_asked_again_and_answers_belong_to_their_pool(results, tmp_path):
+    from mip.filtering import FilterResult, FilterStore
+
+    from .conftest import compose  # noqa: F401
+
+    store = FilterStore(tmp_path)
+    common = dict(model="m", task="arith", prompt_hash="h", output="1", parsed="1", truth="1", correct=True,
+                  created_at="2026-12-01T00:00:00+00:00")
+    store.put(FilterResult(key="k1", instance_id="i1", pool_version="v1", **common))
+    store.put(FilterResult(key="k2", instance_id="i2", pool_version="v2", **common))
+    store.put(FilterResult(key="k3", instance_id="i3", pool_version="v1", **common))
+    store.path("m", "arith", "k3").write_text('{"key": "k3"')
+    assert set(store.all("m", "arith", "v1")) == {"i1"}  # i2 is another pool's; i3 is damaged
+    assert store.valid_keys("m", "arith", ["k1", "k2", "k3"]) == {"k1", "k2"}
+    assert not store.path("m", "arith", "k3").exists()
+    assert (tmp_path / ".quarantine" / "log.jsonl").is_file()
+
+
+# 4 ------------------------------------------------------------------- one plan, each experiment once
+
+
+def test_a_seed_named_twice_is_one_experiment_paid_once(results):
+    with FakeServer() as server:
+        out = run_py(*server_args(server, "pattern=random", "order_seeds=[0,0,1]"))
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert len(server.log) == 4 and len(set(k for k, _ in server.log)) == 4
+        assert "KeyError" not in out.stderr and "named more than once" in out.stderr
+    assert len(records(results)) == 4
+
+
+# 5 ------------------------------------------------------------------- a claim file removed
+
+
+@pytest.mark.timeout(300)
+def test_a_removed_claim_file_does_not_let_a_second_job_pay_again(results):
+    with FakeServer(latency_s=0.4) as server:  # 40 experiments, 2 at a time: the first job runs ≈ 8 s
+        args = server_args(server, "pattern=random", f"order_seeds=[{','.join(map(str, range(20)))}]",
+                           "model.max_concurrency=2")
+        first = started(args)
+        claims = results / "store" / ".claims" / "smollm2_135m_server"
+        wait_for(lambda: len(records(results)) >= 2, proc=first)
+        for claim in claims.glob("*.claim"):
+            claim.unlink()
+        second = run_py(*args)
+        out, err = first.communicate(timeout=240)
+        requested = [key for key, _ in server.log]
+    assert first.returncode == 0, err[-2000:]
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert len(requested) == 40 and len(set(requested)) == 40  # each experiment paid for once
+    stored = records(results)
+    assert len(stored) == 40 and len({r["key"] for r in stored}) == 40
+
+
+# 6 ------------------------------------------------------------------- a folder per job
+
+
+def test_jobs_started_in_the_same_second_get_folders_of_their_own(results):
+    args = ["model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first", "progress=false"]
+    jobs = [started(args) for _ in range(3)]
+    for job in jobs:
+        job.communicate(timeout=240)
+        assert job.returncode == 0
+    folders = [p.parent for p in (results / "runs").rglob("job.json")]
+    assert len(folders) == 3 == len(set(folders))
+    for folder in folders:
+        manifest = json.loads((folder / "job.json").read_text())
+        assert Path(manifest["output_dir"]).resolve() == folder.resolve()
+        assert (folder / "config.yaml").is_file()
