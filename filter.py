@@ -9,9 +9,11 @@ Later runs use the filtered pools by default (run.py use_filtered=false for the 
 import sys
 
 import hydra
+from hydra import compose
+from hydra.errors import MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 
-from mip.config import FilterConfig, register
+from mip.config import FilterConfig, ModelConfig, register
 from mip.data import DataError
 from mip.filtering import describe, run_filter
 from mip.models import BackendSetupError
@@ -19,11 +21,19 @@ from mip.models import BackendSetupError
 register()
 
 
+def model_config(name: str) -> ModelConfig:
+    """A filter model's config, composed from conf/model/<name>.yaml like run.py's model=<name>."""
+    try:
+        return OmegaConf.to_object(compose(config_name="config", overrides=[f"model={name}"]).model)
+    except MissingConfigException:
+        raise ValueError(f"Unknown filter model {name!r}: no conf/model/{name}.yaml.") from None
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="filter")
 def main(cfg: DictConfig) -> None:
     config: FilterConfig = OmegaConf.to_object(cfg)
     try:
-        report = run_filter(config)
+        report = run_filter(config, [model_config(name) for name in config.filter_models])
     except (ValueError, DataError, BackendSetupError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

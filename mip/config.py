@@ -147,7 +147,10 @@ class ModelConfig:
     """Name of the environment variable holding the API key (the key itself never enters a config)."""
     max_concurrency: int = 16
     request_timeout_s: float = 3600.0
-    """Per request; a stalled request fails alone, the others in flight go on."""
+    """Deadline of one try of a request, over connect, headers and the whole body; a stalled or
+    dripping server fails that try alone (retried), the others in flight go on."""
+    max_response_bytes: int = 32 * 2**20
+    """A reply larger than this is an infrastructure failure (a 100K-token trace is ~0.5 MB)."""
     client_max_retries: int = 4
     """HTTP retries of one call (408/409/429/5xx, dropped connections, timeouts), honouring Retry-After."""
     max_tokens_param: str = "max_tokens"

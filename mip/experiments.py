@@ -20,7 +20,7 @@ from functools import cached_property, partial
 import numpy as np
 
 from mip import prompts
-from mip.config import Config, TaskConfig
+from mip.config import Config, StrategyConfig, TaskConfig
 from mip.data import Instance, Pool
 from mip.instances import PATTERNS, arrangement, order_seeds_for, picked, select, shuffle_within_labels
 from mip.keys import answer_settings, experiment_key, task_settings
@@ -42,7 +42,7 @@ class Planned:
     pool: Pool
     arrangement: Callable[[], Sequence[int]]
     """Returns the presented instances as positions in the pool, in prompt order."""
-    batch_size: int = 50
+    batch_size: int = StrategyConfig.batch_size
 
     @cached_property
     def positions(self) -> np.ndarray:
@@ -100,7 +100,7 @@ def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -
 
 
 def build_prompt(task: TaskConfig, variant: str, texts: list[str], instruction: str | None = None,
-                 strategy: str = "single_call", batch_size: int = 50) -> str:
+                 strategy: str = "single_call", batch_size: int = StrategyConfig.batch_size) -> str:
     """The final prompt; self-prompting needs stage one's ``instruction``. For the
     decomposed strategy, the first round's batch prompts joined (what the hash covers)."""
     if strategy == "decomposed":
@@ -213,7 +213,8 @@ def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
     counted = counted_attempt(record.attempts)
     experiment = record.experiment
     strategy = record.config.get("strategy")
-    batch_size = int(strategy.get("batch_size", 50)) if isinstance(strategy, dict) else 50
+    batch_size = int(strategy.get("batch_size", StrategyConfig.batch_size)) if isinstance(strategy, dict) \
+        else StrategyConfig.batch_size
     plan = Planned(experiment, record.key, task, pool, lambda: positions, batch_size)
     prompt = final_prompt(plan, counted)
     if prompts.prompt_hash(prompt) != record.prompt_hash:

@@ -41,7 +41,6 @@ from mip.models.calls import CallStats, call_with_retries
 
 FILTER_TEMPLATE_VERSION = 1
 ANSWER_KINDS = ("label", "number", "count")
-REPO_CONF = Path(__file__).resolve().parent.parent / "conf"
 
 
 class FilterResult(BaseModel):
@@ -128,16 +127,6 @@ class FilterStore(JsonFolder):
 # --------------------------------------------------------------------------- the stage
 
 
-def load_model_config(name: str, conf_dir: Path = REPO_CONF) -> ModelConfig:
-    """A model config by its registry name, from ``conf/model/<name>.yaml``, checked against the schema."""
-    path = conf_dir / "model" / f"{name}.yaml"
-    if not path.is_file():
-        choices = sorted(p.stem for p in (conf_dir / "model").glob("*.yaml"))
-        raise ValueError(f"Unknown filter model {name!r}; choose from {', '.join(choices)}.")
-    merged = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(path))
-    return OmegaConf.to_object(merged)
-
-
 def call_model(cfg: FilterConfig, model: ModelConfig, pools: dict[str, Pool], backend: Backend | None = None) -> dict:
     """Ask ``model`` every pool instance it has not answered yet; store each answer as it arrives."""
     store = FilterStore(cfg.paths.filter_dir)
@@ -194,6 +183,7 @@ def _ask(cfg: FilterConfig, model: ModelConfig, backend: Backend, store: FilterS
     finally:
         bar.close()
         backend.close()
+        store.flush()
 
 
 def filtered_pool(pool: Pool, outcomes: dict[str, dict[str, bool]], models: Sequence[str]) -> Pool:
@@ -235,11 +225,11 @@ def agreement_table(outcomes: dict[str, dict[str, dict[str, bool]]], models: Seq
     return pd.DataFrame(rows).round(2)
 
 
-def run_filter(cfg: FilterConfig, backends: dict[str, Backend] | None = None) -> dict:
-    """The filter stage: call each filter model, then build the filtered pools and Table 4."""
-    if not cfg.filter_models:
+def run_filter(cfg: FilterConfig, models: Sequence[ModelConfig], backends: dict[str, Backend] | None = None) -> dict:
+    """The filter stage: call each filter model (``models``, the configs of
+    ``cfg.filter_models``, composed by the entry point), then build the filtered pools and Table 4."""
+    if not cfg.filter_models or not models:
         raise ValueError("Name the filter models: filter_models=[qwen36_35b,gemini31_flash_lite].")
-    models = [load_model_config(name) for name in cfg.filter_models]
     pools = {name: build_pool(task, cfg.data_dir, cfg.paths.cache_dir) for name, task in cfg.task.items()}
     for name, task in cfg.task.items():
         if task.filter.answer not in ANSWER_KINDS or not task.filter.instruction:

@@ -28,6 +28,8 @@ class SummaryCallback(Callback):
         from hydra import compose
         from omegaconf import OmegaConf
 
+        from mip.job.tokens import budget_error
+
         overrides = list(config.hydra.overrides.task) + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
         if any("dry_run=true" == o.replace(" ", "") for o in overrides):
             return
@@ -36,12 +38,12 @@ class SummaryCallback(Callback):
         fixed = [o for o in config.hydra.overrides.task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget."))]
         for model, budget in itertools.product(models, budgets):
             cfg = compose(config_name="config", overrides=[f"model={model}", f"budget={budget}", *fixed])
-            window, tokens = cfg.model.context_window, cfg.budget.max_tokens
-            if OmegaConf.is_missing(cfg.model, "context_window") or tokens <= window:
+            if OmegaConf.is_missing(cfg.model, "context_window"):
                 continue
-            print(f"error: budget {budget} ({tokens} output tokens) is larger than the context window of model "
-                  f"{model} ({window}); nothing was launched. Choose a smaller budget or another model.", file=sys.stderr)
-            sys.exit(2)
+            error = budget_error(model, cfg.model.context_window, budget, cfg.budget.max_tokens)
+            if error:
+                print(f"error: {error} Nothing was launched.", file=sys.stderr)
+                sys.exit(2)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from mip.summary import describe, unstored_jobs

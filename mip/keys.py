@@ -44,6 +44,7 @@ NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
         "api_key_env": "the name of a variable holding a secret",
         "max_concurrency": "how many calls run at once",
         "request_timeout_s": "how long to wait for an answer",
+        "max_response_bytes": "a larger reply fails as infrastructure, never a verdict",
         "client_max_retries": "retries of a failed call (infrastructure, never a verdict)",
         "transport": "how bodies travel; the body itself is keyed",
         "tokenizer": "counts tokens before a call; counts never reach the body",

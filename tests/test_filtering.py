@@ -38,6 +38,11 @@ def filter_config(tmp_path, *overrides):
     return OmegaConf.to_object(cfg)
 
 
+def models(cfg):
+    """The filter models' configs, as filter.py composes them."""
+    return [compose(f"model={name}").model for name in cfg.filter_models]
+
+
 @pytest.mark.parametrize(
     "task,output,truth,label,expected",
     [
@@ -79,14 +84,14 @@ def test_stage_against_the_fault_injecting_server_then_runs_use_the_filtered_poo
         monkeypatch.setenv("MIP_SERVER_URL", server.base_url)
         cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=40", "filter_models=[smollm2_135m_server]",
                             "max_tokens=64")
-        report = run_filter(cfg)
+        report = run_filter(cfg, models(cfg))
         calls = len(server.log)
-        again = run_filter(cfg)  # a rerun asks nothing
+        again = run_filter(cfg, models(cfg))  # a rerun asks nothing
         assert len(server.log) == calls and again["calls"][0]["to_ask"] == 0
     assert report["calls"][0]["unstored"] == 0
     assert report["pools"]["arith"]["kept"] == {"even_number": 20, "odd_number": 20}  # the fake server is always right
     assert (tmp_path / "filter" / "table4_agreement.md").is_file()
-    assert len(FilterStore(tmp_path / "filter").all("smollm2_135m_server", "arith")) == 40
+    assert len(list(FilterStore(tmp_path / "filter"))) == 40
 
     run = compose("model=mock", "task=arith", "task.arith.pool_size=40", "n=10", "p=0.6", "pattern=majority_first",
                   "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
@@ -103,7 +108,7 @@ def test_stage_against_the_fault_injecting_server_then_runs_use_the_filtered_poo
 def test_a_filtered_pool_smaller_than_the_set_is_refused_with_numbers(tmp_path):
     cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=20", "filter_models=[mock]",
                         "task.arith.filter.answer=label")
-    report = run_filter(cfg)  # the mock answers a label; 'label' checks keep about half
+    report = run_filter(cfg, models(cfg))  # the mock answers a label; 'label' checks keep about half
     kept = report["pools"]["arith"]["kept"]
     run = compose("model=mock", "task=arith", "task.arith.pool_size=20", "n=20", "p=0.6", "progress=false",
                   f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
@@ -173,7 +178,7 @@ def test_stage_with_real_smollm2_through_transformers_serve(tmp_path, smollm2_se
 @pytest.mark.timeout(900)
 def test_stage_offline_with_the_embedded_model_in_process(tmp_path):
     cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=4", "filter_models=[smollm2_135m]", "max_tokens=12")
-    report = run_filter(cfg)
+    report = run_filter(cfg, models(cfg))
     assert report["calls"][0]["to_ask"] == 4 and report["calls"][0]["unstored"] == 0
     assert report["pools"]["arith"]["of"] == 4
 
@@ -183,7 +188,7 @@ def test_table4_goes_into_the_analysis_report(tmp_path):
     from mip.results import load_local
 
     cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=10", "filter_models=[mock]")
-    run_filter(cfg)
+    run_filter(cfg, models(cfg))
     run = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "use_filtered=false",
                   "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
     run_job(run, tmp_path / "job")

@@ -136,6 +136,16 @@ def test_records_are_flushed_to_disk_before_they_count(tmp_path, monkeypatch):
     atomic_write(tmp_path / "a" / "r.json", b"{}")
     assert len(synced) == 2  # the file, then its folder
     assert (tmp_path / "a" / "r.json").read_bytes() == b"{}"
+    from tests.test_records import make_record
+
+    from mip.store import Store
+
+    store = Store(tmp_path / "store")  # a store flushes in its own thread; flush() waits for the disk
+    for i in range(20):
+        store.put(make_record(f"k{i}"))
+    store.flush()
+    assert len(synced) >= 2 + 20 + 1  # each file, and its folder at least once
+    assert len(list((tmp_path / "store" / "mock" / "arith").glob("*.json"))) == 20
 
 
 def test_damaged_filter_answers_are_asked_again_and_answers_belong_to_their_pool(results, tmp_path):

@@ -104,6 +104,10 @@ class JobLoop:
         finally:
             bar.close()
             self.summary.verdicts = dict(self.verdicts)
+            try:
+                self.store.flush()  # what this job stored is on disk before it says so
+            except OSError as e:
+                raise self._store_error(e) from e
 
     def _open(self, plans: Iterable[tuple[Planned, int]], bar: tqdm) -> Iterator[tuple[Planned, int]]:
         """The experiments still to call. One that does not fit the context window is stored

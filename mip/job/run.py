@@ -29,7 +29,7 @@ from mip.instances import split_counts
 from mip.job.loop import JobLoop
 from mip.job.provenance import git_commit, write_manifest
 from mip.job.summary import JobSummary, StoreError
-from mip.job.tokens import counted
+from mip.job.tokens import budget_error, counted
 from mip.models import Backend, build_backend
 from mip.records import Attempt
 from mip.store import Store
@@ -44,11 +44,9 @@ def validate(cfg: Config) -> None:
         raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
     if cfg.budget.max_tokens < 1:
         raise ValueError(f"budget.max_tokens must be positive, got {cfg.budget.max_tokens}.")
-    if cfg.budget.max_tokens > cfg.model.context_window and not cfg.dry_run:
-        raise ValueError(
-            f"Budget {cfg.budget.name} ({cfg.budget.max_tokens} output tokens) is larger than the context window of "
-            f"{cfg.model.name} ({cfg.model.context_window}); choose a smaller budget (e.g. budget=smoke) or another model."
-        )
+    too_big = budget_error(cfg.model.name, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
+    if too_big and not cfg.dry_run:
+        raise ValueError(too_big)
     split = cfg.model.budget_split.answer_tokens
     if split is not None and not 0 < split < cfg.budget.max_tokens:
         raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")

@@ -30,6 +30,15 @@ def overflows(prompt_tokens: int, context_window: int) -> bool:
     return prompt_tokens >= context_window
 
 
+def budget_error(model: str, context_window: int, budget: str, max_tokens: int) -> str | None:
+    """Why a budget cannot run on a model (its output alone would not fit the context
+    window), or None. Checked on the login node before a sweep launches and again per job."""
+    if max_tokens <= context_window:
+        return None
+    return (f"Budget {budget} ({max_tokens} output tokens) is larger than the context window of {model} "
+            f"({context_window}); choose a smaller budget (e.g. budget=smoke) or another model.")
+
+
 def output_room(prompt_tokens: int, context_window: int, budget: int) -> int:
     """The output limit of a request: the budget, but never past what the context window
     leaves after the prompt."""

@@ -9,15 +9,24 @@ torch, transformers or vLLM installed.
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 
 from mip.config import ModelConfig
-from mip.models.base import Backend, BackendSetupError, Completion, Request
+from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
-__all__ = ["Backend", "BackendSetupError", "Completion", "Request", "api_key", "build_backend", "BACKENDS"]
+__all__ = ["Backend", "BackendContext", "BackendSetupError", "Completion", "Request", "api_key", "build_backend", "BACKENDS"]
 
-BACKENDS = ("hf", "openai_compat", "vllm", "mock")
+#: Backend registry: ``model.backend`` → ``module:Class``, imported only when a model uses it
+#: (so ``mip`` imports without torch or vLLM). A new backend is one module, one entry here, a
+#: ``conf/model/<name>.yaml`` and a test. Each class is built as ``Class(cfg, context)``.
+BACKENDS: dict[str, str] = {
+    "openai_compat": "mip.models.openai_compat:OpenAICompatBackend",
+    "vllm": "mip.models.vllm_engine:VLLMBackend",
+    "hf": "mip.models.hf_local:HFBackend",
+    "mock": "mip.models.mock:MockBackend",
+}
 
 
 def api_key(cfg: ModelConfig) -> str | None:
@@ -39,20 +48,8 @@ def api_key(cfg: ModelConfig) -> str | None:
 
 def build_backend(cfg: ModelConfig, cache_dir: str | Path) -> Backend:
     """The backend named by ``cfg.backend``; it loads weights lazily, on first use."""
-    if cfg.backend == "openai_compat":
-        from mip.models.openai_compat import OpenAICompatBackend
-
-        return OpenAICompatBackend(cfg, api_key(cfg))
-    if cfg.backend == "vllm":
-        from mip.models.vllm_engine import VLLMBackend
-
-        return VLLMBackend(cfg)
-    if cfg.backend == "hf":
-        from mip.models.hf_local import HFBackend
-
-        return HFBackend(cfg, Path(cache_dir).expanduser())
-    if cfg.backend == "mock":
-        from mip.models.mock import MockBackend
-
-        return MockBackend(cfg)
-    raise ValueError(f"Model {cfg.name!r}: unknown backend {cfg.backend!r}; choose one of {', '.join(BACKENDS)}.")
+    if cfg.backend not in BACKENDS:
+        raise ValueError(f"Model {cfg.name!r}: unknown backend {cfg.backend!r}; choose one of {', '.join(BACKENDS)}.")
+    module, _, name = BACKENDS[cfg.backend].partition(":")
+    backend_class = getattr(importlib.import_module(module), name)
+    return backend_class(cfg, BackendContext(Path(cache_dir).expanduser(), api_key(cfg)))

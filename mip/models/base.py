@@ -5,11 +5,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
 class BackendSetupError(RuntimeError):
     """A backend cannot start (missing key, package or server): the message says what to do."""
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What a backend may need beyond its config, read once where it is built
+    (:func:`mip.models.build_backend`): the cache folder and the API key."""
+
+    cache_dir: Path
+    api_key: str | None = None
+
+    def __repr__(self) -> str:  # never show the key
+        return f"BackendContext({str(self.cache_dir)!r}, api_key={'***' if self.api_key else None})"
 
 
 @dataclass(frozen=True)

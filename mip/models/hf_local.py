@@ -19,7 +19,7 @@ from typing import Any
 from filelock import FileLock
 
 from mip.config import ModelConfig
-from mip.models.base import Backend, Completion, Request
+from mip.models.base import Backend, BackendContext, Completion, Request
 
 
 def _import_stack() -> tuple[Any, Any]:
@@ -82,10 +82,9 @@ def converted_dir(cfg: ModelConfig, cache_dir: Path) -> Path:
 
 
 class HFBackend(Backend):
-
-    def __init__(self, cfg: ModelConfig, cache_dir: Path):
+    def __init__(self, cfg: ModelConfig, context: BackendContext):
         self.cfg = cfg
-        self.cache_dir = cache_dir
+        self.cache_dir = context.cache_dir
         self._tokenizer: Any = None
         self._model: Any = None
 

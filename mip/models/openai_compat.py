@@ -9,19 +9,29 @@ prompt is built while earlier ones are in flight.
 Two transports (``model.transport``):
 
 - ``aiohttp`` (default): mip's own lean client. Each body is JSON-encoded once (orjson) and
-  posted on a pooled aiohttp connection. It retries what the ``openai`` SDK retries — HTTP
-  408, 409, 429 and 5xx, dropped connections, timeouts — up to ``client_max_retries``
-  times, waiting what the server asks (``retry-after-ms``, ``Retry-After`` in seconds or as
-  a date, up to 60 s) or else 0.5 s doubling to 8 s, less up to 25 % jitter; it honours
-  ``x-should-retry`` and the proxy variables (``HTTPS_PROXY``, ``NO_PROXY``, …). Its CPU
-  cost per request is a fraction of the SDK's (benchmarks/RESULTS.md), which is what lets
-  one process keep hundreds of long requests in flight.
-- ``openai``: the ``openai`` SDK's async client with its own retries, for comparison or for
-  a server whose quirks only the SDK handles.
+  posted on a pooled aiohttp connection; the proxy variables (``HTTPS_PROXY``, ``NO_PROXY``,
+  …) are read once. Its CPU cost per request is a fraction of the SDK's
+  (benchmarks/RESULTS.md), which is what lets one process keep hundreds of long requests in
+  flight.
+- ``openai``: the ``openai`` SDK's async client, for comparison or for a server whose quirks
+  only the SDK handles. Its own retries are off: the rules below apply to both transports.
 
-Each request has its own timeout, so a stalled request fails alone. Whatever still fails —
-including an HTTP 200 whose body carries an error or no choices — comes back as a
-:class:`Completion` with ``error`` set: an infrastructure failure, never a verdict.
+The rules, in one place (:meth:`OpenAICompatBackend._call`), for both transports:
+
+- **Retries** are the ``openai`` SDK's: HTTP 408, 409, 429 and 5xx, dropped connections and
+  timeouts, up to ``client_max_retries`` times, waiting what the server asks
+  (``retry-after-ms``, ``Retry-After`` in seconds or as a date, up to 60 s) or else 0.5 s
+  doubling to 8 s, less up to 25 % jitter; ``x-should-retry`` decides when sent.
+- **Every try has one deadline**, ``request_timeout_s``, over connect, headers and the
+  whole body, so a server that stalls or drips bytes fails that try in time.
+- **Replies are capped** at ``max_response_bytes``: a larger one is an infrastructure failure.
+- **The API key stays with its origin**: redirects are not followed (the key would travel
+  with them); a 3xx is an error that names where it pointed. ``check()`` refuses a redirect
+  to another origin the same way.
+
+Whatever still fails — including an HTTP 200 whose body carries an error, no choices, or is
+no JSON at all — comes back as a :class:`Completion` with ``error`` set: an infrastructure
+failure, never a verdict.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -44,9 +54,10 @@ from yarl import URL
 
 import mip
 from mip.config import ModelConfig
-from mip.models.base import Backend, BackendSetupError, Completion, Request
+from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
 TRANSPORTS = ("aiohttp", "openai")
+CHECK_DEADLINE_S = 30.0  # the model listing and token counts: one deadline over the whole exchange
 RETRY_AFTER_MAX_S = 60.0
 BACKOFF_START_S, BACKOFF_MAX_S = 0.5, 8.0
 
@@ -307,14 +318,13 @@ class _Loop:
 
 
 class OpenAICompatBackend(Backend):
-
-    def __init__(self, cfg: ModelConfig, api_key: str | None):
+    def __init__(self, cfg: ModelConfig, context: BackendContext):
         if not cfg.base_url:
             raise BackendSetupError(f"Model {cfg.name!r} uses openai_compat: set model.base_url.")
         if cfg.transport not in TRANSPORTS:
             raise BackendSetupError(f"Model {cfg.name!r}: unknown transport {cfg.transport!r}; choose {' or '.join(TRANSPORTS)}.")
         self.cfg = cfg
-        self._api_key = api_key or "EMPTY"
+        self._api_key = context.api_key or "EMPTY"
         self._tokenizer: Any = None
         self.model_id = None if cfg.model_id == "auto" else cfg.model_id
         self._root = cfg.base_url.rstrip("/")  # the API root, …/v1
@@ -332,11 +342,8 @@ class OpenAICompatBackend(Backend):
 
         ``model_id: auto`` takes the one model a single-model server lists.
         """
-        request = urllib.request.Request(f"{self._root}/models", headers={
-            "Authorization": f"Bearer {self._api_key}", "User-Agent": f"mip/{mip.__version__}"})
         try:
-            with urllib.request.build_opener().open(request, timeout=30) as response:  # proxies as set now
-                listing = orjson.loads(response.read())
+            listing = orjson.loads(self._get(f"{self._root}/models"))
         except urllib.error.HTTPError as e:
             if e.code in (401, 403):
                 raise BackendSetupError(f"{self.cfg.base_url} refused the API key from ${self.cfg.api_key_env}: "
@@ -359,6 +366,17 @@ class OpenAICompatBackend(Backend):
             raise BackendSetupError(
                 f"{self.cfg.base_url} does not serve {self.cfg.model_id!r} (model {self.cfg.name!r}). It serves: {shown}"
             )
+
+    def _get(self, url: str, body: bytes | None = None) -> bytes:
+        """One small request of the backend's own (the model listing, token counts): the key
+        goes to the configured origin only, and the whole exchange has one deadline."""
+        request = urllib.request.Request(url, data=body, headers={
+            "Authorization": f"Bearer {self._api_key}", "User-Agent": f"mip/{mip.__version__}",
+            **({"Content-Type": "application/json"} if body is not None else {})})
+        opener = urllib.request.build_opener(_SameOrigin(url))  # proxies as set now
+        limit = min(CHECK_DEADLINE_S, self.cfg.request_timeout_s)
+        return _with_deadline(lambda: _read_capped(opener.open(request, timeout=limit), self.cfg.max_response_bytes),
+                              limit, f"{url} did not answer completely within {limit:g} s")
 
     # ------------------------------------------------------------------ tokens
     def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
@@ -390,12 +408,9 @@ class OpenAICompatBackend(Backend):
         for prompt in prompts:
             body = json.dumps({"model": self.model_id, "messages": [{"role": "user", "content": prompt}],
                                "add_generation_prompt": True}).encode()
-            request = urllib.request.Request(f"{root}/tokenize", data=body, headers={
-                "Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"})
             try:
-                with urllib.request.build_opener().open(request, timeout=120) as response:
-                    counts.append(int(json.loads(response.read())["count"]))
-            except (OSError, ValueError, KeyError) as e:
+                counts.append(int(json.loads(self._get(f"{root}/tokenize", body))["count"]))
+            except (OSError, ValueError, KeyError, BackendSetupError) as e:
                 raise BackendSetupError(f"Counting tokens with {root}/tokenize failed ({e}); unset model.server_tokenize "
                                         "to estimate them instead.") from e
         return counts
@@ -450,17 +465,48 @@ class OpenAICompatBackend(Backend):
         return body if self.cfg.transport == "openai" else orjson.dumps(body)
 
     async def _call(self, request: Request, body: Any) -> Completion:
+        """One request, with the retry, deadline, size and redirect rules (module docstring)."""
         if self._gate is None:
             self._gate = asyncio.Semaphore(self.cfg.max_concurrency)
+        send = self._send_sdk if self.cfg.transport == "openai" else self._send
         async with self._gate:
             start = time.perf_counter()
-            try:
-                if self.cfg.transport == "openai":
-                    return await self._call_sdk(request, body, start)
-                return await self._post(request, body, start)
-            except Exception as e:  # noqa: BLE001 - whatever the transport raises is infrastructure
-                return Completion(request.id, error=f"{type(e).__name__}: {str(e)[:500]}",
-                                  latency_s=time.perf_counter() - start)
+            error = ""
+            for retry in range(self.cfg.client_max_retries + 1):
+                delay: float | None = None
+                try:
+                    async with asyncio.timeout(self.cfg.request_timeout_s):
+                        status, headers, raw = await send(body)
+                except TimeoutError:
+                    error = f"no complete answer within the request deadline ({self.cfg.request_timeout_s:g} s)"
+                except ReplyTooLarge as e:  # the same request would bring the same reply
+                    return Completion(request.id, error=str(e), latency_s=time.perf_counter() - start)
+                except Exception as e:  # noqa: BLE001 - connection errors of either transport: retried
+                    error = f"{type(e).__name__}: {str(e)[:300]}"
+                else:
+                    latency = time.perf_counter() - start
+                    if status == 200:
+                        return self._completion(request.id, raw, latency)
+                    if 300 <= status < 400:
+                        return Completion(request.id, latency_s=latency, error=(
+                            f"HTTP {status}: {self._root} redirects to {headers.get('Location', '?')}; mip does not follow "
+                            "redirects, so the API key stays with its origin. Set model.base_url to the final address."))
+                    error = f"HTTP {status}: {error_message(raw)}"
+                    if not should_retry(status, headers):  # the request itself is refused; the same one fails again
+                        return Completion(request.id, error=error, latency_s=latency)
+                    delay = retry_delay(headers, retry)
+                if retry < self.cfg.client_max_retries:
+                    await asyncio.sleep(retry_delay({}, retry) if delay is None else delay)
+            return Completion(request.id, error=error, latency_s=time.perf_counter() - start)
+
+    def _completion(self, request_id: str, raw: bytes, latency: float) -> Completion:
+        try:
+            return completion_from(request_id, orjson.loads(raw), latency)
+        except orjson.JSONDecodeError:
+            head = raw[:60].decode("utf-8", "replace").strip().replace("\n", " ")
+            return Completion(request_id, latency_s=latency, error=(
+                f"{self._root}/chat/completions answered HTTP 200 with no JSON ({len(raw)} bytes: {head!r}…). "
+                "A web page here usually means model.base_url is not the API root (e.g. https://host/v1)."))
 
     def _session(self) -> Any:
         if self._client is None:
@@ -476,46 +522,99 @@ class OpenAICompatBackend(Backend):
             self._proxy = proxy_for(self._url)
         return self._client
 
-    async def _post(self, request: Request, body: bytes, start: float) -> Completion:
-        import aiohttp
-
+    async def _send(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        """aiohttp: post one body, read the reply (capped); redirects are not followed."""
         session = self._session()
-        error = ""
-        for retry in range(self.cfg.client_max_retries + 1):
-            delay: float | None = None
-            try:
-                async with session.post(self._url, data=body, **self._proxy) as response:
-                    raw = await response.read()
-                    status, headers = response.status, response.headers
-            except TimeoutError:
-                error = f"no answer within the request timeout ({self.cfg.request_timeout_s:g} s)"
-            except aiohttp.ClientError as e:
-                error = f"{type(e).__name__}: {str(e)[:300]}"
-            else:
-                latency = time.perf_counter() - start
-                if status == 200:
-                    try:
-                        return completion_from(request.id, orjson.loads(raw), latency)
-                    except orjson.JSONDecodeError:
-                        return Completion(request.id, error=f"a 200 response that is not JSON ({len(raw)} bytes)", latency_s=latency)
-                error = f"HTTP {status}: {error_message(raw)}"
-                if not should_retry(status, headers):  # the request itself is refused; the same one fails again
-                    return Completion(request.id, error=error, latency_s=latency)
-                delay = retry_delay(headers, retry)
-            if retry < self.cfg.client_max_retries:
-                await asyncio.sleep(retry_delay({}, retry) if delay is None else delay)
-        return Completion(request.id, error=error, latency_s=time.perf_counter() - start)
+        async with session.post(self._url, data=body, allow_redirects=False, **self._proxy) as response:
+            limit = self.cfg.max_response_bytes
+            if response.content_length is not None:  # the usual case: one read of a known length
+                if response.content_length > limit:
+                    raise ReplyTooLarge(response.content_length, limit)
+                return response.status, response.headers, await response.read()
+            raw = bytearray()  # chunked, or until the connection closes: counted as it comes
+            async for chunk in response.content.iter_any():
+                raw += chunk
+                if len(raw) > limit:
+                    raise ReplyTooLarge(None, limit)
+            return response.status, response.headers, bytes(raw)
 
-    async def _call_sdk(self, request: Request, body: dict[str, Any], start: float) -> Completion:
+    async def _send_sdk(self, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
+        """The ``openai`` SDK: its retries off and redirects not followed (the rules are
+        :meth:`_call`'s); the reply is read raw, capped, and parsed like aiohttp's."""
         openai = _import_openai()
         if self._client is None:
-            self._client = openai.AsyncOpenAI(base_url=self.cfg.base_url, api_key=self._api_key,
-                                              max_retries=self.cfg.client_max_retries, timeout=self.cfg.request_timeout_s)
+            self._client = openai.AsyncOpenAI(
+                base_url=self.cfg.base_url, api_key=self._api_key, max_retries=0, timeout=self.cfg.request_timeout_s,
+                http_client=openai.DefaultAsyncHttpxClient(follow_redirects=False, timeout=self.cfg.request_timeout_s))
+        body = dict(body)
         named = {"model": body.pop("model"), "messages": body.pop("messages")}
         try:
-            response = await self._client.chat.completions.create(**named, extra_body=body)
+            async with self._client.chat.completions.with_streaming_response.create(**named, extra_body=body) as response:
+                raw = bytearray()
+                async for chunk in response.iter_bytes():
+                    raw += chunk
+                    if len(raw) > self.cfg.max_response_bytes:
+                        raise ReplyTooLarge(None, self.cfg.max_response_bytes)
+                return response.http_response.status_code, response.headers, bytes(raw)
         except openai.APIStatusError as e:
-            body = e.body.get("error", e.body) if isinstance(e.body, dict) else None
-            message = body.get("message") if isinstance(body, dict) and body.get("message") else e.message
-            return Completion(request.id, error=f"HTTP {e.status_code}: {message}", latency_s=time.perf_counter() - start)
-        return completion_from(request.id, response.model_dump(), time.perf_counter() - start)
+            try:
+                raw = e.response.content
+            except Exception:  # noqa: BLE001 - a body the SDK did not read
+                raw = json.dumps({"error": {"message": e.message}}).encode()
+            return e.status_code, e.response.headers, raw
+
+
+class ReplyTooLarge(RuntimeError):
+    def __init__(self, size: int | None, limit: int):
+        super().__init__(f"a reply {'of ' + format(size, ',') + ' bytes' if size else ''} over model.max_response_bytes "
+                         f"({limit:,}); raise the limit if such replies are expected")
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the origin the API key is for."""
+
+    def __init__(self, url: str):
+        self.origin = _origin(url)
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        if _origin(newurl) != self.origin:
+            raise BackendSetupError(f"{req.full_url} redirects to another origin ({newurl}); mip does not send the API "
+                                    "key there. Set model.base_url to the server that answers.")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parsed = URL(url)
+    return parsed.scheme, parsed.host or "", parsed.port
+
+
+def _read_capped(response: Any, limit: int) -> bytes:
+    with response:
+        raw = response.read(limit + 1)
+    if len(raw) > limit:
+        raise ReplyTooLarge(None, limit)
+    return raw
+
+
+def _with_deadline(work: Callable[[], bytes], seconds: float, why: str) -> bytes:
+    """``work()`` in a daemon thread, waited for at most ``seconds`` (urllib's own timeout
+    bounds each socket read, not the whole exchange: a dripping server would pass it)."""
+    result: list = []
+
+    def run() -> None:
+        try:
+            result.append((True, work()))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            result.append((False, e))
+
+    thread = threading.Thread(target=run, name="mip-check", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not result:
+        raise BackendSetupError(why)
+    ok, value = result[0]
+    if not ok:
+        if isinstance(value, ReplyTooLarge):
+            raise BackendSetupError(str(value)) from None
+        raise value
+    return value

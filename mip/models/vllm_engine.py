@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from mip.config import ModelConfig
-from mip.models.base import Backend, BackendSetupError, Completion, Request
+from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
 
 def _import_vllm() -> Any:
@@ -49,8 +49,7 @@ def reasoning_splitter(vllm: Any, name: str | None, tokenizer: Any, cfg: ModelCo
 
 
 class VLLMBackend(Backend):
-
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, context: BackendContext | None = None):
         self.cfg = cfg
         self._llm: Any = None
         self._split: Any = None
