@@ -29,6 +29,7 @@ ANSWER = 'All counted. {"answer": "positive"}'
         (["All counted.", {"type": "text", "text": '{"answer": "positive"}'}], None, 'All counted.\n{"answer": "positive"}'),
         ([{"type": "thinking", "thinking": [{"type": "text", "text": "maybe negative"}]}, {"type": "text", "text": ANSWER}],
          None, ANSWER),  # Mistral: the thinking part is no answer
+        ([{"type": "reasoning", "text": 'maybe {"answer": "negative"}'}, {"type": "text", "text": ANSWER}], None, ANSWER),
         ([{"type": "image_url", "image_url": {"url": "data:"}}, {"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
          None, "a\nb"),
         ([{"type": "refusal", "refusal": "I won't."}], None, "I won't."),
