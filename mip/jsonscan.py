@@ -33,6 +33,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")  # json.scanner.NUMBER_RE
 _CONSTANTS = (("null", None), ("true", True), ("false", False), ("NaN", math.nan), ("Infinity", math.inf),
               ("-Infinity", -math.inf))
+_OBJECT_SECOND = frozenset('"} \t\n\r')
 _FAIL = object()
 
 
@@ -51,9 +52,19 @@ class Scan:
         self.work = 0
         """Tokens read plus string characters scanned: the cost the tests bound."""
         for start in reversed([m.start() for m in _OPENINGS.finditer(text)]):
+            if self._cannot_open(start):
+                continue
             end, value = self._container(start)
             if value is not _FAIL:
                 self.found[start] = (end, value)
+
+    def _cannot_open(self, start: int) -> bool:
+        """A quick no for the commonest failures, such as a run of braces: an object must
+        go on with a key or its end, and a container whose first item fails fails."""
+        second = self.text[start + 1:start + 2]
+        if self.text[start] == "{":
+            return second not in _OBJECT_SECOND
+        return second in ("{", "[") and start + 1 not in self.found
 
     def _container(self, start: int) -> tuple[int, object]:
         text = self.text
