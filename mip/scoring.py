@@ -16,9 +16,9 @@ the response. One rule reads every output, whatever the distance between its par
    double- or single-quoted, a whole number, or a bare phrase ended by ``}``, ``,``, a
    line end or the end of the text (a final period allowed).
    A valid JSON answer anywhere beats a lenient line anywhere, also a later one
-   (``{"answer": "positive"}`` then ``Final answer: negative`` is positive): the JSON
-   object is the form the prompt asks for; the lenient form only rescues an output that
-   never gave it.
+   (``{"answer": "positive"}`` then ``Final answer: negative`` is positive; so is it
+   when the later line is a broken ``{"answer": "negative"``): the JSON object is the
+   form the prompt asks for; the lenient form only rescues an output that never gave it.
 3. **Values.** One of the task's two labels (case-insensitive; spaces and hyphens read as
    underscores; a trailing period ignored). ``-1`` (number or string) or ``tie`` (any
    case) is a parsed tie: valid and incorrect (footnote 4). Anything else: parse failure.

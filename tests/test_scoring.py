@@ -116,6 +116,7 @@ def test_a_tie_is_parsed_and_other_labels_are_not(output, expected):
         ('answer: LOC\n{"answer": "PER"', "PER"),  # no JSON answer: the last lenient one
         ("answer: PER\nThe answer: {\n", "PER"),  # a key without a readable value is skipped
         ('{"answer": "LOC"} {"answer": ', "LOC"),  # a broken object after a valid one
+        ('{"answer": "LOC"}\nOn reflection: {"answer": "PER"', "LOC"),  # a broken one never overrides a valid one
     ],
 )
 def test_the_rule_on_mixed_outputs(output, expected):
