@@ -207,7 +207,10 @@ class WandbTracker:
             dir=str(output_dir),
             mode=mode,
             reinit="finish_previous",  # one run per job, also when jobs share a process
-            settings=wandb.Settings(silent=True),
+            # No system metadata (it holds the command line, where a key may be pasted as an
+            # override) and no console capture (a server's error may echo a key): the job
+            # folder keeps both, and W&B gets the redacted config and the rows only.
+            settings=wandb.Settings(silent=True, x_disable_meta=True, console="off"),
         )
 
     def _guard(self, fn: Any, *args: Any) -> None:

@@ -256,3 +256,19 @@ def test_the_summary_covers_the_whole_job_also_when_a_rerun_logs_few_rows(tmp_pa
         second.log_record(record, None)
     second.finish(SimpleNamespace(unstored=0))
     assert summaries[-1]["experiments"] == 6
+
+
+def test_a_key_on_the_command_line_or_in_the_console_reaches_no_wandb_file(tmp_path, wandb_env, monkeypatch):
+    secret = "sk-planted-on-the-command-line-31337"
+    monkeypatch.setattr(sys, "argv", ["run.py", "logger=wandb", f"+model.extra_body.api_key={secret}"])
+    cfg, records = stored_records(tmp_path)
+    tracker = WandbTracker(cfg, tmp_path / "job", "offline", flush_rows=2)
+    print(f"a server echoed the key: {secret}")
+    print(f"a server echoed the key: {secret}", file=sys.stderr)
+    for record in records:
+        tracker.log_record(record, None)
+    tracker.finish(SimpleNamespace(unstored=0))
+    files = [p for p in (tmp_path / "job").rglob("*") if p.is_file()]
+    assert any(p.suffix == ".wandb" for p in files)
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path
