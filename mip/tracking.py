@@ -44,12 +44,13 @@ TABLE_COLUMNS = [
     "reasoning_tokens", "latency_s", "attempts",
 ]
 
-FLUSH_EVERY_ROWS = 50
-"""Rows held before they are logged. A killed job's run lacks at most these (and the
-local store has them all); 50 rows of 100 KB traces is a table file of a few MB."""
+FLUSH_EVERY_ROWS = 10
+"""Rows held before they are logged. A killed job's run lacks at most these (the local
+store has them all). A job of the paper's grid holds 10 or 30 experiments, and a row
+carries its prompt (up to ~500 KB at n = 2,000) and trace: 10 rows stay a file of a few MB."""
 FLUSH_EVERY_S = 60.0
 """Seconds after which held rows are logged with the next stored record, however few:
-slow models (minutes a call) still reach W&B within about a call of being stored."""
+with slow models (minutes a call) rows reach W&B about as they are stored."""
 
 MODES = {"online": "online", "run": "online", "shared": "shared", "offline": "offline", "dryrun": "offline",
          "disabled": "disabled"}
