@@ -264,3 +264,18 @@ def test_verdicts(answer, gold, finish, expected):
 
 def test_forced_answer_after_reserved_budget_is_parsed():
     assert verdict_of("PER", "PER", "length", forced_answer_ok=True) == ("correct", None)
+
+
+def test_labels_come_from_the_list_closing_last_and_counts_from_the_deciding_object():
+    nested = '[{"id": 1, "label": "LOC"}, {"id": 2, "label": "PER", "notes": [{"x": 1}]}]'
+    assert parse_labels(nested, NER, [1, 2]) == {1: "LOC", 2: "PER"}  # not the inner list, which closes first
+    assert parse_labels('[{"id": 1, "label": "LOC"}] then [{"id": 1, "label": "PER"}]', NER, [1]) == {1: "PER"}
+    counted = '{"counts": {"LOC": 1, "PER": 9}, "answer": "LOC"} revised: {"counts": {"LOC": 3, "PER": 5}, "answer": "PER"}'
+    assert parse_counts(counted, NER) == {"LOC": 3, "PER": 5}
+    assert parse_counts('{"counts": {"LOC": 3, "PER": 5}} {"answer": "PER"}', NER) is None  # not beside the answer
+
+
+def test_deep_nesting_is_a_verdict_not_a_recursion_error():
+    deep = "[" * 20_000 + '{"answer": "PER"}' + "]" * 20_000
+    assert parse_answer(deep, NER) == "PER"
+    assert parse_labels("[" * 20_000, NER, [1]) == {} and parse_counts("{" * 20_000, NER) is None
