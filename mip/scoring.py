@@ -47,6 +47,10 @@ from mip.jsonscan import Scan
 
 TIE = "-1"
 
+RULE_VERSION = 2
+"""The answer rule's version: 1 looked for an object within 2,000 characters of the last 50
+keys; 2 is the rule above. Verdicts of two versions must not be pooled in one table."""
+
 CORRECT, INCORRECT, INVALID = "correct", "incorrect", "invalid"
 INPUT_OVERFLOW, PARSE, TRUNCATED = "input_overflow", "parse", "truncated"
 
