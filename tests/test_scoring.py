@@ -209,7 +209,8 @@ def test_adversarial_outputs_never_raise(parts):
 
 
 class Counted:
-    """Wraps a compiled pattern, counting its matches and the text it was handed after each start."""
+    """Wraps a compiled pattern, counting its match calls and the matches it yields (each
+    reads a bounded stretch: the patterns' quantifiers are bounded or possessive)."""
 
     def __init__(self, pattern):
         self.pattern, self.calls = pattern, 0
