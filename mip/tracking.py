@@ -178,7 +178,7 @@ class WandbTracker:
     def __init__(self, cfg: Config, output_dir: Path, mode: str, flush_rows: int = FLUSH_EVERY_ROWS,
                  flush_seconds: float = FLUSH_EVERY_S, clock: Callable[[], float] = time.monotonic):
         self.run_id = job_run_id(cfg)
-        self.ledger = Ledger.of(cfg, self.run_id, mode)
+        self.ledger = Ledger(Path(os.devnull))  # read in _init, where a failure turns W&B off
         self.pending: dict[str, list[Any]] = {}
         self.seen: dict[str, str] = {}
         """Verdicts of every record handed over, logged now or held by the run already."""
@@ -192,6 +192,7 @@ class WandbTracker:
     def _init(self, cfg: Config, output_dir: Path, mode: str) -> None:
         import wandb
 
+        self.ledger = Ledger.of(cfg, self.run_id, mode)
         self.wandb = wandb
         self.table = _increments_table(wandb)
         self.run = wandb.init(
@@ -230,7 +231,7 @@ class WandbTracker:
                 pass
 
     def unmirrored(self, keys: Iterable[str]) -> set[str]:
-        return {k for k in keys if k not in self.ledger.verdicts}
+        return set() if self._failed else {k for k in keys if k not in self.ledger.verdicts}
 
     def log_record(self, record: Record, prompt: str | None) -> None:
         self.seen[record.key] = record.verdict

@@ -272,3 +272,12 @@ def test_a_key_on_the_command_line_or_in_the_console_reaches_no_wandb_file(tmp_p
     assert any(p.suffix == ".wandb" for p in files)
     for path in files:
         assert secret.encode() not in path.read_bytes(), path
+
+
+def test_an_unreadable_ledger_turns_wandb_off_and_the_job_goes_on(tmp_path, wandb_env, capsys):
+    cfg = mock_cfg(tmp_path)
+    ledger = tracking.Ledger.of(cfg, job_run_id(cfg), "offline").path
+    ledger.mkdir(parents=True)  # a folder where the ledger file should be
+    summary = run_job(cfg, tmp_path / "job")
+    assert summary.ok and summary.stored_now == 6
+    assert capsys.readouterr().err.count("W&B logging failed") == 1
