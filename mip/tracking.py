@@ -98,10 +98,11 @@ class Ledger:
     online run of the same job does not count on them.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | None = None):
+        """The ledger at ``path`` (None: an empty one, never written)."""
         self.path = path
         self.verdicts: dict[str, str] = {}
-        if path.exists():
+        if path is not None and path.exists():
             for line in path.read_text(encoding="utf-8").splitlines():
                 key, _, verdict = line.partition(" ")
                 if key and verdict:  # a line torn by a kill is not counted
@@ -113,6 +114,8 @@ class Ledger:
         return cls(Path(cfg.paths.results_dir) / "wandb-ledger" / cfg.logger.project / f"{run_id}.{kind}.keys")
 
     def add(self, verdicts: Mapping[str, str]) -> None:
+        if self.path is None:
+            raise ValueError("An empty ledger is never written.")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as f:  # one write: lines are not interleaved
             f.write("".join(f"{key} {verdict}\n" for key, verdict in verdicts.items()))
@@ -178,7 +181,7 @@ class WandbTracker:
     def __init__(self, cfg: Config, output_dir: Path, mode: str, flush_rows: int = FLUSH_EVERY_ROWS,
                  flush_seconds: float = FLUSH_EVERY_S, clock: Callable[[], float] = time.monotonic):
         self.run_id = job_run_id(cfg)
-        self.ledger = Ledger(Path(os.devnull))  # read in _init, where a failure turns W&B off
+        self.ledger = Ledger()  # read in _init, where a failure turns W&B off
         self.pending: dict[str, list[Any]] = {}
         self.seen: dict[str, str] = {}
         """Verdicts of every record handed over, logged now or held by the run already."""
