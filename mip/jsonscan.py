@@ -71,6 +71,7 @@ class Scan:
         is_object = text[start] == "{"
         closer = "}" if is_object else "]"
         items: list = []
+        key = ""  # an array's items have none
         pos = _WS.match(text, start + 1).end()
         if text.startswith(closer, pos):
             return pos + 1, {} if is_object else []
