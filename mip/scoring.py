@@ -1,43 +1,70 @@
 """Answer parsing and verdicts (§3.4, App. D.1).
 
-The answer is the last JSON object in the output that has an ``"answer"`` field; code
-fences and text around it are ignored. ``-1`` (number or string) is a parsed tie: valid
-and incorrect. A label outside the task's two is a parse failure.
+The prompt (App. B) asks for "only a JSON object with the field "answer"" at the end of
+the response. One rule reads every output, whatever the distance between its parts:
+
+1. **JSON first.** Every JSON object in the output counts, wherever it starts: in prose,
+   in a code fence, nested in another object. Of those with an ``answer`` field (any
+   case), the one that *closes last* decides — so an answer object that holds another
+   (``{"answer": "PER", "alt": {"answer": "LOC"}}``) decides by its own field, and a
+   wrapper without one (``{"result": {"answer": "LOC"}}``) leaves it to the inner one.
+   Its value decides even when it is no label: a last answer outside the labels is a
+   parse failure, whatever earlier objects said.
+2. **Lenient fallback**, only when no JSON object anywhere has an ``answer`` field: the
+   last ``answer: value`` — key bare, quoted or single-quoted (``Final answer: PER``,
+   ``{'answer': 'PER'}``, an unterminated ``{"answer": "PER"``) — whose value is
+   double- or single-quoted, a whole number, or a bare phrase ended by ``}``, ``,``, a
+   line end or the end of the text (a final period allowed).
+   A valid JSON answer anywhere beats a lenient line anywhere, also a later one
+   (``{"answer": "positive"}`` then ``Final answer: negative`` is positive; so is it
+   when the later line is a broken ``{"answer": "negative"``): the JSON object is the
+   form the prompt asks for; the lenient form only rescues an output that never gave it.
+3. **Values.** One of the task's two labels (case-insensitive; spaces and hyphens read as
+   underscores; a trailing period ignored). ``-1`` (number or string) or ``tie`` (any
+   case) is a parsed tie: valid and incorrect (footnote 4). Anything else: parse failure.
+
+Parsing is linear in the output's length (:mod:`mip.jsonscan`); nothing depends on how far
+apart answers are or how many braces precede them.
 
 >>> parse_answer('Counting… {"answer": "PER"}', ("LOC", "PER"))
 'PER'
+>>> parse_answer('{"answer": "positive"}\\nFinal answer: negative', ("negative", "positive"))
+'positive'
+>>> parse_answer('Final answer: Tie', ("LOC", "PER"))
+'-1'
 >>> verdict_of(parse_answer('{"answer": -1}', ("LOC", "PER")), "LOC", finish_reason="stop")
 ('incorrect', None)
 
-Exercised by ``pytest tests/test_scoring.py``.
+Exercised by ``pytest tests/test_scoring.py tests/test_jsonscan.py``.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+
+from mip.jsonscan import Scan
 
 TIE = "-1"
+
+RULE_VERSION = 2
+"""The answer rule's version: 1 looked for an object within 2,000 characters of the last 50
+keys; 2 is the rule above. Verdicts of two versions must not be pooled in one table."""
 
 CORRECT, INCORRECT, INVALID = "correct", "incorrect", "invalid"
 INPUT_OVERFLOW, PARSE, TRUNCATED = "input_overflow", "parse", "truncated"
 
-# `"answer"` as a JSON key, or the same key in single quotes or bare (lenient fallback).
-_KEY = re.compile(r"""["']?\banswer\b["']?\s*:""", re.IGNORECASE)
-_WORD = re.compile("answer", re.IGNORECASE)
-_LENIENT_VALUE = re.compile(r"""\s*(?:"([^"\n]{0,100})"|'([^'\n]{0,100})'|(-?\d+)|([A-Za-z_][\w ]{0,60}?)\s*[},\n])""")
-#: How far back from an ``"answer"`` key to look for the ``{`` that opens its object.
-_OPEN_WINDOW = 2000
-#: Keys examined, from the last, before giving up (bounds the work on adversarial text).
-_MAX_KEYS = 50
-
-
-class _Unparsed(str):
-    """Marker for 'an answer field was found but its value is no label'."""
+# The lenient form: `answer` as a key (bare, quoted or single-quoted), then a value.
+# Possessive quantifiers keep each try bounded, so the fallback is linear too.
+_KEY = re.compile(r"""["']?\banswer\b["']?\s*+:""", re.IGNORECASE)
+_LENIENT_VALUE = re.compile(r"""\s*+(?:"([^"\n]{0,100})"|'([^'\n]{0,100})'|(-?\d++)|"""
+                            r"""([A-Za-z_][\w \t\r]{0,60}+)\.?[ \t\r]*+(?:[},\n]|\Z))""")
+_TIE_WORDS = ("-1", "tie")
+_MISSING = object()
 
 
 def _normalise(value: object, labels: Sequence[str]) -> str | None:
+    """A label, ``TIE``, or None for anything else (rule 3)."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
@@ -45,7 +72,7 @@ def _normalise(value: object, labels: Sequence[str]) -> str | None:
     if not isinstance(value, str):
         return None
     v = value.strip().strip(".").strip()
-    if v == TIE:
+    if v.casefold() in _TIE_WORDS:
         return TIE
     folded = v.casefold().replace(" ", "_").replace("-", "_")
     for label in labels:
@@ -54,126 +81,95 @@ def _normalise(value: object, labels: Sequence[str]) -> str | None:
     return None
 
 
-def _keys(text: str) -> list[re.Match]:
-    """The last ``_MAX_KEYS`` matches of ``_KEY``, as ``_KEY.finditer`` finds them but found
-    faster: the bare word is scanned for (a literal, several times faster than the pattern's
-    optional leading quote lets the regex engine go) and the pattern checked where it is."""
-    keys = []
-    for word in _WORD.finditer(text):
-        start = word.start()
-        if start and text[start - 1] in "\"'":
-            start -= 1
-        key = _KEY.match(text, start)
-        if key:
-            keys.append(key)
-    return keys[-_MAX_KEYS:]
-
-
-def _objects_before(text: str, key: re.Match, decoder: json.JSONDecoder) -> Iterator[dict]:
-    """The JSON objects that open at most ``_OPEN_WINDOW`` characters before ``key``, nearest first."""
-    start = key.start()
-    opening = text.rfind("{", max(0, start - _OPEN_WINDOW), start + 1)
-    while opening != -1:
-        try:
-            obj, _ = decoder.raw_decode(text, opening)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            yield obj
-        opening = text.rfind("{", max(0, start - _OPEN_WINDOW), opening)
-
-
-def _last_answer(text: str) -> object:
-    """The value of ``answer`` in the last JSON object of ``text`` that has one (a lenient
-    ``answer: value`` where no object parses), else ``_MISSING``."""
-    decoder = json.JSONDecoder()
-    for key in reversed(_keys(text)):
-        for obj in _objects_before(text, key, decoder):
-            found = _find_answer(obj)
-            if found is not _MISSING:
-                return found
-        lenient = _LENIENT_VALUE.match(text, key.end())
-        if lenient:
-            return next(g for g in lenient.groups() if g is not None)
-    return _MISSING
-
-
-_MISSING = object()
-
-
-def _find_answer(obj: dict) -> object:
+def _answer_field(obj: dict) -> object:
+    """The value of the object's ``answer`` key (the last one, if it has several spellings)."""
+    found = _MISSING
     for key, value in obj.items():
-        if isinstance(key, str) and key.strip().casefold() == "answer":
-            return value
+        if key.strip().casefold() == "answer":
+            found = value
+    return found
+
+
+def _answer_object(scan: Scan) -> tuple[dict, object] | None:
+    """The JSON object that closes last among those with an answer field, and that answer (rule 1)."""
+    best_end, best = -1, None
+    for end, value in scan.found.values():
+        if end > best_end and isinstance(value, dict):
+            answer = _answer_field(value)
+            if answer is not _MISSING:
+                best_end, best = end, (value, answer)
+    return best
+
+
+def _lenient_answer(text: str) -> object:
+    """The last ``answer: value`` whose value has one of the lenient forms (rule 2), else ``_MISSING``."""
+    for key in reversed(list(_KEY.finditer(text))):
+        value = _LENIENT_VALUE.match(text, key.end())
+        if value:
+            return next(g for g in value.groups() if g is not None)
     return _MISSING
+
+
+def _last_answer(output: str | None) -> object:
+    """The raw answer value under rules 1 and 2, else ``_MISSING``."""
+    if not output:
+        return _MISSING
+    text = output.replace("\x00", "")
+    found = _answer_object(Scan(text))
+    return found[1] if found else _lenient_answer(text)
 
 
 def parse_answer(output: str | None, labels: Sequence[str]) -> str | None:
-    """The parsed answer — one of ``labels`` or ``"-1"`` — or None when there is none.
-
-    The last object that carries an ``answer`` decides: if its value is no label, the
-    output is a parse failure even when an earlier object held a label.
-    """
-    if not output:
-        return None
-    value = _last_answer(output.replace("\x00", ""))
+    """The parsed answer — one of ``labels`` or ``"-1"`` — or None when there is none (see the module docstring)."""
+    value = _last_answer(output)
     return None if value is _MISSING else _normalise(value, labels)
 
 
 def parse_counts(output: str | None, labels: Sequence[str]) -> dict[str, int] | None:
-    """The per-label ``counts`` beside the last ``answer`` (count_report), or None."""
+    """The per-label ``counts`` in the JSON object that decides the answer (count_report), or None."""
     if not output:
         return None
-    decoder = json.JSONDecoder()
-    text = output.replace("\x00", "")
-    for key in reversed(_keys(text)):
-        for obj in _objects_before(text, key, decoder):
-            if isinstance(obj.get("counts"), dict):
-                counts = {}
-                for name, value in obj["counts"].items():
-                    label = _normalise(name, labels)
-                    if label in labels and isinstance(value, (int, float)) and not isinstance(value, bool):
-                        counts[label] = int(value)
-                return counts if set(counts) == set(labels) else None
-    return None
+    found = _answer_object(Scan(output.replace("\x00", "")))
+    reported = found[0].get("counts") if found else None
+    if not isinstance(reported, dict):
+        return None
+    counts = {}
+    for name, value in reported.items():
+        label = _normalise(name, labels)
+        if label in labels and isinstance(value, (int, float)) and not isinstance(value, bool):
+            counts[label] = int(value)
+    return counts if set(counts) == set(labels) else None
 
 
 def parse_labels(output: str | None, labels: Sequence[str], ids: Sequence[int]) -> dict[int, str]:
-    """Per-instance labels from the last JSON list of ``{"id", "label"}`` objects (decomposed).
+    """Per-instance labels from the JSON list of ``{"id", "label"}`` objects that closes last (decomposed).
 
     Only the asked ``ids`` count; an id given twice with different labels, or with a label
     outside the two, is left out (it will be asked again).
     """
     if not output:
         return {}
-    decoder = json.JSONDecoder()
-    text = output.replace("\x00", "")
+    lists = [(end, items) for end, items in Scan(output.replace("\x00", "")).found.values()
+             if isinstance(items, list) and any(isinstance(x, dict) for x in items)]
+    if not lists:
+        return {}
     wanted = set(ids)
-    position = text.rfind("[")
-    while position != -1:
+    found: dict[int, str] = {}
+    conflicted: set[int] = set()
+    for item in max(lists, key=lambda pair: pair[0])[1]:
+        if not isinstance(item, dict):
+            continue
         try:
-            items, _ = decoder.raw_decode(text, position)
-        except ValueError:
-            items = None
-        if isinstance(items, list) and any(isinstance(x, dict) for x in items):
-            found: dict[int, str] = {}
-            conflicted: set[int] = set()
-            for item in items:
-                if not isinstance(item, dict):
-                    continue
-                try:
-                    index = int(item.get("id"))
-                except (TypeError, ValueError):
-                    continue
-                label = _normalise(item.get("label"), labels)
-                if index not in wanted or label not in labels:
-                    continue
-                if index in found and found[index] != label:
-                    conflicted.add(index)
-                found.setdefault(index, label)
-            return {i: label for i, label in found.items() if i not in conflicted}
-        position = text.rfind("[", 0, position)
-    return {}
+            index = int(item.get("id"))
+        except (TypeError, ValueError, OverflowError):
+            continue
+        label = _normalise(item.get("label"), labels)
+        if index not in wanted or label not in labels:
+            continue
+        if index in found and found[index] != label:
+            conflicted.add(index)
+        found.setdefault(index, label)
+    return {i: label for i, label in found.items() if i not in conflicted}
 
 
 def majority_of(predictions: Sequence[str | None], labels: Sequence[str]) -> str:
@@ -185,10 +181,8 @@ def majority_of(predictions: Sequence[str | None], labels: Sequence[str]) -> str
 
 
 def answer_value(output: str | None) -> object | None:
-    """The raw value of the last ``answer`` object in ``output`` (None when there is none)."""
-    if not output:
-        return None
-    value = _last_answer(output.replace("\x00", ""))
+    """The raw value of the answer the rule picks (None when there is none): for numeric answers (filtering)."""
+    value = _last_answer(output)
     return None if value is _MISSING else value
 
 

@@ -55,6 +55,7 @@ from yarl import URL
 import mip
 from mip.config import ModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
+from mip.models.replies import content_text
 
 TRANSPORTS = ("aiohttp", "openai")
 CHECK_DEADLINE_S = 30.0  # the model listing and token counts: one deadline over the whole exchange
@@ -192,10 +193,9 @@ def completion_from(request_id: str, response: Any, latency: float) -> Completio
     trace, raw, same = reasoning_of(message)
     usage = response.get("usage") or {}
     details = usage.get("completion_tokens_details") or {}
-    content = message.get("content")
     return Completion(
         request_id,
-        text=content if isinstance(content, str) or content is None else json.dumps(content),
+        text=content_text(message.get("content"), message.get("refusal")),  # text parts joined, not JSON-encoded
         reasoning=trace,
         reasoning_raw=raw,
         reasoning_from=same,

@@ -1,0 +1,73 @@
+"""A reply's text, whatever shape the server gives ``message.content`` (issue 19).
+
+OpenAI-compatible servers return the content as a string, ``None``, or a list of parts
+(``[{"type": "text", "text": "…"}]``; Mistral puts ``thinking`` parts beside the text; the
+Responses API names text parts ``output_text``). Encoding the list as JSON, as was done,
+escapes the quotes of the model's ``{"answer": …}`` and turns a correct answer into a parse
+failure. :func:`content_text` reads the text parts instead:
+
+- text parts are ``{"type": "text" | "output_text", "text": str}`` (the Assistants API's
+  ``"text": {"value": str}`` too), a part without ``type`` that has a string ``text``, or a
+  plain string; they are joined in order with a newline (parts are blocks of the reply,
+  as inspect_ai's ``ChatMessage.text`` joins them; a newline ends a lenient ``answer:``
+  line rather than gluing it to the next block's first word);
+- other parts (images, audio, ``thinking``/``reasoning``, tool calls) are not the answer
+  and are left out; the reasoning trace is read elsewhere (``openai_compat.reasoning_of``);
+- refusal parts (``{"type": "refusal", "refusal": str}``) and the message's own
+  ``refusal`` are the text only when there is no text part: a reader of the record then
+  sees why there is no answer, and the verdict is a parse failure, as it should be;
+- no text at all, or a shape that is none of these, gives None.
+
+>>> content_text([{"type": "text", "text": 'I counted. {"answer": "positive"}'}])
+'I counted. {"answer": "positive"}'
+>>> content_text([{"type": "thinking", "thinking": "hmm"}, "A", {"type": "output_text", "text": "B"}])
+'A\\nB'
+>>> content_text([{"type": "refusal", "refusal": "I can't help with that."}])
+"I can't help with that."
+>>> content_text(None, refusal="No.")
+'No.'
+
+Exercised by ``pytest tests/test_replies.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+TEXT_TYPES = ("text", "output_text")
+"""Part types whose ``text`` is the reply's text."""
+
+
+def _part_text(part: object) -> str | None:
+    """The text of one content part, or None when it is not a text part."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping) or part.get("type", "text") not in TEXT_TYPES:
+        return None
+    text = part.get("text")
+    if isinstance(text, Mapping):  # Assistants API: {"type": "text", "text": {"value": …, "annotations": […]}}
+        text = text.get("value")
+    return text if isinstance(text, str) else None
+
+
+def _refusal_text(part: object) -> str | None:
+    if isinstance(part, Mapping) and part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+        return part["refusal"]
+    return None
+
+
+def content_text(content: object, refusal: str | None = None) -> str | None:
+    """The text of a message's ``content`` (a string, None, one part or a list of parts); see the module docstring.
+
+    ``refusal`` is the message's own ``refusal`` field, used only when the content has no text.
+    """
+    if isinstance(content, str):
+        return content
+    parts = [content] if isinstance(content, Mapping) else content if isinstance(content, list) else []
+    texts = [t for t in map(_part_text, parts) if t is not None]
+    if texts:
+        return "\n".join(texts)
+    refusals = [r for r in map(_refusal_text, parts) if r is not None]
+    if refusals:
+        return "\n".join(refusals)
+    return refusal if isinstance(refusal, str) else None
