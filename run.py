@@ -42,6 +42,10 @@ def main(cfg: DictConfig) -> None:
         f"{summary.prompt_tokens:,} prompt tokens{' (estimated)' if summary.tokens_estimated else ''}; "
         f"verdicts {summary.verdicts or '-'}"
     )
+    if summary.dry_run:
+        print(f"  prompt tokens {summary.tokens_from}; {summary.overflowing} experiment(s) would not fit the context "
+              f"window ({config.model.context_window:,}) and be stored as input_overflow without a call; "
+              f"output tokens at most {summary.max_output_tokens:,}")
     if hydra_cfg.mode == RunMode.RUN:
         print(describe(Path(summary.output_dir)))
     if not summary.ok:

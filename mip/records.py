@@ -94,6 +94,8 @@ class Record(BaseModel):
     answer: Optional[str] = None
     verdict: str
     invalid_kind: Optional[str] = None
+    scoring_rule: Optional[int] = Field(default=None, description="The answer rule that gave the verdict "
+                                        "(mip.scoring.RULE_VERSION); None before mip 0.3 (rule 1).")
     predictions: Optional[list[Optional[str]]] = Field(
         default=None, description="decomposed: the label given to each presented instance, in prompt order (None: missing).")
     reported_counts: Optional[dict[str, int]] = Field(default=None, description="count_report: the counted attempt's counts.")

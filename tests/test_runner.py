@@ -304,3 +304,19 @@ def test_keys_and_prompts_stay_what_earlier_versions_stored(tmp_path, pattern, k
 
     plan = plan_job(cfg, load_pools(cfg))[0]
     assert (plan.key, plan.prompt_sha) == (key, sha)
+
+
+@pytest.mark.parametrize("model", ["gpt_oss_120b", "qwen36_35b"])
+def test_a_dry_run_needs_no_key_no_vllm_and_counts_what_overflows(tmp_path, monkeypatch, model):
+    """An API model without its key and a vLLM model without vLLM both count; SmolLM2-sized
+    windows show every prompt that will overflow."""
+    import sys
+
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    cfg = compose(f"model={model}", "task=arith", "n=400", "p=0.55", "pattern=majority_first", "dry_run=true",
+                  "model.context_window=2048", "progress=false", f"paths.results_dir={tmp_path}",
+                  f"paths.cache_dir={tmp_path / 'cache'}")
+    summary = run_job(cfg, tmp_path / "job")
+    assert summary.experiments == 2 and summary.overflowing == 2 and summary.max_output_tokens == 0
+    assert summary.tokens_from  # says how tokens were counted

@@ -174,6 +174,7 @@ class JobLoop:
             answer=answer,
             verdict=verdict,
             invalid_kind=kind if verdict == scoring.INVALID else None,
+            scoring_rule=scoring.RULE_VERSION,
             predictions=predictions,
             reported_counts=counted.counts if counted else None,
             config=self.record_config,

@@ -29,7 +29,7 @@ from mip.instances import split_counts
 from mip.job.loop import JobLoop
 from mip.job.provenance import git_commit, write_manifest
 from mip.job.summary import JobSummary, StoreError
-from mip.job.tokens import budget_error, counted
+from mip.job.tokens import OfflineTokenizer, budget_error, counted, overflows
 from mip.models import Backend, build_backend
 from mip.records import Attempt
 from mip.store import Store
@@ -116,7 +116,6 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     stored_keys = _Stored(store, cfg.model.name, plans)
     stored = stored_keys()
     todo = [p for p in plans if p.key not in stored]
-    backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
     summary = JobSummary(
         output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
         already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
@@ -125,11 +124,11 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         keys=[p.key for p in plans],
     )
     write_manifest(output_dir, cfg, git, summary)
-    if cfg.dry_run:
-        for plan, _ in counted(backend, todo, summary, cfg.model.chars_per_token):
-            plan.release()
+    if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
+        _dry_run(cfg, todo, summary, backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir))
         write_manifest(output_dir, cfg, git, summary)
         return summary
+    backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
 
     claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
     try:
@@ -156,6 +155,21 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     tracker.finish(summary)
     write_manifest(output_dir, cfg, git, summary)
     return summary
+
+
+def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Backend | OfflineTokenizer) -> None:
+    """Count what the job would send: prompt tokens, the prompts that would overflow the
+    context window (input_overflow verdicts to come), output tokens at most."""
+    fits = 0
+    for plan, n_tokens in counted(counter, todo, summary, cfg.model.chars_per_token):
+        if overflows(n_tokens, cfg.model.context_window) and cfg.strategy.name != "decomposed":
+            summary.overflowing += 1
+        else:
+            fits += 1
+        plan.release()
+    summary.max_output_tokens = fits * _budget_each(cfg)
+    summary.tokens_from = getattr(counter, "source", "") if not summary.tokens_estimated else \
+        f"estimated from characters ({cfg.model.chars_per_token:g} per token)"
 
 
 def _writable(*folders: Path) -> None:

@@ -21,6 +21,10 @@ class JobSummary:
     verdicts: dict[str, int] = field(default_factory=dict)
     prompt_tokens: int = 0
     tokens_estimated: bool = False
+    tokens_from: str = ""
+    """How prompt tokens were counted (a tokenizer, the server, or estimated from characters)."""
+    overflowing: int = 0
+    """Experiments whose prompt does not fit the context window: input_overflow, found before any call."""
     dry_run: bool = False
     model: str = ""
     price_input_per_mtok: float | None = None

@@ -9,14 +9,59 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mip import prompts
+from mip.config import ModelConfig
 from mip.models import Backend
 
 if TYPE_CHECKING:
     from mip.experiments import Planned
     from mip.job.summary import JobSummary
+
+
+class OfflineTokenizer:
+    """Counts prompt tokens for a dry run without building the model's backend (no API key,
+    no vLLM, no GPU): with the model's tokenizer where it is on this machine (the Hugging Face
+    cache, or the embedded model's converted folder), else None, and the caller estimates.
+    ``source`` says which."""
+
+    def __init__(self, model: ModelConfig, cache_dir: str | Path):
+        self.model, self.cache_dir = model, Path(cache_dir).expanduser()
+        self._tokenizer: Any = None
+        self.source = f"estimated from characters ({model.chars_per_token:g} per token)"
+
+    def _load(self) -> Any:
+        if self._tokenizer is None:
+            self._tokenizer = False
+            for name in self._candidates():
+                try:
+                    from transformers import AutoTokenizer
+
+                    self._tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
+                    self.source = f"counted with the tokenizer of {name}"
+                    break
+                except Exception:  # noqa: BLE001 - not on this machine, or no transformers: estimate
+                    continue
+        return self._tokenizer
+
+    def _candidates(self) -> list[str]:
+        names = [n for n in (self.model.tokenizer, self.model.model_id) if n and n not in ("auto", "mock")]
+        if self.model.gguf_package:
+            from mip.models.hf_local import converted_dir
+
+            folder = converted_dir(self.model, self.cache_dir)
+            names = [str(folder)] if (folder / "tokenizer_config.json").is_file() else []
+        return names
+
+    def count_tokens(self, texts: list[str]) -> list[int] | None:
+        tokenizer = self._load()
+        if not tokenizer:
+            return None
+        chats = [tokenizer.apply_chat_template([{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True)
+                 if tokenizer.chat_template else t for t in texts]
+        return [len(ids) for ids in tokenizer(chats, add_special_tokens=False)["input_ids"]]
 
 
 def estimate_tokens(text: str, chars_per_token: float) -> int:
@@ -45,7 +90,7 @@ def output_room(prompt_tokens: int, context_window: int, budget: int) -> int:
     return max(1, min(budget, context_window - prompt_tokens))
 
 
-def count_texts(backend: Backend, texts: list[str], chars_per_token: float, quiet: bool = False) -> tuple[list[int], bool]:
+def count_texts(backend: Backend | OfflineTokenizer, texts: list[str], chars_per_token: float, quiet: bool = False) -> tuple[list[int], bool]:
     """Tokens of each text and whether they were estimated (saying why, unless ``quiet``)."""
     try:
         tokens = backend.count_tokens(texts)
@@ -58,7 +103,7 @@ def count_texts(backend: Backend, texts: list[str], chars_per_token: float, quie
     return tokens, False
 
 
-def counted(backend: Backend, plans: Iterable[Planned], summary: JobSummary, chars_per_token: float,
+def counted(backend: Backend | OfflineTokenizer, plans: Iterable[Planned], summary: JobSummary, chars_per_token: float,
             chunk: int = 16) -> Iterator[tuple[Planned, int]]:
     """Each plan with its prompt tokens (for self-prompting, of its instances alone), counted
     a few at a time as they are needed. Adds them up in ``summary``."""
