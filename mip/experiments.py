@@ -22,7 +22,7 @@ import numpy as np
 from mip import prompts
 from mip.config import Config, StrategyConfig, TaskConfig
 from mip.data import Instance, Pool
-from mip.instances import PATTERNS, arrangement, order_seeds_for, picked, select, shuffle_within_labels
+from mip.instances import arrangement, pattern_of, order_seeds_for, picked, select, shuffle_within_labels
 from mip.keys import answer_settings, experiment_key, task_settings
 from mip.records import Attempt, Experiment, JsonColumn, Record, counted_attempt
 
@@ -126,8 +126,7 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
     """Every experiment of one job, each once, in a fixed order."""
     if cfg.prompt_variant.name not in prompts.VARIANTS:
         raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
-    if cfg.pattern.name not in PATTERNS:
-        raise ValueError(f"Unknown pattern {cfg.pattern.name!r}; choose one of {', '.join(PATTERNS)}.")
+    pattern_of(cfg.pattern.name)  # an unknown pattern fails here, naming the registered ones
     settings = answer_settings(cfg)
     plans: dict[str, Planned] = {}
     repeated = 0

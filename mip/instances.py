@@ -14,30 +14,67 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
 
 T = TypeVar("T")
 
+Layout = Callable[[int, int], list[tuple[str, int]]]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """An order pattern (App. C.3), defined once by its block layout: for ``n_maj`` majority
+    and ``n_min`` minority instances, the blocks in prompt order as ``(kind, length)`` with
+    kind majority, minority or alternating (x^maj_i, x^min_i pairs). The layout drives
+    :func:`arrange`, the attribution regions and the figures' shading alike (:func:`regions`).
+    ``layout`` is None for random, a shuffle by the order seed."""
+
+    name: str
+    layout: Layout | None
+    counterpart: str | None = None
+    """The pattern with the blocks the other way round (App. C.3), for the paired gaps."""
+
+
+def _soft_edges(a: int, b: int) -> list[tuple[str, int]]:
+    k = math.ceil((a - b) / 2)  # the surplus majority, split around the alternation
+    return [("majority", k), ("alternating", 2 * b), ("majority", a - b - k)]
+
+
+def _soft_middle(a: int, b: int) -> list[tuple[str, int]]:
+    k = 2 * math.ceil(b / 2)  # the alternation, split around the surplus majority
+    return [("alternating", k), ("majority", a - b), ("alternating", 2 * b - k)]
+
+
+#: The registry of order patterns, in the order the paper lists them. A new pattern is one
+#: entry here, a one-line ``conf/pattern/<name>.yaml`` and a test.
+REGISTRY: dict[str, Pattern] = {p.name: p for p in (
+    Pattern("random", None),
+    Pattern("majority_first", lambda a, b: [("majority", a), ("minority", b)], "majority_last"),
+    Pattern("majority_last", lambda a, b: [("minority", b), ("majority", a)], "majority_first"),
+    Pattern("majority_edges", lambda a, b: [("majority", math.ceil(a / 2)), ("minority", b), ("majority", a - math.ceil(a / 2))],
+            "majority_middle"),
+    Pattern("majority_middle", lambda a, b: [("minority", math.ceil(b / 2)), ("majority", a), ("minority", b - math.ceil(b / 2))],
+            "majority_edges"),
+    Pattern("soft_majority_edges", _soft_edges, "soft_majority_middle"),
+    Pattern("soft_majority_middle", _soft_middle, "soft_majority_edges"),
+)}
+
 #: Stable registry names of the patterns, in the order the paper lists them.
-PATTERNS: tuple[str, ...] = (
-    "random",
-    "majority_first",
-    "majority_last",
-    "majority_edges",
-    "majority_middle",
-    "soft_majority_edges",
-    "soft_majority_middle",
-)
+PATTERNS: tuple[str, ...] = tuple(REGISTRY)
 
 #: The counterpart pairs of App. C.3.
-COUNTERPARTS: tuple[tuple[str, str], ...] = (
-    ("majority_first", "majority_last"),
-    ("majority_edges", "majority_middle"),
-    ("soft_majority_edges", "soft_majority_middle"),
-)
+COUNTERPARTS: tuple[tuple[str, str], ...] = tuple(
+    (p.name, p.counterpart) for p in REGISTRY.values() if p.counterpart and PATTERNS.index(p.name) < PATTERNS.index(p.counterpart))
+
+
+def pattern_of(name: str) -> Pattern:
+    if name not in REGISTRY:
+        raise ValueError(f"Unknown pattern {name!r}; choose one of {', '.join(PATTERNS)}.")
+    return REGISTRY[name]
 
 
 def split_counts(n: int, p: float) -> tuple[int, int]:
@@ -124,9 +161,8 @@ def arrange(
     [1, 5, 3, 4, 2, 6]
     """
     maj, mino = list(majority), list(minority)
-    if pattern not in PATTERNS:
-        raise ValueError(f"Unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}.")
-    if pattern == "random":
+    layout = pattern_of(pattern).layout
+    if layout is None:
         if order_seed is None:
             raise ValueError("The random pattern needs an order seed (s_order).")
         return _shuffled(maj + mino, order_seed)
@@ -134,24 +170,18 @@ def arrange(
         raise ValueError(f"Pattern {pattern!r} is deterministic; it takes no order seed.")
     if len(maj) < len(mino):
         raise ValueError(f"The majority list ({len(maj)}) must not be shorter than the minority list ({len(mino)}).")
-    if pattern == "majority_first":
-        return maj + mino
-    if pattern == "majority_last":
-        return mino + maj
-    if pattern == "majority_edges":
-        k = math.ceil(len(maj) / 2)
-        return maj[:k] + mino + maj[k:]
-    if pattern == "majority_middle":
-        k = math.ceil(len(mino) / 2)
-        return mino[:k] + maj + mino[k:]
-    alternating = [x for pair in zip(maj, mino) for x in pair]
-    surplus = maj[len(mino):]
-    if pattern == "soft_majority_edges":
-        k = math.ceil(len(surplus) / 2)
-        return surplus[:k] + alternating + surplus[k:]
-    # soft_majority_middle
-    k = 2 * math.ceil(len(mino) / 2)
-    return alternating[:k] + surplus + alternating[k:]
+    blocks = layout(len(maj), len(mino))
+    # Alternating blocks pair x^maj_i with x^min_i from the start of each list; majority blocks
+    # then take the surplus (x^maj_{n_min+1}, …), or X_maj from its start when nothing alternates.
+    pairs = [x for pair in zip(maj, mino) for x in pair]
+    taken = {"majority": len(mino) if any(kind == "alternating" for kind, _ in blocks) else 0, "minority": 0,
+             "alternating": 0}
+    source = {"majority": maj, "minority": mino, "alternating": pairs}
+    out: list[T] = []
+    for kind, length in blocks:
+        out += source[kind][taken[kind]:taken[kind] + length]
+        taken[kind] += length
+    return out
 
 
 def arrangement(n_maj: int, n_min: int, pattern: str, order_seed: int | None = None) -> np.ndarray:
@@ -179,31 +209,13 @@ def shuffle_within_labels(majority: Sequence[T], minority: Sequence[T], shuffle_
 
 def regions(pattern: str, n_maj: int, n_min: int) -> list[tuple[int, int, str]]:
     """The label regions of a pattern as ``(start, end, kind)`` over positions 0..n-1 (end
-    exclusive); kind is majority, minority, alternating, or mixed for random."""
-    n = n_maj + n_min
-    if pattern == "random":
-        return [(0, n, "mixed")]
-    if pattern == "majority_first":
-        parts = [(n_maj, "majority"), (n_min, "minority")]
-    elif pattern == "majority_last":
-        parts = [(n_min, "minority"), (n_maj, "majority")]
-    elif pattern == "majority_edges":
-        k = math.ceil(n_maj / 2)
-        parts = [(k, "majority"), (n_min, "minority"), (n_maj - k, "majority")]
-    elif pattern == "majority_middle":
-        k = math.ceil(n_min / 2)
-        parts = [(k, "minority"), (n_maj, "majority"), (n_min - k, "minority")]
-    elif pattern == "soft_majority_edges":
-        s = n_maj - n_min
-        k = math.ceil(s / 2)
-        parts = [(k, "majority"), (2 * n_min, "alternating"), (s - k, "majority")]
-    elif pattern == "soft_majority_middle":
-        k = 2 * math.ceil(n_min / 2)
-        parts = [(k, "alternating"), (n_maj - n_min, "majority"), (2 * n_min - k, "alternating")]
-    else:
-        raise ValueError(f"Unknown pattern {pattern!r}.")
+    exclusive); kind is majority, minority, alternating, or mixed for random. The same
+    block layout :func:`arrange` follows."""
+    layout = pattern_of(pattern).layout
+    if layout is None:
+        return [(0, n_maj + n_min, "mixed")]
     out, start = [], 0
-    for length, kind in parts:
+    for kind, length in layout(n_maj, n_min):
         if length:
             out.append((start, start + length, kind))
         start += length
