@@ -21,10 +21,30 @@ def _choices(overrides: list[str], group: str) -> list[str] | None:
     return None
 
 
+def _check_writable(config: DictConfig) -> None:
+    """Refuse, in one line, a results folder that cannot be written, before Hydra creates
+    the job folder in it (its OSError would come as a traceback)."""
+    import tempfile
+
+    folder = Path(str(config.paths.results_dir)).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as e:
+        print(f"error: cannot write to the results folder {folder} ({e.strerror or e}); point paths.results_dir "
+              "(or MIP_RESULTS_DIR) at a writable folder.", file=sys.stderr)
+        sys.exit(2)
+
+
 class SummaryCallback(Callback):
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_writable(config)
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Refuse a sweep with a model whose context window is smaller than a budget,
         here on the login node, before any job is launched."""
+        _check_writable(config)
         from hydra import compose
         from omegaconf import OmegaConf
 

@@ -144,3 +144,15 @@ def test_many_processes_write_one_store_without_corruption(tmp_path):
         records = list(store)
     assert len(records) == 4 * 50 + 1
     assert len(store.keys("mock", "arith")) == 201
+
+
+def test_a_store_under_a_folder_named_wandb_or_pools_is_read(tmp_path):
+    """Folders skipped when reading records are judged below the folder read, not along its
+    absolute path (MIP_RESULTS_DIR=/data/wandb/res)."""
+    stores = [tmp_path / "wandb" / "res" / "store", tmp_path / "pools" / "store", tmp_path / "plain"]
+    for i, root in enumerate(stores):
+        Store(root).put(make_record(f"k{i}"))
+    (tmp_path / "plain" / "wandb").mkdir()
+    (tmp_path / "plain" / "wandb" / "run.json").write_text("{}")  # a W&B file inside a store is still skipped
+    damaged: list = []
+    assert sorted(r.key for r in iter_records(stores, damaged)) == ["k0", "k1", "k2"] and damaged == []
