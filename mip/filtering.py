@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pandas as pd
-from omegaconf import OmegaConf
 from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
@@ -35,7 +34,7 @@ from mip.config import FilterConfig, ModelConfig, TaskConfig
 from mip.data import Instance, Pool, build_pool
 from mip.data.pools import pool_version, save_pool
 from mip.models import Backend, Request, build_backend
-from mip.store import JsonFolder, atomic_write
+from mip.store import JsonFolder
 from mip.job.provenance import git_commit
 from mip.models.calls import CallStats, call_with_retries
 

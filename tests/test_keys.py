@@ -157,7 +157,7 @@ def test_every_model_field_that_reaches_the_request_body_is_keyed(base):
     """The list of fields that shape no answer cannot hide one the server sees: a field whose
     change changes the chat-completions body must change the key."""
     from mip.models import Request
-    from mip.models.openai_compat import request_body
+    from mip.models.chat_api import request_body
 
     cfgs, pools = base
     reference_keys = keys(cfgs, pools)

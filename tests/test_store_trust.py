@@ -128,7 +128,7 @@ def test_damaged_records_are_quarantined_and_asked_again(results):
 
 
 def test_records_are_flushed_to_disk_before_they_count(tmp_path, monkeypatch):
-    from mip.store import atomic_write
+    from mip.files import atomic_write
 
     synced: list[int] = []
     real = os.fsync

@@ -21,7 +21,7 @@ from filelock import FileLock
 
 from mip.data.sources import LOADERS, DataError, LoadResult, Row
 from mip.records import JsonColumn
-from mip.store import atomic_write
+from mip.files import atomic_write
 
 if TYPE_CHECKING:
     from mip.config import TaskConfig

@@ -15,7 +15,7 @@ from pathlib import Path
 import mip
 from mip.config import Config
 from mip.job.summary import JobSummary
-from mip.store import atomic_write
+from mip.files import atomic_write
 
 
 def git_commit() -> dict[str, str | bool | None]:

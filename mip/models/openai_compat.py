@@ -37,16 +37,12 @@ failure, never a verdict.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import email.utils
 import json
 import queue
-import random
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -55,159 +51,12 @@ from yarl import URL
 import mip
 from mip.config import ModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
-from mip.models.replies import content_text
+from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
+from mip.models.event_loop import EventLoop
+from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
 
 TRANSPORTS = ("aiohttp", "openai")
 CHECK_DEADLINE_S = 30.0  # the model listing and token counts: one deadline over the whole exchange
-RETRY_AFTER_MAX_S = 60.0
-BACKOFF_START_S, BACKOFF_MAX_S = 0.5, 8.0
-
-
-def set_path(body: dict[str, Any], dotted: str, value: Any) -> None:
-    """``set_path(b, "reasoning.max_tokens", 5)`` sets ``b["reasoning"]["max_tokens"] = 5``."""
-    *parents, leaf = dotted.split(".")
-    for key in parents:
-        body = body.setdefault(key, {})
-    body[leaf] = value
-
-
-def request_body(cfg: ModelConfig, request: Request, model_id: str | None = None) -> dict[str, Any]:
-    """The JSON body of one chat-completions request (pure; tested directly).
-
-    Greedy decoding, the output limit under ``cfg.max_tokens_param``, provider pinning,
-    the reasoning object, chat-template arguments, a split reasoning budget and
-    ``extra_body``, all at the top level as the server reads them.
-    """
-    body: dict[str, Any] = {
-        "model": model_id or cfg.model_id,
-        "messages": [{"role": "user", "content": request.prompt}],
-        "temperature": 0.0,
-        cfg.max_tokens_param: request.max_tokens,
-        **cfg.extra_body,
-    }
-    if cfg.provider.order:
-        body["provider"] = {
-            "order": list(cfg.provider.order),
-            "allow_fallbacks": cfg.provider.allow_fallbacks,
-            "require_parameters": cfg.provider.require_parameters,
-            **({"quantizations": list(cfg.provider.quantizations)} if cfg.provider.quantizations else {}),
-        }
-    if cfg.reasoning:
-        body["reasoning"] = {**cfg.reasoning}
-    if cfg.chat_template_kwargs:
-        body["chat_template_kwargs"] = {**cfg.chat_template_kwargs}
-    if cfg.budget_split.answer_tokens is not None:
-        reasoning_tokens = request.max_tokens - cfg.budget_split.answer_tokens
-        if reasoning_tokens < 1:
-            raise ValueError(f"Budget {request.max_tokens} leaves no reasoning tokens after {cfg.budget_split.answer_tokens} answer tokens.")
-        set_path(body, cfg.budget_split.reasoning_field, reasoning_tokens)
-    return body
-
-
-def retry_delay(headers: Mapping[str, str], retries_done: int, jitter: float | None = None) -> float:
-    """Seconds to wait before the next try.
-
-    What the server asks for — ``retry-after-ms``, or ``Retry-After`` in seconds or as an
-    HTTP date — when that is between 0 and 60 s; otherwise 0.5 s doubling per retry up to
-    8 s, less up to 25 % jitter (the ``openai`` SDK's rule).
-
-    >>> retry_delay({"Retry-After": "2"}, 0)
-    2.0
-    >>> retry_delay({}, 3, jitter=0.0)
-    4.0
-    """
-    lower = {k.lower(): v for k, v in headers.items()}
-    asked: float | None = None
-    try:
-        if "retry-after-ms" in lower:
-            asked = float(lower["retry-after-ms"]) / 1000
-        elif "retry-after" in lower:
-            value = lower["retry-after"]
-            try:
-                asked = float(value)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(value)
-                asked = when.timestamp() - time.time()
-    except (TypeError, ValueError, OverflowError):
-        asked = None
-    if asked is not None and 0 <= asked <= RETRY_AFTER_MAX_S:
-        return asked
-    backoff = min(BACKOFF_START_S * 2**retries_done, BACKOFF_MAX_S)
-    return backoff * (1 - 0.25 * (random.random() if jitter is None else jitter))
-
-
-def should_retry(status: int, headers: Mapping[str, str]) -> bool:
-    """Whether an HTTP error status is worth another try (``x-should-retry`` decides when sent)."""
-    verdict = {k.lower(): v for k, v in headers.items()}.get("x-should-retry")
-    if verdict in ("true", "false"):
-        return verdict == "true"
-    return status in (408, 409, 429) or status >= 500
-
-
-def error_message(raw: bytes) -> str:
-    """The ``error.message`` of an error body, else the body's start."""
-    try:
-        data = orjson.loads(raw)
-        error = data.get("error", data) if isinstance(data, dict) else data
-        message = error.get("message") if isinstance(error, dict) else error
-        return str(message)[:500]
-    except (orjson.JSONDecodeError, AttributeError):
-        return raw[:500].decode("utf-8", "replace")
-
-
-def reasoning_of(message: Mapping[str, Any]) -> tuple[str | None, dict[str, Any], list[str]]:
-    """The reasoning trace, the other reasoning fields verbatim, and the fields the trace was.
-
-    Servers put the trace in ``reasoning`` (current vLLM, OpenRouter), ``reasoning_content``
-    (older vLLM, others) or OpenRouter's ``reasoning_details`` (text and summary kinds). The
-    trace is the first of these present. A field whose value is exactly the trace is named
-    in the third value rather than kept twice (traces run to 100 KB); every other field
-    (``reasoning_details``, a field with different text) is kept as returned.
-    """
-    fields = {name: message[name] for name in ("reasoning", "reasoning_content", "reasoning_details")
-              if message.get(name) not in (None, "", [])}
-    trace = fields.get("reasoning") or fields.get("reasoning_content")
-    if not trace and isinstance(fields.get("reasoning_details"), list):
-        parts = [d.get("text") or d.get("summary") or "" for d in fields["reasoning_details"] if isinstance(d, dict)]
-        trace = "\n".join(p for p in parts if isinstance(p, str) and p) or None
-    if not isinstance(trace, str):
-        return None, fields, []
-    same = [name for name, value in fields.items() if value == trace]
-    return trace, {name: value for name, value in fields.items() if name not in same}, same
-
-
-def completion_from(request_id: str, response: Any, latency: float) -> Completion:
-    """A Completion from a decoded chat-completions body, or one with ``error`` set when the
-    body reports an error (some servers answer HTTP 200 with ``{"error": …}``), has no
-    choices, or is not a completion at all."""
-    if not isinstance(response, dict):
-        return Completion(request_id, error=f"a 200 response that is not a JSON object: {str(response)[:200]}", latency_s=latency)
-    error = response.get("error")
-    choices = response.get("choices") or []
-    if error or not choices or not isinstance(choices[0], dict):
-        return Completion(request_id, error=f"error in a 200 response: {error or 'no choices'}", latency_s=latency)
-    choice = choices[0]
-    if choice.get("error") or choice.get("finish_reason") == "error":
-        return Completion(request_id, error=f"error in the choice: {choice.get('error')}", latency_s=latency)
-    message = choice.get("message") or {}
-    trace, raw, same = reasoning_of(message)
-    usage = response.get("usage") or {}
-    details = usage.get("completion_tokens_details") or {}
-    return Completion(
-        request_id,
-        text=content_text(message.get("content"), message.get("refusal")),  # text parts joined, not JSON-encoded
-        reasoning=trace,
-        reasoning_raw=raw,
-        reasoning_from=same,
-        finish_reason=choice.get("finish_reason"),
-        prompt_tokens=usage.get("prompt_tokens"),
-        completion_tokens=usage.get("completion_tokens"),
-        reasoning_tokens=details.get("reasoning_tokens") if isinstance(details, dict) else None,
-        latency_s=latency,
-        usage=usage,
-        provider=response.get("provider"),
-        served_model=response.get("model"),
-    )
 
 
 def proxy_for(url: str | URL) -> dict[str, Any]:
@@ -231,92 +80,6 @@ def _import_openai() -> Any:
     return openai
 
 
-class _Loop:
-    """The backend's event loop.
-
-    It runs in the caller's own thread whenever that thread waits for a completion, so
-    nothing is handed between threads: no wake-up pipe written per request, no GIL passed
-    back and forth per completion (together about 0.3 ms of CPU per request on a busy
-    core). A caller whose thread already runs an event loop (a notebook) cannot run a
-    second one there; for it the loop runs in a daemon thread instead.
-    """
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread: threading.Thread | None = None
-        self._waiter: asyncio.Future | None = None
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._thread = threading.Thread(target=self.loop.run_forever, name="mip-http", daemon=True)
-        self._thread.start()
-
-    def start(self, coro: Any, finished: queue.SimpleQueue) -> asyncio.Future | concurrent.futures.Future:
-        """Schedule ``coro``; its future goes into ``finished`` when it is done."""
-        if self._thread is not None:
-            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-            future.add_done_callback(finished.put)
-            return future
-
-        def done(task: asyncio.Future) -> None:
-            finished.put(task)
-            if self._waiter is not None and not self._waiter.done():
-                self._waiter.set_result(None)
-
-        task = self.loop.create_task(coro)
-        task.add_done_callback(done)
-        return task
-
-    def turn(self) -> None:
-        """In the caller's thread, run the loop once without blocking: what is ready goes out."""
-        if self._thread is None:
-            self.loop.call_soon(self.loop.stop)
-            self.loop.run_forever()
-
-    def next_done(self, finished: queue.SimpleQueue) -> asyncio.Future | concurrent.futures.Future:
-        """The next finished future, waiting for one if none is. In the caller's thread the
-        loop always turns once first, so requests taken meanwhile go out and replies that
-        arrived are read even while finished ones are still queued."""
-        if self._thread is not None:
-            return finished.get()
-        while True:  # more than one turn only when another generator's request finished first
-            waiter = self._waiter = self.loop.create_future()
-            if not finished.empty():
-                waiter.set_result(None)  # one turn of the loop, without blocking
-            try:
-                self.loop.run_until_complete(waiter)
-            finally:
-                self._waiter = None
-            if not finished.empty():
-                return finished.get_nowait()
-
-    def close(self, cleanup: Any) -> None:
-        """Cancel what is still running, run ``cleanup`` (closing connections) and close the loop."""
-
-        async def finish() -> None:
-            pending = asyncio.all_tasks() - {asyncio.current_task()}
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending, timeout=30)
-            await cleanup
-
-        try:
-            if self._thread is None:
-                self.loop.run_until_complete(finish())
-            else:
-                asyncio.run_coroutine_threadsafe(finish(), self.loop).result(timeout=30)
-        except Exception:  # noqa: BLE001 - closing connections must never fail a finished job
-            pass
-        if self._thread is not None:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(30)
-            if self._thread.is_alive():
-                return
-        self.loop.close()
-
-
 class OpenAICompatBackend(Backend):
     def __init__(self, cfg: ModelConfig, context: BackendContext):
         if not cfg.base_url:
@@ -328,7 +91,7 @@ class OpenAICompatBackend(Backend):
         self._tokenizer: Any = None
         self.model_id = None if cfg.model_id == "auto" else cfg.model_id
         self._root = cfg.base_url.rstrip("/")  # the API root, …/v1
-        self._loop: _Loop | None = None
+        self._loop: EventLoop | None = None
         # Made inside the event loop on first use: the HTTP session (or SDK client) and the gate.
         self._client: Any = None
         self._gate: asyncio.Semaphore | None = None
@@ -373,9 +136,9 @@ class OpenAICompatBackend(Backend):
         request = urllib.request.Request(url, data=body, headers={
             "Authorization": f"Bearer {self._api_key}", "User-Agent": f"mip/{mip.__version__}",
             **({"Content-Type": "application/json"} if body is not None else {})})
-        opener = urllib.request.build_opener(_SameOrigin(url))  # proxies as set now
+        opener = urllib.request.build_opener(SameOrigin(url))  # proxies as set now
         limit = min(CHECK_DEADLINE_S, self.cfg.request_timeout_s)
-        return _with_deadline(lambda: _read_capped(opener.open(request, timeout=limit), self.cfg.max_response_bytes),
+        return with_deadline(lambda: read_capped(opener.open(request, timeout=limit), self.cfg.max_response_bytes),
                               limit, f"{url} did not answer completely within {limit:g} s")
 
     # ------------------------------------------------------------------ tokens
@@ -423,7 +186,7 @@ class OpenAICompatBackend(Backend):
         if self.model_id is None:
             self.check()
         if self._loop is None:
-            self._loop = _Loop()
+            self._loop = EventLoop()
         lead = self.cfg.max_concurrency + max(2, self.cfg.max_concurrency // 4)
         finished: queue.SimpleQueue = queue.SimpleQueue()
         source = iter(requests)
@@ -562,59 +325,3 @@ class OpenAICompatBackend(Backend):
             except Exception:  # noqa: BLE001 - a body the SDK did not read
                 raw = json.dumps({"error": {"message": e.message}}).encode()
             return e.status_code, e.response.headers, raw
-
-
-class ReplyTooLarge(RuntimeError):
-    def __init__(self, size: int | None, limit: int):
-        super().__init__(f"a reply {'of ' + format(size, ',') + ' bytes' if size else ''} over model.max_response_bytes "
-                         f"({limit:,}); raise the limit if such replies are expected")
-
-
-class _SameOrigin(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect only within the origin the API key is for."""
-
-    def __init__(self, url: str):
-        self.origin = _origin(url)
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
-        if _origin(newurl) != self.origin:
-            raise BackendSetupError(f"{req.full_url} redirects to another origin ({newurl}); mip does not send the API "
-                                    "key there. Set model.base_url to the server that answers.")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parsed = URL(url)
-    return parsed.scheme, parsed.host or "", parsed.port
-
-
-def _read_capped(response: Any, limit: int) -> bytes:
-    with response:
-        raw = response.read(limit + 1)
-    if len(raw) > limit:
-        raise ReplyTooLarge(None, limit)
-    return raw
-
-
-def _with_deadline(work: Callable[[], bytes], seconds: float, why: str) -> bytes:
-    """``work()`` in a daemon thread, waited for at most ``seconds`` (urllib's own timeout
-    bounds each socket read, not the whole exchange: a dripping server would pass it)."""
-    result: list = []
-
-    def run() -> None:
-        try:
-            result.append((True, work()))
-        except BaseException as e:  # noqa: BLE001 - handed to the caller
-            result.append((False, e))
-
-    thread = threading.Thread(target=run, name="mip-check", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if not result:
-        raise BackendSetupError(why)
-    ok, value = result[0]
-    if not ok:
-        if isinstance(value, ReplyTooLarge):
-            raise BackendSetupError(str(value)) from None
-        raise value
-    return value

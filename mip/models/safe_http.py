@@ -1,0 +1,69 @@
+"""Small HTTP rules that keep a hostile server from hurting a job: a size cap on replies, one
+deadline over a whole exchange, and the API key kept to its origin on redirects."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from yarl import URL
+
+from mip.models.base import BackendSetupError
+
+
+class ReplyTooLarge(RuntimeError):
+    def __init__(self, size: int | None, limit: int):
+        super().__init__(f"a reply {'of ' + format(size, ',') + ' bytes' if size else ''} over model.max_response_bytes "
+                         f"({limit:,}); raise the limit if such replies are expected")
+
+
+class SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the origin the API key is for."""
+
+    def __init__(self, url: str):
+        self.origin = origin(url)
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        if origin(newurl) != self.origin:
+            raise BackendSetupError(f"{req.full_url} redirects to another origin ({newurl}); mip does not send the API "
+                                    "key there. Set model.base_url to the server that answers.")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    parsed = URL(url)
+    return parsed.scheme, parsed.host or "", parsed.port
+
+
+def read_capped(response: Any, limit: int) -> bytes:
+    with response:
+        raw = response.read(limit + 1)
+    if len(raw) > limit:
+        raise ReplyTooLarge(None, limit)
+    return raw
+
+
+def with_deadline(work: Callable[[], bytes], seconds: float, why: str) -> bytes:
+    """``work()`` in a daemon thread, waited for at most ``seconds`` (urllib's own timeout
+    bounds each socket read, not the whole exchange: a dripping server would pass it)."""
+    result: list = []
+
+    def run() -> None:
+        try:
+            result.append((True, work()))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            result.append((False, e))
+
+    thread = threading.Thread(target=run, name="mip-check", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not result:
+        raise BackendSetupError(why)
+    ok, value = result[0]
+    if not ok:
+        if isinstance(value, ReplyTooLarge):
+            raise BackendSetupError(str(value)) from None
+        raise value
+    return value
