@@ -152,7 +152,9 @@ class ModelConfig:
     max_response_bytes: int = 32 * 2**20
     """A reply larger than this is an infrastructure failure (a 100K-token trace is ~0.5 MB)."""
     client_max_retries: int = 4
-    """HTTP retries of one call (408/409/429/5xx, dropped connections, timeouts), honouring Retry-After."""
+    """Retries of each request (408/409/429/5xx, dropped connections, deadlines, a 200 with an error
+    or no JSON), honouring Retry-After. The only retries an openai_compat request gets: the job's
+    ``infra_retries`` then apply only to a crash of the backend (mip/models/calls.py)."""
     max_tokens_param: str = "max_tokens"
     """max_tokens, or max_completion_tokens for servers that want it."""
     transport: str = "aiohttp"
@@ -254,7 +256,9 @@ class Config:
     under each of these seeds, then arrange; empty runs the pattern once on the selection order."""
     max_attempts: int = 3
     infra_retries: int = 3
-    """Calls retried after an infrastructure error before the experiment is left unstored."""
+    """Rounds of retries, with backoff, for calls that failed for infrastructure reasons and that
+    the backend did not retry itself (a crash of the backend; backends without per-request
+    retries), before the experiment is left unstored for a rerun."""
     data_dir: Optional[str] = None
     """Read local files laid out as shared/data/raw instead of the hub."""
     use_filtered: bool = True

@@ -327,3 +327,14 @@ def test_proxy_settings_are_read_once_per_session(monkeypatch):
     through = proxy_for("https://openrouter.ai/api/v1/chat/completions")
     assert str(through["proxy"]) == "http://proxy.example:3128" and through["proxy_auth"].login == "user"
     assert proxy_for("http://127.0.0.1:8000/v1/chat/completions") == {}
+
+
+def test_a_failing_request_is_retried_by_one_layer_only(tmp_path):
+    """client_max_retries are the only retries of an HTTP request: the job's infra_retries do not
+    multiply them (issue 17: up to 20 tries before)."""
+    with FakeServer() as server:
+        server.faults = {"500": 100}
+        cfg = config(tmp_path, server, "pattern=majority_first", "infra_retries=3", "model.client_max_retries=1")
+        summary = run_job(cfg, tmp_path / "job")
+        calls = len(server.log)
+    assert summary.unstored == 2 and calls == 2 * 2  # two experiments, one try and one retry each

@@ -75,6 +75,10 @@ class Backend(ABC):
     ['hi']
     """
 
+    #: Whether the backend applies the retry rules to each request itself (then the wrapper,
+    #: :mod:`mip.models.calls`, does not retry its errors again).
+    retries_each_request: bool = False
+
     @abstractmethod
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         """Yield exactly one completion per request, in any order, as each finishes.

@@ -1,7 +1,12 @@
 """The one wrapper around every backend's calls: retries of infrastructure failures with
-backoff, and call statistics. A backend never retries a whole call on its own; an HTTP
-client's own retries of one request (openai_compat's ``client_max_retries``) happen
-inside that one call.
+backoff, and call statistics.
+
+Each failed request is retried by one layer only. A backend that applies the retry rules
+to each request itself (``Backend.retries_each_request``: openai_compat, which must, to
+honour a server's Retry-After inside its event loop, ``client_max_retries`` times) hands
+back an error only once those are spent: it is final here. Every other failure — the
+errors of a backend that does not retry, and the requests a crash of the backend cut
+short — is retried here, ``infra_retries`` times.
 
 >>> stats = CallStats()                                            # doctest: +SKIP
 >>> for completion in call_with_retries(backend, requests, retries=3, stats=stats): ...
@@ -47,8 +52,11 @@ def call_with_retries(backend: Backend, requests: Iterable[Request], retries: in
                 stats.calls += 1
                 request = in_flight.pop(completion.id)
                 if completion.error:
-                    failed.append(request)
                     last_error[request.id] = completion.error
+                    if backend.retries_each_request:  # retried already, request by request
+                        _give_up(request, last_error, stats)
+                    else:
+                        failed.append(request)
                 else:
                     yield completion
         except Exception as e:  # noqa: BLE001 - a crashed backend call is an infrastructure failure
@@ -63,9 +71,13 @@ def call_with_retries(backend: Backend, requests: Iterable[Request], retries: in
         if failed and retry < retries:
             time.sleep(min(2**retry, 30))
     for r in [*failed, *source]:  # what is still unasked after a crash on the last try fails too
-        stats.failed.append(r.id)
-        why = last_error.get(r.id, "never asked after the backend failed")
-        stats.errors.append(f"{r.id}: infrastructure failure persisted ({why[:300]}); left unstored for a rerun")
+        _give_up(r, last_error, stats)
+
+
+def _give_up(request: Request, last_error: dict[str, str], stats: CallStats) -> None:
+    stats.failed.append(request.id)
+    why = last_error.get(request.id, "never asked after the backend failed")
+    stats.errors.append(f"{request.id}: infrastructure failure persisted ({why[:300]}); left unstored for a rerun")
 
 
 def _tracked(pending: Iterable[Request], in_flight: dict[str, Request], errors: list[BaseException]) -> Iterator[Request]:

@@ -81,6 +81,7 @@ def _import_openai() -> Any:
 
 
 class OpenAICompatBackend(Backend):
+    retries_each_request = True  # client_max_retries, with the server's Retry-After (see _call)
     def __init__(self, cfg: ModelConfig, context: BackendContext):
         if not cfg.base_url:
             raise BackendSetupError(f"Model {cfg.name!r} uses openai_compat: set model.base_url.")
@@ -247,20 +248,29 @@ class OpenAICompatBackend(Backend):
                 except Exception as e:  # noqa: BLE001 - connection errors of either transport: retried
                     error = f"{type(e).__name__}: {str(e)[:300]}"
                 else:
-                    latency = time.perf_counter() - start
-                    if status == 200:
-                        return self._completion(request.id, raw, latency)
-                    if 300 <= status < 400:
-                        return Completion(request.id, latency_s=latency, error=(
-                            f"HTTP {status}: {self._root} redirects to {headers.get('Location', '?')}; mip does not follow "
-                            "redirects, so the API key stays with its origin. Set model.base_url to the final address."))
-                    error = f"HTTP {status}: {error_message(raw)}"
-                    if not should_retry(status, headers):  # the request itself is refused; the same one fails again
-                        return Completion(request.id, error=error, latency_s=latency)
-                    delay = retry_delay(headers, retry)
+                    done, error, delay = self._outcome(request.id, status, headers, raw, time.perf_counter() - start, retry)
+                    if done is not None:
+                        return done
                 if retry < self.cfg.client_max_retries:
                     await asyncio.sleep(retry_delay({}, retry) if delay is None else delay)
             return Completion(request.id, error=error, latency_s=time.perf_counter() - start)
+
+    def _outcome(self, request_id: str, status: int, headers: Mapping[str, str], raw: bytes, latency: float,
+                 retry: int) -> tuple[Completion | None, str, float | None]:
+        """What one reply means: the completion (or a final error) to hand back, else the
+        error to retry after and the wait the server asked for."""
+        if status == 200:
+            completion = self._completion(request_id, raw, latency)
+            # An error body, no choices or no JSON at all: another try may fare better.
+            return (completion, "", None) if not completion.error else (None, completion.error, None)
+        if 300 <= status < 400:
+            return Completion(request_id, latency_s=latency, error=(
+                f"HTTP {status}: {self._root} redirects to {headers.get('Location', '?')}; mip does not follow "
+                "redirects, so the API key stays with its origin. Set model.base_url to the final address.")), "", None
+        error = f"HTTP {status}: {error_message(raw)}"
+        if not should_retry(status, headers):  # the request itself is refused; the same one fails again
+            return Completion(request_id, error=error, latency_s=latency), error, None
+        return None, error, retry_delay(headers, retry)
 
     def _completion(self, request_id: str, raw: bytes, latency: float) -> Completion:
         try:
