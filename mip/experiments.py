@@ -24,7 +24,8 @@ from mip.config import Config, StrategyConfig, TaskConfig
 from mip.data import Instance, Pool
 from mip.instances import arrangement, pattern_of, order_seeds_for, picked, select, shuffle_within_labels
 from mip.keys import answer_settings, experiment_key, task_settings
-from mip.records import Attempt, Experiment, JsonColumn, Record, counted_attempt
+from mip.columns import JsonColumn
+from mip.records import Attempt, Experiment, Record, counted_attempt
 
 
 @dataclass
@@ -166,7 +167,7 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
 
 def _taken(encoded: JsonColumn | None, values: np.ndarray, positions: np.ndarray) -> Sequence[str]:
     """``values`` at ``positions``: as their JSON array where the pool keeps one (a record
-    takes them without a Python string each, see :class:`mip.records.JsonColumn`), else a list."""
+    takes them without a Python string each, see :class:`mip.columns.JsonColumn`), else a list."""
     return encoded.take(positions) if encoded is not None else values[positions].tolist()
 
 

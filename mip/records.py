@@ -9,11 +9,9 @@ Exercised by ``pytest tests/test_records.py``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Optional
 
-import numpy as np
-import orjson
 from pydantic import BaseModel, Field
 
 SCHEMA_VERSION = 1
@@ -82,8 +80,9 @@ class Record(BaseModel):
     experiment: Experiment
     pool_version: str = Field(description="Content hash of the pool the instances were drawn from.")
     pool_filtered: bool = Field(default=False, description="Whether the pool was filtered by model agreement (App. C.1).")
-    instance_ids: list[str] = Field(description="Presented instance ids, in prompt order.")
-    instance_labels: list[str] = Field(description="Gold labels of the presented instances, in prompt order.")
+    instance_ids: Sequence[str] = Field(description="Presented instance ids, in prompt order (a list when read; a job "
+                                        "writes them from the pool's JSON column, mip.columns).")
+    instance_labels: Sequence[str] = Field(description="Gold labels of the presented instances, in prompt order.")
     prompt_hash: str = Field(description="sha256 of the final prompt (stage two for self-prompting).")
     prompt_tokens: Optional[int] = Field(default=None, description="Tokens of the final prompt, chat template included.")
     attempts: list[Attempt] = Field(default_factory=list, description="Every attempt paid, in order, also those a "
@@ -111,96 +110,14 @@ def counted_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
     return next((a for a in attempts if a.verdict != "invalid"), attempts[-1] if attempts else None)
 
 
-class JsonStrings(Sequence[str]):
-    """A list of strings held as its JSON array (UTF-8 bytes), as :class:`JsonColumn` takes it.
-
-    It reads as the list it encodes (decoded once, on first use) and :func:`record_json`
-    writes its bytes as they are, so a record's 2,000 ids and labels reach the file without
-    a Python object each.
-    """
-
-    __slots__ = ("json", "_decoded")
-
-    def __init__(self, json: bytes) -> None:
-        self.json = json
-        self._decoded: list[str] | None = None
-
-    def _list(self) -> list[str]:
-        if self._decoded is None:
-            self._decoded = orjson.loads(self.json)
-        return self._decoded
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return self._list()[index]
-
-    def __len__(self) -> int:
-        return len(self._list())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._list())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, JsonStrings):
-            return self.json == other.json or self._list() == other._list()
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return self._list() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # equal to a list, and as unhashable
-
-    def __repr__(self) -> str:
-        return f"JsonStrings({self._list()!r})"
-
-
-class JsonColumn:
-    """A column of strings kept JSON-encoded in one fixed-width byte table, indexed by position.
-
-    :meth:`take` makes the JSON array of any selection with one gather over that table. Every
-    record holds its experiment's 2,000 instance ids and labels in prompt order; taking them as
-    Python strings (indexing, listing, encoding and freeing 4,000 objects spread over the heap)
-    was the largest single cost left per experiment at 64 requests in flight (see
-    benchmarks/RESULTS.md). Each entry is the string's JSON and a comma, padded with NUL bytes,
-    which JSON text never holds raw (a NUL inside a string is escaped), so the padding is
-    dropped by value. A column of few distinct values (labels) keeps a byte per position into a
-    table of them, small enough to stay in cache.
-
-    >>> JsonColumn(["a", "b", "c"]).take(np.array([2, 0])).json
-    b'["c","a"]'
-    """
-
-    def __init__(self, values: Sequence[str]):
-        encoded = [orjson.dumps(v) + b"," for v in values]  # raises orjson.JSONEncodeError on a lone surrogate
-        table = np.array(encoded, dtype=f"S{max(map(len, encoded), default=1)}")
-        distinct, codes = np.unique(table, return_inverse=True)
-        few = len(distinct) <= 256 and len(distinct) < len(table)
-        self._codes = codes.reshape(-1).astype(np.uint8) if few else None
-        self._table = distinct if self._codes is not None else table
-
-    @classmethod
-    def of(cls, values: Sequence[str]) -> JsonColumn | None:
-        """The column, or None where a value has no UTF-8 form (a lone surrogate from an
-        undecodable file): its records then take plain lists."""
-        try:
-            return cls(values)
-        except orjson.JSONEncodeError:
-            return None
-
-    def take(self, positions: np.ndarray) -> JsonStrings:
-        """The values at ``positions``, in that order, as their JSON array."""
-        if not len(positions):
-            return JsonStrings(b"[]")
-        rows = self._table[self._codes[positions]] if self._codes is not None else self._table[positions]
-        body = rows.tobytes().replace(b"\x00", b"")  # the padding
-        return JsonStrings(b"[" + body[:-1] + b"]")  # the last comma dropped
-
-
-_MOVED_TO_STORE = {"Store", "atomic_write", "keys_in", "read_record", "iter_records", "record_json"}
+_MOVED = {"Store": "mip.store", "atomic_write": "mip.files", "keys_in": "mip.files", "read_record": "mip.store",
+          "iter_records": "mip.store", "record_json": "mip.store", "JsonColumn": "mip.columns", "JsonStrings": "mip.columns"}
 
 
 def __getattr__(name: str) -> Any:
-    """The store's names, importable from here as in mip 0.2 (they moved to :mod:`mip.store`)."""
-    if name in _MOVED_TO_STORE:
-        import mip.store
+    """Names that moved in mip 0.3, importable from here as in mip 0.2."""
+    if name in _MOVED:
+        import importlib
 
-        return getattr(mip.store, name)
+        return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module 'mip.records' has no attribute {name!r}")

@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mip.keys import experiment_key
-from mip.records import Attempt, Experiment, JsonColumn, JsonStrings, Record, Stage
+from mip.columns import JsonColumn, JsonStrings
+from mip.records import Attempt, Experiment, Record, Stage
 from mip.store import Store, iter_records, read_record, record_json
 
 

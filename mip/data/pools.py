@@ -20,7 +20,7 @@ import numpy as np
 from filelock import FileLock
 
 from mip.data.sources import LOADERS, DataError, LoadResult, Row
-from mip.records import JsonColumn
+from mip.columns import JsonColumn
 from mip.files import atomic_write
 
 if TYPE_CHECKING:
