@@ -221,7 +221,8 @@ class LoggerConfig:
     group: Optional[str] = None
     """W&B group; null: the sweep (or run) folder's name, set by run.py."""
     mode: Optional[str] = None
-    """online | offline | disabled; null: online when WANDB_API_KEY is set, else offline."""
+    """online | offline | disabled; null: WANDB_MODE where set, else online when WANDB_API_KEY is set,
+    else offline (mip.tracking.wandb_mode)."""
     tags: list[str] = field(default_factory=list)
 
 
