@@ -320,3 +320,5 @@ def test_a_dry_run_needs_no_key_no_vllm_and_counts_what_overflows(tmp_path, monk
     summary = run_job(cfg, tmp_path / "job")
     assert summary.experiments == 2 and summary.overflowing == 2 and summary.max_output_tokens == 0
     assert summary.tokens_from  # says how tokens were counted
+    assert summary.per_task == {"arith": {"experiments": 2, "prompt_tokens": summary.prompt_tokens, "overflowing": 2,
+                                          "max_output_tokens": 0}}

@@ -160,14 +160,18 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
 def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Backend | OfflineTokenizer) -> None:
     """Count what the job would send: prompt tokens, the prompts that would overflow the
     context window (input_overflow verdicts to come), output tokens at most."""
-    fits = 0
     for plan, n_tokens in counted(counter, todo, summary, cfg.model.chars_per_token):
+        task = summary.per_task.setdefault(plan.experiment.task, dict.fromkeys(
+            ("experiments", "prompt_tokens", "overflowing", "max_output_tokens"), 0))
+        task["experiments"] += 1
+        task["prompt_tokens"] += n_tokens
         if overflows(n_tokens, cfg.model.context_window) and cfg.strategy.name != "decomposed":
-            summary.overflowing += 1
+            task["overflowing"] += 1
         else:
-            fits += 1
+            task["max_output_tokens"] += _budget_each(cfg)
         plan.release()
-    summary.max_output_tokens = fits * _budget_each(cfg)
+    summary.overflowing = sum(t["overflowing"] for t in summary.per_task.values())
+    summary.max_output_tokens = sum(t["max_output_tokens"] for t in summary.per_task.values())
     summary.tokens_from = getattr(counter, "source", "") if not summary.tokens_estimated else \
         f"estimated from characters ({cfg.model.chars_per_token:g} per token)"
 

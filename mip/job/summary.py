@@ -25,6 +25,9 @@ class JobSummary:
     """How prompt tokens were counted (a tokenizer, the server, or estimated from characters)."""
     overflowing: int = 0
     """Experiments whose prompt does not fit the context window: input_overflow, found before any call."""
+    per_task: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Dry runs: per task, the experiments to run, their prompt tokens, how many overflow, and
+    output tokens at most."""
     dry_run: bool = False
     model: str = ""
     price_input_per_mtok: float | None = None
