@@ -21,7 +21,8 @@ def load(cfg: AnalyzeConfig):
 
 def analyze(cfg: AnalyzeConfig) -> Path:
     frame = load(cfg)
-    path = write_report(frame, cfg.out_dir, cfg.filter_dir)
+    core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core)
     if cfg.wandb.log_report:
         log_report(path.parent, cfg)
     return path

@@ -33,6 +33,8 @@ POOLED = "all patterns"
 
 #: Coverage bins of Table 3: <25 %, <75 %, <100 %, =100 %.
 BINS = ("<25%", "<75%", "<100%", "=100%")
+#: Valid runs without a reasoning trace: their own row, so that Table 3 adds up to every valid run.
+NO_TRACE = "no trace"
 
 
 def mentioned_ids_regex(trace: str | None, n: int) -> set[int]:
@@ -99,17 +101,25 @@ def with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model") -> pd.DataFrame:
-    """Table 3 (by model) / Table 7 (by model and budget): per group and coverage bin,
-    the valid experiments with a trace, their share of the group and their accuracy."""
+    """Table 3 (by model) / Table 7 (by model and budget): per group and coverage bin, the
+    valid experiments, their share of the group's valid experiments and their accuracy.
+    Valid experiments without a trace form the bin ``no trace``: the bins add up to every
+    valid experiment, as the paper's do."""
     keys = [by] if isinstance(by, str) else list(by)
-    traced = with_coverage(frame)
-    if traced.empty:
-        return pd.DataFrame(columns=[*keys, "bin", "experiments", "share", "accuracy"])
-    g = traced.groupby([*keys, "bin"], observed=False)
+    columns = [*keys, "bin", "experiments", "share", "accuracy"]
+    valid = frame[frame["valid"]]
+    if valid.empty:
+        return pd.DataFrame(columns=columns)
+    traced = with_coverage(valid)
+    bins = pd.Series(NO_TRACE, index=valid.index, dtype=object)
+    bins[traced.index] = traced["bin"].astype(str)
+    rows = valid[keys + ["correct"]].assign(bin=pd.Categorical(bins, [*BINS, NO_TRACE]))
+    g = rows.groupby([*keys, "bin"], observed=False, dropna=False)
     out = pd.DataFrame({"experiments": g.size(), "accuracy": g["correct"].mean()}).reset_index()
-    out = out[out.groupby(keys)["experiments"].transform("sum") > 0]
-    out["share"] = out["experiments"] / out.groupby(keys)["experiments"].transform("sum")
-    return out[[*keys, "bin", "experiments", "share", "accuracy"]].reset_index(drop=True)
+    total = out.groupby(keys, dropna=False)["experiments"].transform("sum")
+    out = out[total > 0]
+    out["share"] = out["experiments"] / total[total > 0]
+    return out[columns].reset_index(drop=True)
 
 
 def mention_rates(frame: pd.DataFrame, n: int) -> pd.DataFrame:

@@ -21,10 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from mip import slices
 from mip.records import Record, iter_records
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
-COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "verdict", "invalid_kind", "answer", "valid",
+COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
+           "family", "verdict", "invalid_kind", "answer", "valid",
            "correct", "reasoning", "output", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts",
            "calls", "count_error_majority", "count_error_minority", "instance_accuracy", "missing_share", "position_errors"]
 
@@ -65,6 +67,8 @@ def record_row(record: Record) -> dict:
         "calls": len(stages),
         "key": record.key,
         **record.experiment.model_dump(),
+        "pool_filtered": record.pool_filtered,
+        "pool_version": record.pool_version,
         "verdict": record.verdict,
         "invalid_kind": record.invalid_kind,
         "answer": record.answer,
@@ -107,7 +111,7 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame["valid"] = frame["verdict"] != "invalid"
     frame["correct"] = frame["verdict"] == "correct"
     frame["order_seed"] = frame["order_seed"].astype("Int64")
-    return frame[COLUMNS]
+    return slices.add_columns(frame)[COLUMNS]
 
 
 def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:

@@ -53,26 +53,33 @@ def test_report_has_every_table_and_figure(store, tmp_path):
     frame = load_local([store / "store"])
     # Traces stay the Python strings they were read as (an Arrow copy cost as much as the read).
     assert frame["reasoning"].dtype == object and frame["reasoning"].map(type).isin([str, type(None)]).all()
-    path = write_report(frame, tmp_path / "report")
+    path = write_report(frame, tmp_path / "report", core=None)
     text = path.read_text()
     figures = sorted((tmp_path / "report" / "figures").glob("*.png"))
     names = {f.stem.split("_")[0] for f in figures}
-    assert {"fig2", "fig3", "fig9", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20", "fig21", "fig22"} <= names
+    assert {"fig2", "fig3", "fig4", "fig5", "fig9", "fig10", "fig11", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20",
+            "fig21", "fig22", "fig23"} <= names
     for png in figures:
         assert png.stat().st_size > 5000 and png.with_suffix(".pdf").stat().st_size > 1000
         assert f"({png.relative_to(tmp_path / 'report')})" in text
     tables = {p.stem for p in (tmp_path / "report" / "tables").glob("*.csv")}
-    assert {"table2_models", "table3_coverage", "patterns_by_model", "intervals_and_tests", "generalisability_cells",
-            "prompt_variants", "budgets", "table7_coverage_by_budget", "reference_c4"} <= tables
+    prefixes = {t.rsplit("_n", 1)[0].rsplit("_smoke", 1)[0] for t in tables}
+    assert {"table2", "table2_numbers", "table3_coverage", "patterns_by_model", "intervals_and_tests", "budgets",
+            "table5_prompt_variants", "table7_coverage_by_budget", "reference_c4"} <= prefixes, prefixes
+    assert any(t.startswith("generalisability_cells") for t in tables)
+    assert any(t.startswith("prompt_variant_deltas") for t in tables)
     for stem in tables:
         for suffix in (".md", ".tex"):
             assert (tmp_path / "report" / "tables" / f"{stem}{suffix}").stat().st_size > 0
-    table2 = pd.read_csv(tmp_path / "report" / "tables" / "table2_models.csv")
-    assert set(table2["Model"]) == {"fake", "mock"}
-    fake = table2.set_index("Model").loc["fake"]
+    table2 = pd.read_csv(tmp_path / "report" / "tables" / "table2_n10_p0.6.csv")
+    # One row per slice: fake at two budgets is two rows, never pooled; mock is one.
+    assert sorted(zip(table2["Model"], table2["Budget"])) == [("fake", "20k"), ("fake", "smoke"), ("mock", "smoke")]
+    fake = table2.set_index(["Model", "Budget"]).loc[("fake", "smoke")]
     assert fake["Acc (%)"].startswith("100.0")  # the fake server answers every arithmetic set correctly
-    coverage_table = pd.read_csv(tmp_path / "report" / "tables" / "table3_coverage.csv")
-    assert coverage_table[coverage_table["model"] == "fake"]["experiments"].sum() > 0
+    assert fake["Experiments"] == 2 * 2 * 9  # 2 seeds × 2 labels × (6 structured + 3 random orders): this slice only
+    coverage_table = pd.read_csv(tmp_path / "report" / "tables" / "table3_coverage_n10_p0.6.csv")
+    fake_cov = coverage_table[(coverage_table["model"] == "fake") & (coverage_table["budget"] == "smoke")]
+    assert fake_cov["experiments"].sum() == 36  # every valid run is in a bin, traceless ones in "no trace"
 
 
 def test_analyze_cli_writes_the_report(store, tmp_path):

@@ -30,6 +30,8 @@ def save(fig: plt.Figure, folder: Path, name: str) -> list[Path]:
 def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, title: str = "") -> plt.Figure:
     """Fig. 2 (four representative patterns) / Fig. 17: accuracy per model and pattern, sd error bars."""
     data = patterns if which is None else patterns[patterns["pattern"].isin(which)]
+    if data.empty:
+        return no_data(title or "Accuracy by order pattern")
     names = [p for p in (which or PATTERNS) if p in set(data["pattern"].astype(str))]
     models = sorted(data["model"].unique())
     width = 0.8 / max(1, len(names))
@@ -39,8 +41,11 @@ def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, t
         sub = data[data["pattern"].astype(str) == pattern].set_index("model").reindex(models)
         bars = ax.bar(x + (i - (len(names) - 1) / 2) * width, 100 * sub["acc_mean"], width,
                       yerr=100 * sub["acc_sd"].fillna(0), capsize=2, label=pattern.replace("_", "-"))
-        for bar, count in zip(bars, sub["valid"]):
-            if pd.notna(count):
+        for bar, count, acc in zip(bars, sub["valid"], sub["acc_mean"]):
+            if pd.isna(acc):  # no valid experiment: say so, so that a missing bar is not read as 0 %
+                ax.annotate("n/a", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6, rotation=90,
+                            color="grey")
+            elif pd.notna(count):
                 ax.annotate(f"{int(count)}", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6, rotation=90)
     ax.set_xticks(x, models, rotation=30, ha="right")
     ax.set_ylabel("valid-only accuracy (%)")
@@ -53,6 +58,8 @@ def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, t
 
 def counterpart_pairs(patterns: pd.DataFrame) -> plt.Figure:
     """Fig. 18: each counterpart pair's accuracies overlaid per model, with random as reference."""
+    if patterns.empty:
+        return no_data("Counterpart pairs")
     models = sorted(patterns["model"].unique())
     fig, axes = plt.subplots(1, len(COUNTERPARTS), figsize=(4 * len(COUNTERPARTS), 3.5), sharey=True)
     for ax, pair in zip(np.atleast_1d(axes), COUNTERPARTS):
@@ -67,17 +74,37 @@ def counterpart_pairs(patterns: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def no_data(title: str) -> plt.Figure:
+    """A figure that says it has nothing to show (a slice without valid experiments)."""
+    fig, ax = plt.subplots(figsize=(6, 2.5))
+    ax.text(0.5, 0.5, "no data", ha="center", va="center", fontsize=14, color="grey", transform=ax.transAxes)
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=9)
+    return fig
+
+
 def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFrame | None = None,
-            fmt: str = "{:.0f}", scale: float = 100.0, cmap: str = "viridis") -> plt.Figure:
-    """A labelled heatmap; each cell shows its value and, if given, the experiments behind it."""
+            fmt: str = "{:.0f}", scale: float = 100.0, cmap: str = "viridis", sd: pd.DataFrame | None = None,
+            extra: pd.DataFrame | None = None, extra_fmt: str = "({:.0f})") -> plt.Figure:
+    """A labelled heatmap; each cell shows its value, ``± sd`` and ``extra`` where given, and
+    the experiments behind it. Cells without a value are left blank and say "n/a"."""
+    if table.empty:
+        return no_data(title)
     fig, ax = plt.subplots(figsize=(1.1 * table.shape[1] + 2.5, 0.55 * table.shape[0] + 1.8))
     values = table.to_numpy(float) * scale
     image = ax.imshow(values, cmap=cmap, aspect="auto", vmin=0, vmax=scale if scale == 100.0 else None)
     ax.set_xticks(range(table.shape[1]), [str(c) for c in table.columns], rotation=30, ha="right", fontsize=7)
     ax.set_yticks(range(table.shape[0]), [str(i) for i in table.index], fontsize=7)
     for (r, c), v in np.ndenumerate(values):
-        if not np.isnan(v):
-            label = fmt.format(v) + (f"\n(n={int(counts.iat[r, c])})" if counts is not None and pd.notna(counts.iat[r, c]) else "")
+        if np.isnan(v):
+            ax.text(c, r, "n/a", ha="center", va="center", fontsize=6, color="grey")
+        else:
+            label = fmt.format(v)
+            if sd is not None and pd.notna(sd.iat[r, c]):
+                label += f" ± {sd.iat[r, c] * scale:.0f}"
+            if extra is not None and pd.notna(extra.iat[r, c]):
+                label += "\n" + extra_fmt.format(extra.iat[r, c])
+            label += f"\n(n={int(counts.iat[r, c])})" if counts is not None and pd.notna(counts.iat[r, c]) else ""
             red, green, blue, _ = image.cmap(image.norm(v))
             dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
             ax.text(c, r, label, ha="center", va="center", fontsize=6, color="white" if dark else "black")
@@ -124,16 +151,50 @@ def variant_deltas(deltas: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def variant_panels(table: pd.DataFrame) -> plt.Figure:
+    """Fig. 4: accuracy (top) and Δ (bottom) per model and prompt variant, one bar group per
+    model and budget; sd over selection seeds; "n/a" where a value is undefined."""
+    if table.empty:
+        return no_data("Prompt variants")
+    rows = table.assign(group=table["model"] + " · " + table["budget"].astype(str))
+    groups = sorted(rows["group"].unique())
+    variants = [v for v in ("standard", "hint", "strategy", "self_prompt") if v in set(rows["prompt_variant"])]
+    variants += sorted(set(rows["prompt_variant"]) - set(variants))
+    width = 0.8 / max(1, len(variants))
+    fig, axes = plt.subplots(2, 1, figsize=(max(6, 1.5 * len(groups) + 2), 6), sharex=True)
+    for ax, (column, sd, label) in zip(axes, [("acc", "acc_sd", "valid-only accuracy (%)"), ("delta", "delta_sd", "Δ best−worst (pp)")]):
+        for i, variant in enumerate(variants):
+            sub = rows[rows["prompt_variant"] == variant].set_index("group").reindex(groups)
+            x = np.arange(len(groups)) + (i - (len(variants) - 1) / 2) * width
+            values = pd.to_numeric(sub[column], errors="coerce") * 100
+            ax.bar(x, values.fillna(0), width, yerr=(pd.to_numeric(sub[sd], errors="coerce") * 100).fillna(0),
+                   capsize=2, label=variant)
+            for xi, v in zip(x, values):
+                if pd.isna(v):
+                    ax.annotate("n/a", (xi, 1), ha="center", fontsize=6, rotation=90, color="grey")
+        ax.set_ylabel(label)
+        ax.set_ylim(0, 105)
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[1].set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
+    axes[0].set_title("Prompt variants: accuracy (top) and best–worst gap (bottom); error bars: sd over seeds", fontsize=9)
+    return fig
+
+
 def budgets(table: pd.DataFrame) -> plt.Figure:
     """Fig. 9–11: valid-only accuracy, all-experiment accuracy and invalid rate per budget."""
     metrics = [("acc", "valid-only accuracy"), ("acc_all", "all-experiment accuracy"), ("invalid_rate", "invalid rate")]
+    if table.empty:
+        return no_data("Output-token budgets compared")
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
-    budgets_ = list(table["budget"].unique())
+    budgets_ = sorted(table["budget"].unique())
+    models = sorted(table["model"].unique())
+    width = 0.8 / len(budgets_)
     for ax, (column, label) in zip(axes, metrics):
         for j, budget in enumerate(budgets_):
-            sub = table[table["budget"] == budget]
-            ax.bar(np.arange(len(sub)) + (j - 0.5) * 0.4, 100 * sub[column], 0.4, label=budget)
-        ax.set_xticks(range(len(table["model"].unique())), sorted(table["model"].unique()), rotation=30, ha="right")
+            sub = table[table["budget"] == budget].set_index("model").reindex(models)
+            ax.bar(np.arange(len(models)) + (j - (len(budgets_) - 1) / 2) * width,
+                   100 * pd.to_numeric(sub[column], errors="coerce"), width, label=budget)
+        ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
         ax.set_ylabel(f"{label} (%)")
         ax.legend(fontsize=7)
     fig.suptitle("Output-token budgets compared (experiments per bar in the table of the same name)")
@@ -144,6 +205,8 @@ def mention_rates(rates: pd.DataFrame, n: int, p: float) -> plt.Figure:
     """Fig. 5 / Fig. 21: per-ID mention rate against position, one panel per pattern,
     block boundaries of the structured patterns dotted."""
     patterns = [x for x in ("all patterns", *PATTERNS) if x in set(rates["pattern"])]
+    if not patterns:
+        return no_data(f"Per-ID mention rate (n = {n}, p = {p})")
     fig, axes = plt.subplots(len(patterns), 1, figsize=(8, 1.6 * len(patterns) + 0.5), sharex=True, squeeze=False)
     n_maj, n_min = split_counts(n, p)
     bounds = {"majority_first": [n_maj], "majority_last": [n_min],
