@@ -17,7 +17,7 @@ from mip.models.base import Backend, BackendSetupError, Completion, Request
 
 __all__ = ["Backend", "BackendSetupError", "Completion", "Request", "api_key", "build_backend", "BACKENDS"]
 
-BACKENDS = ("hf", "openai_compat", "vllm", "mock")
+BACKENDS = ("hf", "openai_compat", "vllm", "mock", "simulated")
 
 
 def api_key(cfg: ModelConfig) -> str | None:
@@ -55,4 +55,7 @@ def build_backend(cfg: ModelConfig, cache_dir: str | Path) -> Backend:
         from mip.models.mock import MockBackend
 
         return MockBackend(cfg)
+    if cfg.backend == "simulated":
+        from mip.models.simulated import SimulatedBackend
+        return SimulatedBackend(cfg)
     raise ValueError(f"Model {cfg.name!r}: unknown backend {cfg.backend!r}; choose one of {', '.join(BACKENDS)}.")
