@@ -151,3 +151,61 @@ def test_report_logged_to_wandb_offline(store, tmp_path, wandb_env):  # noqa: F8
     logged_tables = list((tmp_path / "report").rglob("offline-run-*/files/media/table/**/*.table.json"))
     assert len(images) == len(list((tmp_path / "report" / "figures").glob("*.png")))
     assert len(logged_tables) == len(list((tmp_path / "report" / "tables").glob("*.csv")))
+
+
+def _frame(rows):
+    from mip import slices
+
+    from .test_stats import frame
+
+    return slices.add_columns(frame(rows))
+
+
+def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_path):
+    from .test_stats import cell
+
+    rows = cell(0, "majority_first", ["invalid"] * 3, model="dead") + cell(0, "majority_middle", ["invalid"] * 3, model="dead")
+    rows += cell(0, "majority_first", ["correct"] * 2, model="ok") + cell(0, "majority_middle", ["incorrect"] * 2, model="ok")
+    path = write_report(_frame(rows), tmp_path / "report", core=(20, 0.6))  # crashed with IndexError before
+    text = path.read_text()
+    table = pd.read_csv(tmp_path / "report" / "tables" / "table2_n20_p0.6.csv").set_index("Model")
+    assert table.loc["dead", "Acc (%)"] == "–" and table.loc["dead", "Sets"] == 0
+    assert "dead: every experiment of pattern majority_first is invalid" in text
+    # Two sets cannot support a test: the paper's † stays, mip's own test says so.
+    assert table.loc["ok", "Δ (pp)"] == "100.0†" and "2 sets, 1 paired seeds" in table.loc["ok", "Rests on"]
+    tests = pd.read_csv(tmp_path / "report" / "tables" / "intervals_and_tests_n20_p0.6.csv").set_index("model")
+    assert tests.loc["ok", "test"].startswith("not testable") and pd.isna(tests.loc["ok", "p_value"])
+
+
+def test_settings_are_never_pooled_and_strays_are_listed(tmp_path):
+    from .test_stats import cell
+
+    rows = []
+    for budget in ("20k", "100k"):
+        for seed in (0, 1):
+            rows += cell(seed, "majority_first", ["correct"] * 3, budget=budget)
+            rows += cell(seed, "majority_middle", ["incorrect"] * 3, budget=budget)
+    rows += cell(0, "majority_first", ["correct"] * 3, n=10, prompt_variant="hint")  # a variant off the core: no section
+    rows += cell(0, "majority_first", ["correct"] * 3, prompt_variant="hint", shuffle_seed=4)  # expanded
+    path = write_report(_frame(rows), tmp_path / "report", core=(20, 0.6))
+    table = pd.read_csv(tmp_path / "report" / "tables" / "table2_n20_p0.6.csv")
+    assert sorted(table["Budget"]) == ["100k", "20k"] and set(table["Experiments"]) == {12}
+    stray = pd.read_csv(tmp_path / "report" / "tables" / "unassigned.csv")
+    assert stray[["n", "experiments"]].values.tolist() == [[10, 3]]
+    assert (tmp_path / "report" / "tables" / "expanded_orderings.csv").is_file()
+    assert "fit no section" in path.read_text()
+    only = write_report(_frame(rows), tmp_path / "only", core=(20, 0.6), where=__import__("mip.config").config.WhereConfig(budget="100k"))
+    assert pd.read_csv(tmp_path / "only" / "tables" / "table2_n20_p0.6.csv")["Budget"].tolist() == ["100k"]
+    assert "where.budget=100k" in only.read_text()
+
+
+def test_where_from_the_shell_restricts_and_refuses_what_matches_nothing(store, tmp_path):
+    out = tmp_path / "out"
+    args = [sys.executable, str(REPO / "analyze.py"), f"results=[{store / 'store'}]", f"out_dir={out}", "core=null"]
+    proc = subprocess.run([*args, "where.budget=20k", "where.model=[fake]"], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    table = pd.read_csv(out / "tables" / "table2_n10_p0.6.csv")
+    assert table[["Model", "Budget"]].values.tolist() == [["fake", "20k"]]
+    proc = subprocess.run([*args, "where.budget=2k"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "where.budget=2k matches no record" in proc.stderr
