@@ -45,7 +45,9 @@ def per_seed(frame: pd.DataFrame, by: Sequence[str] = ("model",), metric: str = 
     """Accuracy per seed within each group ``by``: columns ``acc``, ``valid``, ``experiments``."""
     keys = [*by, "seed"]
     g = frame.groupby(keys, dropna=False)
-    out = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": g.size()})
+    # ``experiments`` present: counts already summed per cell (model_table's sufficient statistics).
+    size = g["experiments"].sum() if "experiments" in frame else g.size()
+    out = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": size})
     out["acc"] = _rate(out["correct"], out["valid"] if metric == "valid_only" else out["experiments"])
     return out.reset_index()
 
@@ -107,15 +109,23 @@ MODEL_TABLE = ["experiments", "valid", "sets", "acc", "acc_sd", "delta", "delta_
 def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
     """Table 2 / Table 6: per group ``by`` (a model, or a whole slice), valid-only and
     all-experiment accuracy, Δ, invalid rate, and the instance sets behind them."""
+    by = list(by)
+    # Every number below is a function of the counts per group, seed and pattern: sum once
+    # (50,000 records → a few hundred cells), then work on the cells.
+    g = frame.groupby([*by, "seed", "pattern"], dropna=False, sort=False)
+    cells = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": g.size()}).reset_index()
+    sets = sets_by(frame, by)
     rows = []
-    for key, group in frame.groupby(list(by), dropna=False):
-        valid_acc = accuracy(group, list(by)).iloc[0]
-        all_acc = accuracy(group, list(by), "all").iloc[0]
+    for key, group in cells.groupby(by, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        valid_acc = accuracy(group, by).iloc[0]
+        all_acc = accuracy(group, by, "all").iloc[0]
         gap, gap_all = best_worst_gap(group), best_worst_gap(group, "all")
-        invalid = per_seed(group, list(by)).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]
+        invalid = per_seed(group, by).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]
         rows.append({
-            **dict(zip(by, key if isinstance(key, tuple) else (key,))),
-            "experiments": int(valid_acc["experiments"]), "valid": int(valid_acc["valid"]), "sets": sets_of(group),
+            **dict(zip(by, key)),
+            "experiments": int(valid_acc["experiments"]), "valid": int(valid_acc["valid"]),
+            "sets": int(sets.get(key if len(by) > 1 else key[0], 0)),
             "acc": valid_acc["acc_mean"], "acc_sd": valid_acc["acc_sd"],
             "delta": gap.delta, "delta_sd": gap.sd, "delta_marker": gap.marker, "paired_seeds": gap.paired_seeds,
             "best": gap.best, "worst": gap.worst,
@@ -124,6 +134,12 @@ def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataF
             "invalid_rate": invalid.mean(), "invalid_rate_sd": invalid.std(ddof=1),
         })
     return pd.DataFrame(rows, columns=[*by, *MODEL_TABLE])
+
+
+def sets_by(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """Instance sets with a valid experiment, per group ``by``."""
+    keys = list(dict.fromkeys([*by, *INSTANCE_SET]))
+    return frame.loc[frame["valid"], keys].drop_duplicates().groupby(list(by), dropna=False).size()
 
 
 def random_order_sd(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:

@@ -3,6 +3,7 @@ legends, and the number of experiments behind each point or cell on the figure."
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -45,6 +46,9 @@ def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, t
             if pd.isna(acc):  # no valid experiment: say so, so that a missing bar is not read as 0 %
                 ax.annotate("n/a", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6, rotation=90,
                             color="grey")
+            elif acc == 0:  # a 0 % bar has no height: say it, so it is not read as missing
+                ax.annotate(f"0% ({int(count)})", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6,
+                            rotation=90)
             elif pd.notna(count):
                 ax.annotate(f"{int(count)}", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6, rotation=90)
     ax.set_xticks(x, models, rotation=30, ha="right")
@@ -109,7 +113,11 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
             dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
             ax.text(c, r, label, ha="center", va="center", fontsize=6, color="white" if dark else "black")
     fig.colorbar(image, ax=ax, label=value_label)
-    ax.set_title(title, fontsize=9)
+    if table.columns.name or table.index.name:
+        ax.set_xlabel(str(table.columns.name or ""), fontsize=8)
+        ax.set_ylabel(str(table.index.name or ""), fontsize=8)
+    # Wrapped to the figure's width, so that a long slice name is never cut off.
+    ax.set_title(textwrap.fill(title, max(30, int(fig.get_figwidth() * 9))), fontsize=9)
     return fig
 
 
@@ -170,8 +178,9 @@ def variant_panels(table: pd.DataFrame) -> plt.Figure:
             ax.bar(x, values.fillna(0), width, yerr=(pd.to_numeric(sub[sd], errors="coerce") * 100).fillna(0),
                    capsize=2, label=variant)
             for xi, v in zip(x, values):
-                if pd.isna(v):
-                    ax.annotate("n/a", (xi, 1), ha="center", fontsize=6, rotation=90, color="grey")
+                if pd.isna(v) or v == 0:  # undefined, or a 0 bar without height: say which
+                    ax.annotate("n/a" if pd.isna(v) else "0", (xi, 1), ha="center", fontsize=6, rotation=90,
+                                color="grey" if pd.isna(v) else "black")
         ax.set_ylabel(label)
         ax.set_ylim(0, 105)
     axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
