@@ -197,6 +197,9 @@ def test_settings_are_never_pooled_and_strays_are_listed(tmp_path):
     only = write_report(_frame(rows), tmp_path / "only", core=(20, 0.6), where=__import__("mip.config").config.WhereConfig(budget="100k"))
     assert pd.read_csv(tmp_path / "only" / "tables" / "table2_n20_p0.6.csv")["Budget"].tolist() == ["100k"]
     assert "where.budget=100k" in only.read_text()
+    elsewhere = write_report(_frame(rows), tmp_path / "paper_core")  # the paper's core: none of these records
+    assert "No standard-prompt record is at the core setting n = 2000, p = 0.55" in elsewhere.read_text()
+    assert not list((tmp_path / "paper_core" / "tables").glob("table2_*"))
 
 
 def test_where_from_the_shell_restricts_and_refuses_what_matches_nothing(store, tmp_path):

@@ -157,6 +157,10 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
     report.notes = coverage_notes(frame)
     parts = slices.sections(frame, core)
     report.notes += parts.notes
+    if core is not None and parts.core.empty:
+        held = sorted({(int(n), float(p)) for n, p in frame[["n", "p"]].drop_duplicates().itertuples(index=False)})
+        report.notes.append(f"No standard-prompt record is at the core setting n = {core[0]}, p = {core[1]} (the records "
+                            f"hold (n, p) = {held[:10]}): pass core=[n,p] or core=null to analyse another as the core.")
     simulated = sorted(m for m in frame["base_model"].unique() if "simulated" in str(m))
     if simulated:
         report.notes.append(f"Simulated models (a planted, known positional rule, not an LLM): {', '.join(simulated)}.")
