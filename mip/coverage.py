@@ -100,7 +100,7 @@ def with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
     return traced
 
 
-def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model") -> pd.DataFrame:
+def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model", traced: pd.DataFrame | None = None) -> pd.DataFrame:
     """Table 3 (by model) / Table 7 (by model and budget): per group and coverage bin, the
     valid experiments, their share of the group's valid experiments and their accuracy.
     Valid experiments without a trace form the bin ``no trace``: the bins add up to every
@@ -110,7 +110,7 @@ def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model") -> pd.Dat
     valid = frame[frame["valid"]]
     if valid.empty:
         return pd.DataFrame(columns=columns)
-    traced = with_coverage(valid)
+    traced = with_coverage(valid) if traced is None else traced
     bins = pd.Series(NO_TRACE, index=valid.index, dtype=object)
     bins[traced.index] = traced["bin"].astype(str)
     rows = valid[keys + ["correct"]].assign(bin=pd.Categorical(bins, [*BINS, NO_TRACE]))
@@ -122,13 +122,14 @@ def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model") -> pd.Dat
     return out[columns].reset_index(drop=True)
 
 
-def mention_rates(frame: pd.DataFrame, n: int) -> pd.DataFrame:
+def mention_rates(frame: pd.DataFrame, n: int, traced: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per instance position 1..n, the share of traced valid experiments of size n mentioning it.
 
     Columns: ``position``, ``rate``, ``experiments``, and one row set per ``model`` and
-    ``pattern`` (Fig. 5 pools patterns; Fig. 21 splits them).
+    ``pattern`` (Fig. 5 pools patterns; Fig. 21 splits them). ``traced``: :func:`with_coverage`
+    of ``frame`` when the caller has it.
     """
-    traced = with_coverage(frame[frame["n"] == n])
+    traced = with_coverage(frame[frame["n"] == n]) if traced is None else traced[traced["n"] == n]
     pooled = traced.assign(pattern=POOLED)  # Fig. 5: every pattern together
     rows = []
     for (model, pattern), group in pd.concat([pooled, traced]).groupby(["model", "pattern"], sort=False):

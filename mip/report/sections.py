@@ -92,7 +92,8 @@ def intervals(group: pd.DataFrame) -> pd.DataFrame:
 def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str) -> None:
     """Table 3 per slice over every valid run; Fig. 5 pooled across models per budget and
     pool, per-model curves and Fig. 21 as extra figures."""
-    cov = coverage.coverage_table(group, ROW)
+    traced = coverage.with_coverage(group)  # the trace scan, once for the table and the curves
+    cov = coverage.coverage_table(group, ROW, traced)
     if cov.empty:
         report.notes.append(f"{name}: no valid experiment, so no coverage table.")
         return
@@ -100,13 +101,13 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
                  f"Table 3 at {name}: valid experiments per coverage bin with their share and accuracy; the bins "
                  f"add up to every valid experiment, those without a reasoning trace in '{coverage.NO_TRACE}'.")
     n, p = int(setting["n"]), float(setting["p"])
-    for (budget, pool), sub in group.groupby(["budget", "pool"]):
+    for (budget, pool), sub in traced.groupby(["budget", "pool"]):
         suffix = f"{tag}_{budget}_{pool}"
-        pooled = coverage.mention_rates(sub.assign(model="all models"), n)
+        pooled = coverage.mention_rates(sub, n, sub.assign(model="all models"))
         report.figure(figures.mention_rates(pooled[pooled["pattern"] == coverage.POOLED], n, p),
                       f"fig5_mention_rates_{suffix}", f"Fig. 5 at {name}, budget {budget}, {pool} pool: per-ID mention "
                       "rate over the valid experiments with a trace, pooled across models and patterns.")
-        rates = coverage.mention_rates(sub, n)
+        rates = coverage.mention_rates(sub, n, sub)
         report.data(pd.concat([pooled, rates]), f"mention_rates_{suffix}", "Per-ID mention rates behind Figs. 5 and "
                     "21: per model ('all models' pooled) and pattern ('all patterns' pooled), per position.")
         report.figure(figures.mention_rates(rates, n, p), f"fig21_mention_rates_{suffix}",
