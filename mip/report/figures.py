@@ -201,8 +201,12 @@ def budgets(table: pd.DataFrame) -> plt.Figure:
     for ax, (column, label) in zip(axes, metrics):
         for j, budget in enumerate(budgets_):
             sub = table[table["budget"] == budget].set_index("model").reindex(models)
-            ax.bar(np.arange(len(models)) + (j - (len(budgets_) - 1) / 2) * width,
-                   100 * pd.to_numeric(sub[column], errors="coerce"), width, label=budget)
+            values = 100 * pd.to_numeric(sub[column], errors="coerce")
+            bars = ax.bar(np.arange(len(models)) + (j - (len(budgets_) - 1) / 2) * width, values.fillna(0), width,
+                          label=budget)
+            # The value above each bar: a 0 % bar is then told apart from a missing one ("n/a").
+            ax.bar_label(bars, labels=["n/a" if pd.isna(v) else f"{v:.1f}" for v in values], fontsize=6)
+        ax.set_ylim(0, 110)
         ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
         ax.set_ylabel(f"{label} (%)")
         ax.legend(fontsize=7)
