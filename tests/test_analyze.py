@@ -212,3 +212,16 @@ def test_where_from_the_shell_restricts_and_refuses_what_matches_nothing(store, 
     assert table[["Model", "Budget"]].values.tolist() == [["fake", "20k"]]
     proc = subprocess.run([*args, "where.budget=2k"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2 and "where.budget=2k matches no record" in proc.stderr
+
+
+def test_the_generalisability_grid_keeps_the_seeds_every_cell_holds():
+    from mip import slices
+
+    from .test_stats import cell
+
+    rows = [r for seed in (0, 1, 2) for r in cell(seed, "majority_first", ["correct"], n=20, p=0.6)]  # core, 3 seeds
+    rows += cell(1, "majority_first", ["incorrect"], n=10, p=0.6)  # a grid cell at seed 1 only (§4.2)
+    parts = slices.sections(_frame(rows), core=(20, 0.6))
+    assert sorted(set(parts.generalisability["seed"])) == [1] and len(parts.generalisability) == 2
+    assert len(parts.core) == 3 and parts.rest.empty
+    assert any("seed(s) [1] only" in note for note in parts.notes)
