@@ -57,7 +57,7 @@ def test_report_has_every_table_and_figure(store, tmp_path):
     text = path.read_text()
     figures = sorted((tmp_path / "report" / "figures").glob("*.png"))
     names = {f.stem.split("_")[0] for f in figures}
-    assert {"fig2", "fig3", "fig4", "fig5", "fig9", "fig10", "fig11", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20",
+    assert {"fig2", "fig3", "fig4", "fig5", "fig9", "budgets", "fig10", "fig11", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20",
             "fig21", "fig22", "fig23"} <= names
     for png in figures:
         assert png.stat().st_size > 5000 and png.with_suffix(".pdf").stat().st_size > 1000

@@ -189,6 +189,38 @@ def variant_panels(table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> plt.Figure:
+    """Fig. 9: per pattern and budget, the shares of all experiments that are correct,
+    incorrect and invalid (stacked), with the mean valid-only accuracy over seeds above."""
+    if frame.empty:
+        return no_data(title)
+    names = [p for p in PATTERNS if p in set(frame["pattern"])]
+    budgets_ = sorted(frame["budget"].unique())
+    width = 0.8 / len(budgets_)
+    fig, ax = plt.subplots(figsize=(max(7, 0.8 * len(names) * len(budgets_) + 2), 4))
+    outcome = frame["verdict"].where(frame["valid"], "invalid")
+    colours = {"correct": "tab:green", "incorrect": "tab:orange", "invalid": "tab:grey"}
+    for j, budget in enumerate(budgets_):
+        sub = frame[frame["budget"] == budget]
+        shares = pd.crosstab(sub["pattern"], outcome[sub.index], normalize="index").reindex(names).fillna(0) * 100
+        x = np.arange(len(names)) + (j - (len(budgets_) - 1) / 2) * width
+        bottom = np.zeros(len(names))
+        for kind, colour in colours.items():
+            values = shares[kind].to_numpy() if kind in shares else np.zeros(len(names))
+            ax.bar(x, values, width, bottom=bottom, color=colour, edgecolor="white", hatch="//" if j else None,
+                   label=f"{kind} ({budget})")
+            bottom += values
+        acc = accuracy[accuracy["budget"] == budget].set_index("pattern").reindex(names)["acc_mean"]
+        for xi, a in zip(x, acc):
+            ax.annotate("n/a" if pd.isna(a) else f"{100 * a:.0f}", (xi, 101), ha="center", fontsize=6)
+    ax.set_xticks(range(len(names)), [n.replace("_", "-") for n in names], rotation=30, ha="right")
+    ax.set_ylabel("share of all experiments (%)")
+    ax.set_ylim(0, 110)
+    ax.set_title(textwrap.fill(title + " (numbers: mean valid-only accuracy over seeds)", 110), fontsize=9)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
 def budgets(table: pd.DataFrame) -> plt.Figure:
     """Fig. 9–11: valid-only accuracy, all-experiment accuracy and invalid rate per budget."""
     metrics = [("acc", "valid-only accuracy"), ("acc_all", "all-experiment accuracy"), ("invalid_rate", "invalid rate")]

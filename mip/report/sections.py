@@ -120,7 +120,12 @@ def budgets(report, frame: pd.DataFrame) -> None:
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
         table = _model_rows(group, ["model", "budget"])
         report.table(table.round(4), f"budgets_{tag}", f"Budgets side by side at {name} (Table 6, App. C.5).")
-        report.figure(figures.budgets(table), f"fig9_budgets_{tag}", f"Budgets compared (Fig. 9) at {name}.")
+        report.figure(figures.budgets(table), f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+        for model, sub in group.groupby("model"):
+            acc = stats.accuracy(sub, ["budget", "pattern"])
+            report.figure(figures.budget_outcomes(sub, acc, f"{model}, {name}: outcomes per pattern and budget (Fig. 9)"),
+                          f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
+                          "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
         by_budget = coverage.coverage_table(group, ["model", "budget"])
         if not by_budget.empty:
             report.table(by_budget.assign(bin=by_budget["bin"].astype(str)).round(4), f"table7_coverage_by_budget_{tag}",
