@@ -131,12 +131,12 @@ def mention_rates(frame: pd.DataFrame, n: int, traced: pd.DataFrame | None = Non
     """
     traced = with_coverage(frame[frame["n"] == n]) if traced is None else traced[traced["n"] == n]
     pooled = traced.assign(pattern=POOLED)  # Fig. 5: every pattern together
-    rows = []
+    columns = ["model", "pattern", "position", "rate", "experiments"]
+    parts = []
     for (model, pattern), group in pd.concat([pooled, traced]).groupby(["model", "pattern"], sort=False):
         counts = np.zeros(n + 1)
         for ids in group["mentioned_ids"]:
             counts[list(ids)] += 1
-        for position in range(1, n + 1):
-            rows.append({"model": model, "pattern": pattern, "position": position,
-                         "rate": counts[position] / len(group), "experiments": len(group)})
-    return pd.DataFrame(rows, columns=["model", "pattern", "position", "rate", "experiments"])
+        parts.append(pd.DataFrame({"model": model, "pattern": pattern, "position": np.arange(1, n + 1),
+                                   "rate": counts[1:] / len(group), "experiments": len(group)}))
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)

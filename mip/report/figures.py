@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mip.instances import COUNTERPARTS, PATTERNS, split_counts  # noqa: E402
+from mip.instances import COUNTERPARTS, PATTERNS, regions, split_counts  # noqa: E402
 
 REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
 
@@ -33,7 +33,8 @@ def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, t
     data = patterns if which is None else patterns[patterns["pattern"].isin(which)]
     if data.empty:
         return no_data(title or "Accuracy by order pattern")
-    names = [p for p in (which or PATTERNS) if p in set(data["pattern"].astype(str))]
+    present = set(data["pattern"].astype(str))
+    names = [p for p in (which or PATTERNS) if p in present]
     models = sorted(data["model"].unique())
     width = 0.8 / max(1, len(names))
     fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(models) * max(1, len(names)) / 3 + 2), 4))
@@ -166,7 +167,8 @@ def variant_panels(table: pd.DataFrame) -> plt.Figure:
         return no_data("Prompt variants")
     rows = table.assign(group=table["model"] + " · " + table["budget"].astype(str))
     groups = sorted(rows["group"].unique())
-    variants = [v for v in ("standard", "hint", "strategy", "self_prompt") if v in set(rows["prompt_variant"])]
+    present = set(rows["prompt_variant"])
+    variants = [v for v in ("standard", "hint", "strategy", "self_prompt") if v in present]
     variants += sorted(set(rows["prompt_variant"]) - set(variants))
     width = 0.8 / max(1, len(variants))
     fig, axes = plt.subplots(2, 1, figsize=(max(6, 1.5 * len(groups) + 2), 6), sharex=True)
@@ -194,7 +196,8 @@ def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> 
     incorrect and invalid (stacked), with the mean valid-only accuracy over seeds above."""
     if frame.empty:
         return no_data(title)
-    names = [p for p in PATTERNS if p in set(frame["pattern"])]
+    present = set(frame["pattern"])
+    names = [p for p in PATTERNS if p in present]
     budgets_ = sorted(frame["budget"].unique())
     width = 0.8 / len(budgets_)
     fig, ax = plt.subplots(figsize=(max(7, 0.8 * len(names) * len(budgets_) + 2), 4))
@@ -249,16 +252,14 @@ def budgets(table: pd.DataFrame) -> plt.Figure:
 def mention_rates(rates: pd.DataFrame, n: int, p: float) -> plt.Figure:
     """Fig. 5 / Fig. 21: per-ID mention rate against position, one panel per pattern,
     block boundaries of the structured patterns dotted."""
-    patterns = [x for x in ("all patterns", *PATTERNS) if x in set(rates["pattern"])]
+    present = set(rates["pattern"])
+    patterns = [x for x in ("all patterns", *PATTERNS) if x in present]
     if not patterns:
         return no_data(f"Per-ID mention rate (n = {n}, p = {p})")
     fig, axes = plt.subplots(len(patterns), 1, figsize=(8, 1.6 * len(patterns) + 0.5), sharex=True, squeeze=False)
     n_maj, n_min = split_counts(n, p)
-    bounds = {"majority_first": [n_maj], "majority_last": [n_min],
-              "majority_edges": [-(-n_maj // 2), -(-n_maj // 2) + n_min],
-              "majority_middle": [-(-n_min // 2), -(-n_min // 2) + n_maj],
-              "soft_majority_edges": [-(-(n_maj - n_min) // 2), -(-(n_maj - n_min) // 2) + 2 * n_min],
-              "soft_majority_middle": [2 * -(-n_min // 2), 2 * -(-n_min // 2) + n_maj - n_min]}
+    # Block boundaries from the one definition of each pattern's layout (mip.instances.regions).
+    bounds = {x: [end for _, end, _ in regions(x, n_maj, n_min)[:-1]] for x in PATTERNS if x != "random"}
     for ax, pattern in zip(axes[:, 0], patterns):
         for model, sub in rates[rates["pattern"] == pattern].groupby("model"):
             ax.plot(sub["position"], 100 * sub["rate"], linewidth=0.8, label=f"{model} (n={int(sub['experiments'].iloc[0])})")
@@ -274,7 +275,8 @@ def mention_rates(rates: pd.DataFrame, n: int, p: float) -> plt.Figure:
 
 def position_errors(frame: pd.DataFrame, bins: int = 20) -> plt.Figure:
     """Decomposed strategy: the share of wrong instance labels by relative position, per pattern."""
-    patterns = [p for p in PATTERNS if p in set(frame["pattern"])]
+    present = set(frame["pattern"])
+    patterns = [p for p in PATTERNS if p in present]
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for pattern in patterns:
         rows = []
