@@ -68,6 +68,7 @@ def test_report_has_every_table_and_figure(store, tmp_path):
             "table5_prompt_variants", "table7_coverage_by_budget", "reference_c4"} <= prefixes, prefixes
     assert any(t.startswith("generalisability_cells") for t in tables)
     assert any(t.startswith("prompt_variant_deltas") for t in tables)
+    assert list((tmp_path / "report" / "data").glob("mention_rates_n10_p0.6_*.csv"))  # long data: CSV only
     for stem in tables:
         for suffix in (".md", ".tex"):
             assert (tmp_path / "report" / "tables" / f"{stem}{suffix}").stat().st_size > 0

@@ -92,7 +92,7 @@ def test_coverage_and_mention_profile_match_what_was_read(report):
     assert biased.loc["<75%", "experiments"] == 54 and biased["experiments"].sum() == 54  # 9 of 20 IDs: 45 %
     unbiased = bins[bins["model"] == "simulated_unbiased"].set_index("bin")
     assert unbiased.loc["=100%", "experiments"] == 54
-    rates = _table(report, f"mention_rates_n{N}_p{P}_smoke_unfiltered")
+    rates = pd.read_csv(report / "data" / f"mention_rates_n{N}_p{P}_smoke_unfiltered.csv")
     mine = rates[(rates["model"] == "simulated_first_k") & (rates["pattern"] == "all patterns")].sort_values("position")
     assert mine["rate"].tolist() == expected("majority_first", N, P, K)["mention_rate"]
 

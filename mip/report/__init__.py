@@ -62,8 +62,8 @@ class Report:
         self.items.append((self.section, "table", tables.write_table(frame, self.folder / "tables", name), how))
 
     def data(self, frame: pd.DataFrame, name: str, how: str) -> None:
-        """A long table kept as CSV only (not printed into report.md)."""
-        path = self.folder / "tables" / f"{name}.csv"
+        """A long table kept as CSV only, under ``data/`` (not printed into report.md)."""
+        path = self.folder / "data" / f"{name}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(path, index=False)
         self.items.append((self.section, "data", [path], how))
