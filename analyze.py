@@ -4,6 +4,8 @@
     python analyze.py results=[results/sweeps/2026-11-30/10-00-00,results/store] out_dir=paper/figs
     python analyze.py source=wandb results=[results/sweeps]                  # offline W&B run folders
     python analyze.py source=wandb wandb.project=mip wandb.group=sweeps/2026-11-30
+    python analyze.py where.budget=100k where.model=[a,b]                    # some slices only
+    python analyze.py core=[20,0.6]                                          # another core (n, p)
 """
 
 import sys
@@ -14,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from mip.analysis import analyze
 from mip.config import AnalyzeConfig, register
 from mip.results import ResultsError
+from mip.slices import SliceError
 
 register()
 
@@ -23,7 +26,7 @@ def main(cfg: DictConfig) -> None:
     config: AnalyzeConfig = OmegaConf.to_object(cfg)
     try:
         path = analyze(config)
-    except ResultsError as e:
+    except (ResultsError, SliceError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     print(f"Report: {path}")

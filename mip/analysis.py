@@ -21,21 +21,26 @@ def load(cfg: AnalyzeConfig):
 
 def analyze(cfg: AnalyzeConfig) -> Path:
     frame = load(cfg)
-    path = write_report(frame, cfg.out_dir, cfg.filter_dir)
+    core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core)
     if cfg.wandb.log_report:
         log_report(path.parent, cfg)
     return path
 
 
 def log_report(folder: Path, cfg: AnalyzeConfig) -> None:
-    """The report's figures and tables as a W&B run in the sweep's group (offline without WANDB_API_KEY)."""
-    import os
-
+    """The report's figures and tables as a W&B run in the sweep's group, in the mode the user
+    set (mip.tracking.wandb_mode: WANDB_MODE, else online with WANDB_API_KEY, else offline)."""
     import wandb
 
-    mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
+    from mip.tracking import wandb_mode
+
+    mode = wandb_mode(None)
+    if mode == "disabled":
+        return
     run = wandb.init(project=cfg.wandb.project or "mip", entity=cfg.wandb.entity, group=cfg.wandb.group,
-                     job_type="analysis", dir=str(folder), mode=mode, settings=wandb.Settings(silent=True))
+                     job_type="analysis", dir=str(folder), mode=mode,
+                     settings=wandb.Settings(silent=True, x_disable_meta=True, console="off"))
     for png in sorted((folder / "figures").glob("*.png")):
         run.log({f"figures/{png.stem}": wandb.Image(str(png))})
     import pandas as pd

@@ -19,12 +19,12 @@ from typing import Optional
 
 import pandas as pd
 
-from mip import coverage, stats
+from mip import coverage, slices, stats
 from mip.config import Config, PatternConfig, PromptSpec, SourceConfig, TaskConfig
 from mip.data import DataError
 from mip.instances import PATTERNS, split_counts
 from mip.results import load_local
-from mip.runner import run_job
+from mip.job import run_job
 
 REPO_CONF = Path(__file__).resolve().parent.parent / "conf"
 
@@ -118,12 +118,17 @@ def verdict(frame: pd.DataFrame, alpha: float) -> tuple[str, dict]:
     test = stats.paired_test(frame, gap.best, gap.worst)
     numbers = {"best": gap.best, "worst": gap.worst, "delta_pp": 100 * (gap.delta or 0), "test": test.test,
                "pairs": test.pairs, "p_value": test.p_value}
+    pair = f"{gap.best.replace('_', '-')} vs {gap.worst.replace('_', '-')}"
+    if test.test == "not testable" or test.p_value != test.p_value:  # NaN: no test was possible
+        return (f"inconclusive: {pair} differ by {100 * (gap.delta or 0):.0f} pp, but only {test.pairs} matched "
+                f"instance set(s) hold a valid answer under both — a test needs at least {stats.MIN_PAIRS}; "
+                "add seeds or sizes"), numbers
     p_text = "p < 0.001" if test.p_value < 0.001 else f"p = {test.p_value:.3f}"
-    if test.pairs and test.p_value < alpha:
-        return (f"order-sensitive at this size: {gap.best.replace('_', '-')} vs {gap.worst.replace('_', '-')} differ by "
-                f"{100 * gap.delta:.0f} pp, {p_text} ({test.test}, {test.pairs} pairs)"), numbers
-    return (f"no significant order effect found at this size ({gap.best.replace('_', '-')} vs "
-            f"{gap.worst.replace('_', '-')}: {100 * (gap.delta or 0):.0f} pp, {p_text}, {test.pairs} pairs)"), numbers
+    if test.p_value < alpha:
+        return (f"order-sensitive at this size: {pair} differ by {100 * gap.delta:.0f} pp, {p_text} "
+                f"({test.test}, {test.pairs} pairs)"), numbers
+    return (f"no significant order effect found at this size ({pair}: {100 * (gap.delta or 0):.0f} pp, {p_text}, "
+            f"{test.pairs} pairs)"), numbers
 
 
 def run_audit(cfg: AuditConfig, base: Config) -> Path:
@@ -157,9 +162,11 @@ def write_audit_report(frame: pd.DataFrame, out: Path, cfg: AuditConfig, notes: 
     lines = [f"# Order-sensitivity audit of {Path(cfg.data).name}", "",
              f"Labels {cfg.labels} ({counts}); model {', '.join(sorted(frame['model'].unique()))}; "
              f"{len(frame)} experiments; seeds {cfg.seeds}.", ""]
-    for (n, p), cell in frame.groupby(["n", "p"]):
+    for where, cell in slices.of(frame):  # one slice each: never pooled (mip.slices)
+        n, p = where["n"], where["p"]
         sentence, _ = verdict(cell, cfg.alpha)
-        lines += [f"## n = {n}, p = {p}", "", f"**Verdict: {sentence}.**", ""]
+        lines += [f"## n = {n}, p = {p}", "", f"Slice: {slices.label(where, slices.SLICE)}.", "",
+                  f"**Verdict: {sentence}.**", ""]
         rows = []
         for pattern in [x for x in PATTERNS if x in set(cell["pattern"])]:
             sub = cell[cell["pattern"] == pattern]

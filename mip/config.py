@@ -298,6 +298,27 @@ class WandbSourceConfig:
 
 
 @dataclass
+class WhereConfig:
+    """A restriction of analysis, attribution or audit to some slices (mip.slices), from
+    the shell: ``where.budget=100k where.model=[a,b]``. Each field is one value or a list;
+    null keeps everything."""
+
+    model: Any = None
+    task: Any = None
+    n: Any = None
+    p: Any = None
+    budget: Any = None
+    prompt_variant: Any = None
+    strategy: Any = None
+    pool: Any = None
+    """filtered | unfiltered."""
+    family: Any = None
+    """core | expanded (records with a shuffle seed)."""
+    seed: Any = None
+    pattern: Any = None
+
+
+@dataclass
 class AnalyzeConfig:
     """analyze.py: where records come from and where the report goes."""
 
@@ -308,6 +329,10 @@ class AnalyzeConfig:
     filter_dir: Optional[str] = "results/filter"
     """Where filter.py wrote Table 4; it joins the report when present."""
     wandb: WandbSourceConfig = field(default_factory=WandbSourceConfig)
+    where: WhereConfig = field(default_factory=WhereConfig)
+    """Restrict the report to some slices, e.g. where.budget=100k where.model=[a,b]."""
+    core: Optional[list[float]] = field(default_factory=lambda: [2000, 0.55])
+    """The core setting [n, p] (§3.5); null: every (n, p) that a model ran with several selection seeds."""
 
 
 @dataclass
@@ -325,7 +350,11 @@ class AttributeConfig:
     data_dir: Optional[str] = None
     cache_dir: str = "~/.cache/mip"
     max_replays: int = 0
-    """0: every eligible record."""
+    """0: every eligible record; else this many, spread round-robin over patterns, labels and seeds."""
+    where: WhereConfig = field(default_factory=WhereConfig)
+    """Replay only records of these slices (e.g. where.pool=filtered where.n=100)."""
+    pools_dir: Optional[str] = "results/pools"
+    """Where filter.py saved the filtered pools (<pools_dir>/<task>/filtered-<version>.json)."""
     dtype: Optional[str] = None
     """Weights' dtype (default: bfloat16 on a GPU, float32 on the CPU)."""
     device: Optional[str] = None

@@ -33,6 +33,8 @@ POOLED = "all patterns"
 
 #: Coverage bins of Table 3: <25 %, <75 %, <100 %, =100 %.
 BINS = ("<25%", "<75%", "<100%", "=100%")
+#: Valid runs without a reasoning trace: their own row, so that Table 3 adds up to every valid run.
+NO_TRACE = "no trace"
 
 
 def mentioned_ids_regex(trace: str | None, n: int) -> set[int]:
@@ -98,34 +100,43 @@ def with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
     return traced
 
 
-def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model") -> pd.DataFrame:
-    """Table 3 (by model) / Table 7 (by model and budget): per group and coverage bin,
-    the valid experiments with a trace, their share of the group and their accuracy."""
+def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model", traced: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table 3 (by model) / Table 7 (by model and budget): per group and coverage bin, the
+    valid experiments, their share of the group's valid experiments and their accuracy.
+    Valid experiments without a trace form the bin ``no trace``: the bins add up to every
+    valid experiment, as the paper's do."""
     keys = [by] if isinstance(by, str) else list(by)
-    traced = with_coverage(frame)
-    if traced.empty:
-        return pd.DataFrame(columns=[*keys, "bin", "experiments", "share", "accuracy"])
-    g = traced.groupby([*keys, "bin"], observed=False)
+    columns = [*keys, "bin", "experiments", "share", "accuracy"]
+    valid = frame[frame["valid"]]
+    if valid.empty:
+        return pd.DataFrame(columns=columns)
+    traced = with_coverage(valid) if traced is None else traced
+    bins = pd.Series(NO_TRACE, index=valid.index, dtype=object)
+    bins[traced.index] = traced["bin"].astype(str)
+    rows = valid[keys + ["correct"]].assign(bin=pd.Categorical(bins, [*BINS, NO_TRACE]))
+    g = rows.groupby([*keys, "bin"], observed=False, dropna=False)
     out = pd.DataFrame({"experiments": g.size(), "accuracy": g["correct"].mean()}).reset_index()
-    out = out[out.groupby(keys)["experiments"].transform("sum") > 0]
-    out["share"] = out["experiments"] / out.groupby(keys)["experiments"].transform("sum")
-    return out[[*keys, "bin", "experiments", "share", "accuracy"]].reset_index(drop=True)
+    total = out.groupby(keys, dropna=False)["experiments"].transform("sum")
+    out = out[total > 0]
+    out["share"] = out["experiments"] / total[total > 0]
+    return out[columns].reset_index(drop=True)
 
 
-def mention_rates(frame: pd.DataFrame, n: int) -> pd.DataFrame:
+def mention_rates(frame: pd.DataFrame, n: int, traced: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per instance position 1..n, the share of traced valid experiments of size n mentioning it.
 
     Columns: ``position``, ``rate``, ``experiments``, and one row set per ``model`` and
-    ``pattern`` (Fig. 5 pools patterns; Fig. 21 splits them).
+    ``pattern`` (Fig. 5 pools patterns; Fig. 21 splits them). ``traced``: :func:`with_coverage`
+    of ``frame`` when the caller has it.
     """
-    traced = with_coverage(frame[frame["n"] == n])
+    traced = with_coverage(frame[frame["n"] == n]) if traced is None else traced[traced["n"] == n]
     pooled = traced.assign(pattern=POOLED)  # Fig. 5: every pattern together
-    rows = []
+    columns = ["model", "pattern", "position", "rate", "experiments"]
+    parts = []
     for (model, pattern), group in pd.concat([pooled, traced]).groupby(["model", "pattern"], sort=False):
         counts = np.zeros(n + 1)
         for ids in group["mentioned_ids"]:
             counts[list(ids)] += 1
-        for position in range(1, n + 1):
-            rows.append({"model": model, "pattern": pattern, "position": position,
-                         "rate": counts[position] / len(group), "experiments": len(group)})
-    return pd.DataFrame(rows, columns=["model", "pattern", "position", "rate", "experiments"])
+        parts.append(pd.DataFrame({"model": model, "pattern": pattern, "position": np.arange(1, n + 1),
+                                   "rate": counts[1:] / len(group), "experiments": len(group)}))
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)

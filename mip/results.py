@@ -21,10 +21,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from mip.records import Record, iter_records
+from mip import slices
+from mip.records import Record, counted_attempt
+from mip.store import QUARANTINE, iter_records, quarantined
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
-COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "verdict", "invalid_kind", "answer", "valid",
+COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
+           "family", "verdict", "invalid_kind", "answer", "valid",
            "correct", "reasoning", "output", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts",
            "calls", "count_error_majority", "count_error_minority", "instance_accuracy", "missing_share", "position_errors"]
 
@@ -55,7 +58,7 @@ def _strategy_columns(record: Record) -> dict:
 
 
 def record_row(record: Record) -> dict:
-    counted = next((a for a in record.attempts if a.verdict != "invalid"), record.attempts[-1] if record.attempts else None)
+    counted = counted_attempt(record.attempts)
     stage = counted.stages[-1] if counted and counted.stages else None
     usage = stage.usage if stage else {}
     stages = [s for a in record.attempts for s in a.stages]
@@ -65,6 +68,8 @@ def record_row(record: Record) -> dict:
         "calls": len(stages),
         "key": record.key,
         **record.experiment.model_dump(),
+        "pool_filtered": record.pool_filtered,
+        "pool_version": record.pool_version,
         "verdict": record.verdict,
         "invalid_kind": record.invalid_kind,
         "answer": record.answer,
@@ -75,6 +80,8 @@ def record_row(record: Record) -> dict:
         "reasoning_tokens": stage.reasoning_tokens if stage else None,
         "cost": sum(costs) if costs else (usage.get("cost") if isinstance(usage, dict) else None),
         "attempts": len(record.attempts),
+        "key_scheme": record.key_scheme,
+        "scoring_rule": record.scoring_rule or 1,
     }
 
 
@@ -99,6 +106,7 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
         if column not in frame.columns:
             frame[column] = None
     frame = frame.drop_duplicates("key", keep="first").reset_index(drop=True)
+    frame, notes = _one_scheme(frame)
     # Strategies other than the paper's single call show as their own rows in every table.
     frame["strategy"] = frame["strategy"].fillna("single_call")
     frame["base_model"] = frame["model"]
@@ -107,15 +115,53 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame["valid"] = frame["verdict"] != "invalid"
     frame["correct"] = frame["verdict"] == "correct"
     frame["order_seed"] = frame["order_seed"].astype("Int64")
-    return frame[COLUMNS]
+    frame = slices.add_columns(frame)[COLUMNS]
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def _one_scheme(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Records of mip ≤ 0.2 (key scheme 1) beside scheme-2 records of the same experiment are
+    the same experiment asked twice (a rerun under 0.3 does not reuse them): the older one is
+    dropped, and the notes say so, and say when verdicts come from different answer rules."""
+    notes = []
+    if "key_scheme" in frame.columns and frame["key_scheme"].nunique(dropna=True) > 1:
+        identity = [c for c in [*EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "pool_version"] if c in frame.columns]
+        newer = frame["key_scheme"].fillna(1) == frame["key_scheme"].max()
+        twins = frame[~newer].merge(frame[newer][identity].drop_duplicates(), on=identity, how="inner", indicator=False)
+        drop = frame.index[~newer & frame["key"].isin(set(twins["key"]))]
+        if len(drop):
+            frame = frame.drop(drop).reset_index(drop=True)
+            notes.append(f"{len(drop)} record(s) of mip ≤ 0.2 (key scheme 1) were left out: the same experiments "
+                         "were asked again under key scheme 2, whose records are counted.")
+    if "scoring_rule" in frame.columns and frame["scoring_rule"].nunique(dropna=True) > 1:
+        counts = frame["scoring_rule"].value_counts().sort_index()
+        notes.append("Verdicts come from different answer rules: " + ", ".join(f"rule {int(k)}: {v} record(s)"
+                     for k, v in counts.items()) + " (rule 1: mip ≤ 0.2, whose JSON answer search reached 2,000 "
+                     "characters back; see mip.scoring).")
+    return frame, notes
 
 
 def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Every record under the given folders (a store, a job or sweep folder, several)."""
+    """Every record under the given folders (a store, a job or sweep folder, several).
+    Files that could not be read, and files a job quarantined, are listed in the frame's
+    ``attrs["notes"]`` (the report's data notes), never counted."""
     for root in map(Path, paths):
         if not root.exists():
             raise ResultsError(f"{root} does not exist.")
-    return _frame((record_row(r) for r in iter_records(paths)), ", ".join(map(str, paths)))
+    damaged: list[tuple[Path, str]] = []
+    frame = _frame((record_row(r) for r in iter_records(paths, damaged)), ", ".join(map(str, paths)))
+    notes = [f"Unreadable record {path} ({why}): not counted; the next run of its job asks it again."
+             for path, why in damaged[:20]]
+    if len(damaged) > 20:
+        notes.append(f"… and {len(damaged) - 20} more unreadable records.")
+    for root in map(Path, paths):
+        moved = quarantined(root)
+        if moved:
+            notes.append(f"{len(moved)} damaged file(s) were moved aside to {root / QUARANTINE} and asked again "
+                         f"(log.jsonl there says why), e.g. {moved[-1]['file']}: {moved[-1]['why']}.")
+    frame.attrs["notes"] = [*frame.attrs.get("notes", []), *notes]
+    return frame
 
 
 def _table_rows(table: dict) -> list[dict]:

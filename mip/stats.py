@@ -31,6 +31,11 @@ from mip.instances import PATTERNS
 #: An instance set: the experiments that share a selection (seed, task, majority label, n, p).
 INSTANCE_SET = ["model", "seed", "task", "majority_label", "n", "p", "prompt_variant", "budget"]
 
+#: mip's own tests and intervals (beyond the paper) need this many paired instance sets:
+#: with fewer, a two-sided exact test (McNemar, sign flips) cannot reach p < 0.05 even when
+#: every pair agrees (its smallest p is 2 / 2^pairs = 0.0625 at 5 pairs).
+MIN_PAIRS = 6
+
 
 def _rate(num: pd.Series, den: pd.Series) -> pd.Series:
     return num / den.where(den > 0)
@@ -40,7 +45,9 @@ def per_seed(frame: pd.DataFrame, by: Sequence[str] = ("model",), metric: str = 
     """Accuracy per seed within each group ``by``: columns ``acc``, ``valid``, ``experiments``."""
     keys = [*by, "seed"]
     g = frame.groupby(keys, dropna=False)
-    out = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": g.size()})
+    # ``experiments`` present: counts already summed per cell (model_table's sufficient statistics).
+    size = g["experiments"].sum() if "experiments" in frame else g.size()
+    out = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": size})
     out["acc"] = _rate(out["correct"], out["valid"] if metric == "valid_only" else out["experiments"])
     return out.reset_index()
 
@@ -84,7 +91,9 @@ def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
     means = seeds.groupby("pattern")["acc"].mean().dropna()
     if len(means) < 2:  # a gap needs two patterns with valid experiments
         return Gap(None, None, None, None, 0, "")
-    best, worst = means.idxmax(), means.idxmin()
+    # π⁻ is the worst of the *other* patterns: when all tie, π⁺ ≠ π⁻ and Δ = 0 is still a comparison.
+    best = means.idxmax()
+    worst = means.drop(best).idxmin()
     table = seeds.pivot(index="seed", columns="pattern", values="acc")
     paired = (table[best] - table[worst]).dropna()
     marker = {1: "†", 2: "‡"}.get(len(paired), "")
@@ -92,23 +101,56 @@ def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
                float(paired.std(ddof=1)) if len(paired) > 1 else None, len(paired), marker)
 
 
-def model_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Table 2 / Table 6: per model, valid-only and all-experiment accuracy, Δ, invalid rate."""
+MODEL_TABLE = ["experiments", "valid", "sets", "acc", "acc_sd", "delta", "delta_sd", "delta_marker", "paired_seeds",
+               "best", "worst", "acc_all", "acc_all_sd", "delta_all", "delta_all_sd", "delta_all_marker",
+               "invalid_rate", "invalid_rate_sd"]
+
+
+def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+    """Table 2 / Table 6: per group ``by`` (a model, or a whole slice), valid-only and
+    all-experiment accuracy, Δ, invalid rate, and the instance sets behind them."""
+    by = list(by)
+    # Every number below is a function of the counts per group, seed and pattern: sum once
+    # (50,000 records → a few hundred cells), then work on the cells.
+    g = frame.groupby([*by, "seed", "pattern"], dropna=False, sort=False)
+    cells = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": g.size()}).reset_index()
+    sets = sets_by(frame, by)
     rows = []
-    for model, group in frame.groupby("model"):
-        valid_acc = accuracy(group, ["model"]).iloc[0]
-        all_acc = accuracy(group, ["model"], "all").iloc[0]
+    for key, group in cells.groupby(by, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        valid_acc = accuracy(group, by).iloc[0]
+        all_acc = accuracy(group, by, "all").iloc[0]
         gap, gap_all = best_worst_gap(group), best_worst_gap(group, "all")
-        invalid = per_seed(group, ["model"]).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]
+        invalid = per_seed(group, by).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]
         rows.append({
-            "model": model, "experiments": int(valid_acc["experiments"]), "valid": int(valid_acc["valid"]),
+            **dict(zip(by, key)),
+            "experiments": int(valid_acc["experiments"]), "valid": int(valid_acc["valid"]),
+            "sets": int(sets.get(key if len(by) > 1 else key[0], 0)),
             "acc": valid_acc["acc_mean"], "acc_sd": valid_acc["acc_sd"],
-            "delta": gap.delta, "delta_sd": gap.sd, "delta_marker": gap.marker, "best": gap.best, "worst": gap.worst,
+            "delta": gap.delta, "delta_sd": gap.sd, "delta_marker": gap.marker, "paired_seeds": gap.paired_seeds,
+            "best": gap.best, "worst": gap.worst,
             "acc_all": all_acc["acc_mean"], "acc_all_sd": all_acc["acc_sd"],
             "delta_all": gap_all.delta, "delta_all_sd": gap_all.sd, "delta_all_marker": gap_all.marker,
             "invalid_rate": invalid.mean(), "invalid_rate_sd": invalid.std(ddof=1),
         })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=[*by, *MODEL_TABLE])
+
+
+def sets_by(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """Instance sets with a valid experiment, per group ``by``."""
+    keys = list(dict.fromkeys([*by, *INSTANCE_SET]))
+    return frame.loc[frame["valid"], keys].drop_duplicates().groupby(list(by), dropna=False).size()
+
+
+def random_order_sd(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Fig. 3: the random pattern's accuracy per order seed (pooled over selection seeds,
+    tasks and labels), mean and sd over order seeds, per group ``by``."""
+    rand = frame[frame["pattern"] == "random"]
+    g = rand.groupby([*by, "order_seed"], dropna=False)
+    per = pd.DataFrame({"acc": _rate(g["correct"].sum(), g["valid"].sum())}).reset_index()
+    out = per.groupby(list(by), dropna=False)["acc"].agg(order_mean="mean", order_sd=lambda a: a.std(ddof=1),
+                                                          order_seeds="count")
+    return out.reset_index()
 
 
 def pattern_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
@@ -137,34 +179,50 @@ def variant_deltas(frame: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- beyond the paper
 
 
+def sets_of(frame: pd.DataFrame) -> int:
+    """How many instance sets hold at least one valid experiment."""
+    return int(frame[frame["valid"]].groupby(INSTANCE_SET, dropna=False).ngroups) if len(frame) else 0
+
+
+def _quantiles(samples: np.ndarray, level: float) -> tuple[float, float]:
+    samples = samples[np.isfinite(samples)]
+    if not len(samples):
+        return float("nan"), float("nan")
+    alpha = (1 - level) / 2
+    return float(np.quantile(samples, alpha)), float(np.quantile(samples, 1 - alpha))
+
+
 def bootstrap_accuracy(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Cluster-bootstrap interval of pooled valid-only accuracy, resampling instance sets."""
+    """Cluster-bootstrap interval of pooled valid-only accuracy, resampling instance sets;
+    NaN without :data:`MIN_PAIRS` sets holding a valid experiment."""
     sets = frame.groupby(INSTANCE_SET, dropna=False).agg(correct=("correct", "sum"), valid=("valid", "sum"))
+    if (sets["valid"] > 0).sum() < MIN_PAIRS:
+        return float("nan"), float("nan")
     correct, valid = sets["correct"].to_numpy(float), sets["valid"].to_numpy(float)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(sets), size=(n_boot, len(sets)))
     with np.errstate(invalid="ignore", divide="ignore"):
         samples = correct[idx].sum(1) / valid[idx].sum(1)
-    samples = samples[np.isfinite(samples)]
-    alpha = (1 - level) / 2
-    return float(np.quantile(samples, alpha)), float(np.quantile(samples, 1 - alpha))
+    return _quantiles(samples, level)
 
 
 def bootstrap_gap(frame: pd.DataFrame, best: str, worst: str, n_boot: int = 2000, seed: int = 0,
                   level: float = 0.95) -> tuple[float, float]:
-    """Cluster-bootstrap interval of Acc(best) − Acc(worst), resampling matched instance sets."""
+    """Cluster-bootstrap interval of Acc(best) − Acc(worst), resampling matched instance sets;
+    NaN with fewer than :data:`MIN_PAIRS` sets that hold a valid experiment of both."""
     sub = frame[frame["pattern"].isin([best, worst])]
     sets = sub.groupby([*INSTANCE_SET, "pattern"], dropna=False).agg(correct=("correct", "sum"), valid=("valid", "sum"))
     wide = sets.unstack("pattern").fillna(0)
+    if best not in wide["valid"] or worst not in wide["valid"] or \
+            ((wide[("valid", best)] > 0) & (wide[("valid", worst)] > 0)).sum() < MIN_PAIRS:
+        return float("nan"), float("nan")
     cb, vb = wide[("correct", best)].to_numpy(float), wide[("valid", best)].to_numpy(float)
     cw, vw = wide[("correct", worst)].to_numpy(float), wide[("valid", worst)].to_numpy(float)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(wide), size=(n_boot, len(wide)))
     with np.errstate(invalid="ignore", divide="ignore"):
         samples = cb[idx].sum(1) / vb[idx].sum(1) - cw[idx].sum(1) / vw[idx].sum(1)
-    samples = samples[np.isfinite(samples)]
-    alpha = (1 - level) / 2
-    return float(np.quantile(samples, alpha)), float(np.quantile(samples, 1 - alpha))
+    return _quantiles(samples, level)
 
 
 @dataclass
@@ -181,7 +239,9 @@ def paired_test(frame: pd.DataFrame, a: str, b: str, n_perm: int = 10000, seed: 
     Pairs are instance sets with a valid experiment under both patterns. With one
     experiment per set and pattern: exact McNemar (two-sided binomial test on the
     discordant pairs). With several (random over order seeds): a sign-flip permutation
-    test on the per-set differences of mean correctness.
+    test on the per-set differences of mean correctness. With fewer than
+    :data:`MIN_PAIRS` pairs the test is ``"not testable"`` (p = NaN): no outcome of so few
+    pairs could be significant, so none is reported.
     """
     valid = frame[frame["valid"] & frame["pattern"].isin([a, b])]
     per_set = valid.groupby([*INSTANCE_SET, "pattern"], dropna=False)["correct"].agg(["mean", "size"]).unstack("pattern")
@@ -189,6 +249,8 @@ def paired_test(frame: pd.DataFrame, a: str, b: str, n_perm: int = 10000, seed: 
     if per_set.empty or a not in per_set["mean"].columns or b not in per_set["mean"].columns:
         return PairedTest("none", 0, float("nan"), float("nan"))
     xa, xb = per_set[("mean", a)].to_numpy(), per_set[("mean", b)].to_numpy()
+    if len(xa) < MIN_PAIRS:
+        return PairedTest("not testable", len(xa), float((xa - xb).mean()), float("nan"))
     if (per_set["size"] == 1).all().all():
         only_a = int(((xa == 1) & (xb == 0)).sum())
         only_b = int(((xa == 0) & (xb == 1)).sum())

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 TABLE_COLUMNS = [
     "key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "shuffle_seed", "prompt_variant", "budget", "strategy",
     "prompt", "reasoning", "output", "answer", "verdict", "invalid_kind", "prompt_tokens", "completion_tokens",
-    "reasoning_tokens", "latency_s", "attempts",
+    "reasoning_tokens", "latency_s", "attempts", "pool_filtered", "pool_version",
 ]
 
 FLUSH_EVERY_ROWS = 10
@@ -160,6 +160,7 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
         e.budget, e.strategy, prompt, stage.reasoning if stage else None, stage.output if stage else None, record.answer,
         record.verdict, record.invalid_kind, record.prompt_tokens, stage.completion_tokens if stage else None,
         stage.reasoning_tokens if stage else None, stage.latency_s if stage else None, len(record.attempts),
+        record.pool_filtered, record.pool_version,
     ]
 
 

@@ -53,26 +53,34 @@ def test_report_has_every_table_and_figure(store, tmp_path):
     frame = load_local([store / "store"])
     # Traces stay the Python strings they were read as (an Arrow copy cost as much as the read).
     assert frame["reasoning"].dtype == object and frame["reasoning"].map(type).isin([str, type(None)]).all()
-    path = write_report(frame, tmp_path / "report")
+    path = write_report(frame, tmp_path / "report", core=None)
     text = path.read_text()
     figures = sorted((tmp_path / "report" / "figures").glob("*.png"))
     names = {f.stem.split("_")[0] for f in figures}
-    assert {"fig2", "fig3", "fig9", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20", "fig21", "fig22"} <= names
+    assert {"fig2", "fig3", "fig4", "fig5", "fig9", "budgets", "fig10", "fig11", "fig14", "fig15", "fig16", "fig17", "fig18", "fig20",
+            "fig21", "fig22", "fig23"} <= names
     for png in figures:
         assert png.stat().st_size > 5000 and png.with_suffix(".pdf").stat().st_size > 1000
         assert f"({png.relative_to(tmp_path / 'report')})" in text
     tables = {p.stem for p in (tmp_path / "report" / "tables").glob("*.csv")}
-    assert {"table2_models", "table3_coverage", "patterns_by_model", "intervals_and_tests", "generalisability_cells",
-            "prompt_variants", "budgets", "table7_coverage_by_budget", "reference_c4"} <= tables
+    prefixes = {t.rsplit("_n", 1)[0].rsplit("_smoke", 1)[0] for t in tables}
+    assert {"table2", "table2_numbers", "table3_coverage", "patterns_by_model", "intervals_and_tests", "budgets",
+            "table5_prompt_variants", "table7_coverage_by_budget", "reference_c4"} <= prefixes, prefixes
+    assert any(t.startswith("generalisability_cells") for t in tables)
+    assert any(t.startswith("prompt_variant_deltas") for t in tables)
+    assert list((tmp_path / "report" / "data").glob("mention_rates_n10_p0.6_*.csv"))  # long data: CSV only
     for stem in tables:
         for suffix in (".md", ".tex"):
             assert (tmp_path / "report" / "tables" / f"{stem}{suffix}").stat().st_size > 0
-    table2 = pd.read_csv(tmp_path / "report" / "tables" / "table2_models.csv")
-    assert set(table2["Model"]) == {"fake", "mock"}
-    fake = table2.set_index("Model").loc["fake"]
+    table2 = pd.read_csv(tmp_path / "report" / "tables" / "table2_n10_p0.6.csv")
+    # One row per slice: fake at two budgets is two rows, never pooled; mock is one.
+    assert sorted(zip(table2["Model"], table2["Budget"])) == [("fake", "20k"), ("fake", "smoke"), ("mock", "smoke")]
+    fake = table2.set_index(["Model", "Budget"]).loc[("fake", "smoke")]
     assert fake["Acc (%)"].startswith("100.0")  # the fake server answers every arithmetic set correctly
-    coverage_table = pd.read_csv(tmp_path / "report" / "tables" / "table3_coverage.csv")
-    assert coverage_table[coverage_table["model"] == "fake"]["experiments"].sum() > 0
+    assert fake["Experiments"] == 2 * 2 * 9  # 2 seeds × 2 labels × (6 structured + 3 random orders): this slice only
+    coverage_table = pd.read_csv(tmp_path / "report" / "tables" / "table3_coverage_n10_p0.6.csv")
+    fake_cov = coverage_table[(coverage_table["model"] == "fake") & (coverage_table["budget"] == "smoke")]
+    assert fake_cov["experiments"].sum() == 36  # every valid run is in a bin, traceless ones in "no trace"
 
 
 def test_analyze_cli_writes_the_report(store, tmp_path):
@@ -144,3 +152,77 @@ def test_report_logged_to_wandb_offline(store, tmp_path, wandb_env):  # noqa: F8
     logged_tables = list((tmp_path / "report").rglob("offline-run-*/files/media/table/**/*.table.json"))
     assert len(images) == len(list((tmp_path / "report" / "figures").glob("*.png")))
     assert len(logged_tables) == len(list((tmp_path / "report" / "tables").glob("*.csv")))
+
+
+def _frame(rows):
+    from mip import slices
+
+    from .test_stats import frame
+
+    return slices.add_columns(frame(rows))
+
+
+def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_path):
+    from .test_stats import cell
+
+    rows = cell(0, "majority_first", ["invalid"] * 3, model="dead") + cell(0, "majority_middle", ["invalid"] * 3, model="dead")
+    rows += cell(0, "majority_first", ["correct"] * 2, model="ok") + cell(0, "majority_middle", ["incorrect"] * 2, model="ok")
+    path = write_report(_frame(rows), tmp_path / "report", core=(20, 0.6))  # crashed with IndexError before
+    text = path.read_text()
+    table = pd.read_csv(tmp_path / "report" / "tables" / "table2_n20_p0.6.csv").set_index("Model")
+    assert table.loc["dead", "Acc (%)"] == "–" and table.loc["dead", "Sets"] == 0
+    assert "dead: every experiment of pattern majority_first is invalid" in text
+    # Two sets cannot support a test: the paper's † stays, mip's own test says so.
+    assert table.loc["ok", "Δ (pp)"] == "100.0†" and "2 sets, 1 paired seeds" in table.loc["ok", "Rests on"]
+    tests = pd.read_csv(tmp_path / "report" / "tables" / "intervals_and_tests_n20_p0.6.csv").set_index("model")
+    assert tests.loc["ok", "test"].startswith("not testable") and pd.isna(tests.loc["ok", "p_value"])
+
+
+def test_settings_are_never_pooled_and_strays_are_listed(tmp_path):
+    from .test_stats import cell
+
+    rows = []
+    for budget in ("20k", "100k"):
+        for seed in (0, 1):
+            rows += cell(seed, "majority_first", ["correct"] * 3, budget=budget)
+            rows += cell(seed, "majority_middle", ["incorrect"] * 3, budget=budget)
+    rows += cell(0, "majority_first", ["correct"] * 3, n=10, prompt_variant="hint")  # a variant off the core: no section
+    rows += cell(0, "majority_first", ["correct"] * 3, prompt_variant="hint", shuffle_seed=4)  # expanded
+    path = write_report(_frame(rows), tmp_path / "report", core=(20, 0.6))
+    table = pd.read_csv(tmp_path / "report" / "tables" / "table2_n20_p0.6.csv")
+    assert sorted(table["Budget"]) == ["100k", "20k"] and set(table["Experiments"]) == {12}
+    stray = pd.read_csv(tmp_path / "report" / "tables" / "unassigned.csv")
+    assert stray[["n", "experiments"]].values.tolist() == [[10, 3]]
+    assert (tmp_path / "report" / "tables" / "expanded_orderings.csv").is_file()
+    assert "fit no section" in path.read_text()
+    only = write_report(_frame(rows), tmp_path / "only", core=(20, 0.6), where=__import__("mip.config").config.WhereConfig(budget="100k"))
+    assert pd.read_csv(tmp_path / "only" / "tables" / "table2_n20_p0.6.csv")["Budget"].tolist() == ["100k"]
+    assert "where.budget=100k" in only.read_text()
+    elsewhere = write_report(_frame(rows), tmp_path / "paper_core")  # the paper's core: none of these records
+    assert "No standard-prompt record is at the core setting n = 2000, p = 0.55" in elsewhere.read_text()
+    assert not list((tmp_path / "paper_core" / "tables").glob("table2_*"))
+
+
+def test_where_from_the_shell_restricts_and_refuses_what_matches_nothing(store, tmp_path):
+    out = tmp_path / "out"
+    args = [sys.executable, str(REPO / "analyze.py"), f"results=[{store / 'store'}]", f"out_dir={out}", "core=null"]
+    proc = subprocess.run([*args, "where.budget=20k", "where.model=[fake]"], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    table = pd.read_csv(out / "tables" / "table2_n10_p0.6.csv")
+    assert table[["Model", "Budget"]].values.tolist() == [["fake", "20k"]]
+    proc = subprocess.run([*args, "where.budget=2k"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "where.budget=2k matches no record" in proc.stderr
+
+
+def test_the_generalisability_grid_keeps_the_seeds_every_cell_holds():
+    from mip import slices
+
+    from .test_stats import cell
+
+    rows = [r for seed in (0, 1, 2) for r in cell(seed, "majority_first", ["correct"], n=20, p=0.6)]  # core, 3 seeds
+    rows += cell(1, "majority_first", ["incorrect"], n=10, p=0.6)  # a grid cell at seed 1 only (§4.2)
+    parts = slices.sections(_frame(rows), core=(20, 0.6))
+    assert sorted(set(parts.generalisability["seed"])) == [1] and len(parts.generalisability) == 2
+    assert len(parts.core) == 3 and parts.rest.empty
+    assert any("seed(s) [1] only" in note for note in parts.notes)

@@ -160,9 +160,61 @@ def test_real_smollm2_replays_give_profiles_and_refuse_tampered_records(results,
     rows = [json.loads(line) for line in (out / "replays.jsonl").read_text().splitlines()]
     for row in rows:
         assert sum(row["share"]) == pytest.approx(10) and row["peak_rss_mb"] > 0 and row["seconds"] > 0
-    assert (out / "figures" / "profile_majority_middle_n10_p0.6.png").stat().st_size > 5000
+    tag = "n10_p0.6_20k_standard_single_call_unfiltered_core"  # the slice the figure shows
+    assert (out / "figures" / f"profile_majority_middle_{tag}.png").stat().st_size > 5000
     assert set(pd.read_csv(out / "regions.csv")["kind"]) == {"majority", "minority"}
 
     attr.weights = str(tmp_path / "no-weights-here")
     with pytest.raises(AttributionError, match="No weights"):
         attribute(attr)
+
+
+def _record(key, pattern, label, seed):
+    from mip.records import Experiment, Record
+
+    e = Experiment(model="m", task="arith", n=10, p=0.6, majority_label=label, seed=seed, pattern=pattern,
+                   order_seed=0 if pattern == "random" else None, prompt_variant="standard", budget="smoke")
+    return Record(key=key, experiment=e, pool_version="v", instance_ids=[], instance_labels=[], prompt_hash="",
+                  verdict="correct", created_at="")
+
+
+def test_max_replays_are_spread_round_robin_over_patterns_labels_and_seeds():
+    from mip.attribution.run import spread
+
+    records = [_record(f"{pattern}-{label}-{seed}-{i}", pattern, label, seed)
+               for pattern in ("majority_first", "majority_last") for label in ("even", "odd") for seed in (0, 1)
+               for i in range(3)]
+    chosen = spread(records, 8)
+    cells = {(r.experiment.pattern, r.experiment.majority_label, r.experiment.seed) for r in chosen}
+    assert len(chosen) == 8 and len(cells) == 8  # one from each of the 8 cells, not the first 8 keys
+    assert [r.key for r in spread(records, 8)] == [r.key for r in chosen]  # deterministic
+    assert len({r.experiment.pattern for r in spread(records, 2)}) == 2
+    assert {(r.experiment.pattern, r.experiment.majority_label) for r in spread(records, 4)} == \
+        {(p, label) for p in ("majority_first", "majority_last") for label in ("even", "odd")}
+    assert spread(records, 0) == records
+
+
+def test_records_from_a_filtered_pool_are_replayed_from_that_pool(results, tmp_path):
+    from mip.attribution.run import attribute
+    from mip.config import AttributeConfig
+    from mip.data.pools import save_pool
+    from mip.filtering import filtered_path, filtered_pool
+    from mip.records import Store
+    from mip.runner import run_job
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    pool = build_pool(cfg.task["arith"], None, cfg.paths.cache_dir)
+    kept = filtered_pool(pool, {"judge": {x.id: i % 3 != 0 for i, x in enumerate(pool.instances)}}, ["judge"])
+    save_pool(kept, filtered_path(cfg.paths.results_dir, "arith", pool.version))
+    run_job(cfg, tmp_path / "job")
+    records = list(Store(cfg.paths.store_dir))
+    assert records and all(r.pool_filtered and r.pool_version == kept.version for r in records)
+    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
+                           pools_dir=str(results / "pools"), max_replays=1)
+    attr.where.pool = "filtered"
+    out = attribute(attr)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["replays"] == 1, summary  # before: "refused: prompt does not match its record"
+    assert not any("refused" in k or "not found" in k for k in summary["skipped"])
+    assert set(pd.read_csv(out / "regions.csv")["pool"]) == {"filtered"}

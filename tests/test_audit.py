@@ -31,12 +31,13 @@ def test_audit_through_a_server_reports_a_verdict_per_cell(tmp_path, results):
     with FakeServer() as server:
         proc = audit(f"data={data}", "text_col=review", "label_col=stars", "labels=[neg,pos]",
                      "question=Determine the majority parity label among the values of all provided arithmetic expressions.",
-                     "n=[10,20]", "p=[0.6]", "seeds=[0,1]", "model=smollm2_135m_server", f"model.base_url={server.base_url}",
+                     "n=[10,20]", "p=[0.6]", "seeds=[0,1,2]", "model=smollm2_135m_server", f"model.base_url={server.base_url}",
                      "model.model_id=fake-model", "budget=smoke", "progress=false")
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (results / "audit" / "reviews" / "audit.md").read_text()
     assert report.count("**Verdict:") == 2
-    assert "no significant order effect found at this size" in report  # the fake server is always right
+    # The fake server is always right; 3 seeds × 2 labels = 6 matched sets: enough for a test.
+    assert "no significant order effect found at this size" in report and "inconclusive" not in report
     for pattern in ("random", "majority_first", "soft_majority_middle"):
         assert pattern in report
     assert "95 % interval" in report and "cost:" in report
@@ -79,3 +80,14 @@ def test_sizes_the_data_cannot_fill_are_left_out_with_a_note(tmp_path, results):
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = (results / "audit" / "few" / "audit.md").read_text()
     assert "n=100, p=0.6 left out" in report and report.count("**Verdict:") == 1
+
+
+def test_too_few_sets_give_an_inconclusive_verdict_not_a_negative_one():
+    from mip.audit import verdict
+
+    from .test_stats import cell, frame
+
+    rows = cell(0, "majority_first", ["correct", "correct"]) + cell(0, "majority_middle", ["incorrect", "incorrect"])
+    sentence, numbers = verdict(frame(rows), 0.05)
+    assert sentence.startswith("inconclusive") and "2 matched" in sentence and "100 pp" in sentence
+    assert "no significant" not in sentence and numbers["pairs"] == 2

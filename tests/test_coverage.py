@@ -57,11 +57,15 @@ def test_coverage_table_counts_and_accuracy_per_bin():
         {"reasoning": " ".join(map(str, range(1, 11))), "verdict": "correct"},  # 50 % → <75%
         {"reasoning": every, "verdict": "correct"},          # 100 %
         {"reasoning": every, "verdict": "invalid"},          # invalid: left out
-        {"reasoning": None, "verdict": "correct"},           # no trace: left out
+        {"reasoning": None, "verdict": "correct"},           # no trace: its own bin
+        {"reasoning": "", "verdict": "incorrect"},           # an empty trace is no trace
     ]
     table = coverage_table(frame(rows)).set_index("bin")
-    assert list(table["experiments"]) == [2, 1, 0, 1]
+    # The paper's bins add up to every valid run: 6 valid experiments, none dropped.
+    assert list(table.index) == ["<25%", "<75%", "<100%", "=100%", "no trace"]
+    assert list(table["experiments"]) == [2, 1, 0, 1, 2] and table["experiments"].sum() == 6
     assert table.loc["<25%", "accuracy"] == 0.5 and table.loc["=100%", "accuracy"] == 1.0
+    assert table.loc["no trace", "accuracy"] == 0.5 and table.loc["no trace", "share"] == pytest.approx(2 / 6)
     assert table["share"].sum() == pytest.approx(1.0)
 
 

@@ -175,3 +175,19 @@ def test_every_model_field_that_reaches_the_request_body_is_keyed(base):
         if body(model) != reference:
             moved = [dataclasses.replace(c, model=model) for c in cfgs]
             assert keys(moved, pools) != reference_keys, f"model.{name} changes the request body but not the key"
+
+
+def test_analysis_counts_an_experiment_once_when_a_store_holds_both_key_schemes(tmp_path):
+    from mip.results import load_local
+    from mip.store import Store
+
+    from .test_records import make_record
+
+    store = Store(tmp_path)
+    store.put(make_record("old-key", key_scheme=1))  # mip 0.2's record of the experiment
+    store.put(make_record("new-key", key_scheme=2, scoring_rule=2))  # the same experiment asked again under 0.3
+    store.put(make_record("other", key_scheme=1, experiment=make_record().experiment.model_copy(update={"seed": 5})))
+    frame = load_local([tmp_path])
+    assert sorted(frame["key"]) == ["new-key", "other"]
+    assert any("key scheme 1) were left out" in n for n in frame.attrs["notes"])
+    assert any("different answer rules" in n for n in frame.attrs["notes"])

@@ -133,11 +133,30 @@ def test_bootstrap_intervals():
     rows = [{"task": f"t{t}", "verdict": C if t % 2 else I} for t in range(40)]
     low, high = stats.bootstrap_accuracy(frame(rows))
     assert low < 0.5 < high and 0.25 < low and high < 0.75
-    perfect = frame([{"task": f"t{t}"} for t in range(5)])
+    perfect = frame([{"task": f"t{t}"} for t in range(6)])
     assert stats.bootstrap_accuracy(perfect) == (1.0, 1.0)
+    too_few = frame([{"task": f"t{t}"} for t in range(stats.MIN_PAIRS - 1)])  # no interval from 5 sets
+    assert all(math.isnan(x) for x in stats.bootstrap_accuracy(too_few))
+    nothing_valid = frame([{"task": f"t{t}", "verdict": X} for t in range(10)])  # crashed with IndexError before
+    assert all(math.isnan(x) for x in stats.bootstrap_accuracy(nothing_valid))
     rows = [{"task": f"t{t}", "pattern": "majority_first"} for t in range(20)] + \
            [{"task": f"t{t}", "pattern": "majority_middle", "verdict": I} for t in range(20)]
     assert stats.bootstrap_gap(frame(rows), "majority_first", "majority_middle") == (1.0, 1.0)
+
+
+def test_paired_test_with_too_few_pairs_is_not_testable():
+    rows = cell(0, "majority_first", [C, C]) + cell(0, "majority_middle", [I, I])  # 2 sets, both favour first
+    test = stats.paired_test(frame(rows), "majority_first", "majority_middle")
+    assert test.test == "not testable" and test.pairs == 2 and math.isnan(test.p_value)
+    rows = cell(0, "majority_first", [C] * 6) + cell(0, "majority_middle", [I] * 6)
+    test = stats.paired_test(frame(rows), "majority_first", "majority_middle")
+    assert test.test == "exact McNemar" and test.p_value == pytest.approx(2 / 2**6)
+
+
+def test_all_tied_patterns_still_compare_two_patterns():
+    rows = cell(0, "majority_first", [C, C]) + cell(0, "majority_middle", [C, C])
+    gap = stats.best_worst_gap(frame(rows))
+    assert gap.best != gap.worst and gap.delta == 0.0
 
 
 def test_reference_calculation_of_app_c4():

@@ -216,3 +216,21 @@ def test_jobs_started_in_the_same_second_get_folders_of_their_own(results):
         manifest = json.loads((folder / "job.json").read_text())
         assert Path(manifest["output_dir"]).resolve() == folder.resolve()
         assert (folder / "config.yaml").is_file()
+
+
+def test_the_report_lists_damaged_and_quarantined_records_and_counts_neither(results):
+    from mip.report import write_report
+    from mip.results import load_local
+
+    with FakeServer() as server:
+        args = server_args(server, "pattern=random", "order_seeds=[0,1,2]")
+        assert run_py(*args).returncode == 0
+        files = sorted((results / "store" / "smollm2_135m_server" / "arith").glob("*.json"))
+        files[0].write_bytes(b"")
+        assert run_py(*args).returncode == 0  # the job quarantines it and asks again
+        files[1].write_bytes(files[1].read_bytes()[:100])  # damaged after the last run
+    frame = load_local([results / "store"])
+    assert len(frame) == 5  # the damaged one is not counted
+    report = write_report(frame, results / "report").read_text()
+    assert f"Unreadable record {files[1]}" in report
+    assert "1 damaged file(s) were moved aside" in report and files[0].name in report

@@ -14,9 +14,13 @@ import pandas as pd
 from mip.attribution.ixg import Attributor, ReplaySkip
 from mip.attribution.profiles import profile, region_shares
 from mip.config import AttributeConfig
+from mip import slices
 from mip.data import build_pool
+from mip.data.pools import Pool, load_pool
+from mip.instances import PATTERNS
 from mip.experiments import rebuild_prompt
-from mip.records import Record, iter_records
+from mip.records import Record, counted_attempt
+from mip.store import iter_records
 
 
 class AttributionError(RuntimeError):
@@ -53,9 +57,60 @@ def load_model(cfg: AttributeConfig) -> tuple[Any, Any]:
 
 
 def eligible(cfg: AttributeConfig) -> list[Record]:
+    """The records of the model and tasks, restricted to the slices of ``cfg.where``."""
     name = cfg.records_model or cfg.model.name
     unique = {r.key: r for r in iter_records(cfg.results) if r.experiment.model == name and r.experiment.task in cfg.task}
-    return sorted(unique.values(), key=lambda r: r.key)
+    records = sorted(unique.values(), key=lambda r: r.key)
+    if not records:
+        return records
+    rows = pd.DataFrame([{**r.experiment.model_dump(), "base_model": r.experiment.model, "pool_filtered": r.pool_filtered}
+                         for r in records])
+    kept = slices.restrict(slices.add_columns(rows), cfg.where).index
+    return [records[i] for i in kept]
+
+
+def _merge(lists: list[list]) -> list:
+    """Round-robin merge: the first of each list, then the second of each, …"""
+    return [x[i] for i in range(max(map(len, lists), default=0)) for x in lists if i < len(x)]
+
+
+def spread(records: list[Record], limit: int) -> list[Record]:
+    """At most ``limit`` records spread evenly over patterns, then majority labels, then
+    seeds: the (pattern, label, seed) cells are ordered by nested round-robin (patterns
+    alternate fastest), and records are taken one per cell in that order, each cell's
+    by key, before a second from any cell. Deterministic; 0 keeps every record."""
+    if not limit or limit >= len(records):
+        return records
+    cells: dict[tuple, list[Record]] = {}
+    for r in sorted(records, key=lambda r: r.key):
+        e = r.experiment
+        cells.setdefault((e.pattern, e.majority_label, e.seed), []).append(r)
+    rank = {p: i for i, p in enumerate(PATTERNS)}
+    per_pattern = []
+    for pattern in sorted({c[0] for c in cells}, key=lambda p: (rank.get(p, 99), p)):
+        labels = sorted({c[1] for c in cells if c[0] == pattern})
+        per_pattern.append(_merge([sorted(c for c in cells if c[:2] == (pattern, label)) for label in labels]))
+    order = [cells[c] for c in _merge(per_pattern)]
+    return _merge(order)[:limit]
+
+
+def replayable(record: Record, task) -> bool:
+    return record.verdict != "invalid" and record.answer in task.labels
+
+
+def pools_for(cfg: AttributeConfig, records: list[Record]) -> dict[str, Pool]:
+    """Every pool version the records name: each task's unfiltered pool and the filtered
+    pools filter.py saved under ``pools_dir/<task>/filtered-*.json`` (checked by content hash)."""
+    found: dict[str, Pool] = {}
+    for name in sorted({r.experiment.task for r in records}):
+        base = build_pool(cfg.task[name], cfg.data_dir, cfg.cache_dir)
+        found[base.version] = base
+        folder = Path(cfg.pools_dir).expanduser() / name if cfg.pools_dir else None
+        for path in sorted(folder.glob("filtered-*.json")) if folder and folder.is_dir() else []:
+            pool = load_pool(path)
+            if pool is not None:
+                found[pool.version] = pool
+    return found
 
 
 def attribute(cfg: AttributeConfig) -> Path:
@@ -67,34 +122,38 @@ def attribute(cfg: AttributeConfig) -> Path:
                                f"under {cfg.results}.")
     model, tokenizer = load_model(cfg)  # fails here, before any replay, when weights are missing
     attributor = Attributor(model, tokenizer, checkpointing=cfg.checkpointing)
-    pools = {name: build_pool(task, cfg.data_dir, cfg.cache_dir) for name, task in cfg.task.items()
-             if any(r.experiment.task == name for r in records)}
     skipped: Counter = Counter()
+    usable = [r for r in records if replayable(r, cfg.task[r.experiment.task])]
+    if len(usable) < len(records):
+        skipped["invalid or tie: not one of the two labels"] = len(records) - len(usable)
+    todo = spread(usable, cfg.max_replays)
+    pools = pools_for(cfg, todo)
     rows: list[dict] = []
     out.mkdir(parents=True, exist_ok=True)
-    todo = records[: cfg.max_replays] if cfg.max_replays else records
     with open(out / "replays.jsonl", "w", encoding="utf-8") as sink:
         for i, record in enumerate(todo, start=1):
             task = cfg.task[record.experiment.task]
-            if record.verdict == "invalid" or record.answer not in task.labels:
-                skipped["invalid or tie: not one of the two labels"] += 1
+            pool = pools.get(record.pool_version)
+            if pool is None:
+                skipped[f"pool {record.pool_version} not found (is pools_dir={cfg.pools_dir} where filter.py saved it?)"] += 1
                 continue
             try:
-                prompt = rebuild_prompt(record, task, pools[task.name])
+                prompt = rebuild_prompt(record, task, pool)
             except ValueError as e:
                 skipped["refused: prompt does not match its record"] += 1
                 print(f"refused {record.key}: {e}", file=sys.stderr)
                 continue
-            counted = next(a for a in record.attempts if a.verdict != "invalid")
+            counted = counted_attempt(record.attempts)
             stage = counted.stages[-1]
-            texts = [pools[task.name].get(x).text for x in record.instance_ids]
+            texts = [pool.get(x).text for x in record.instance_ids]
             try:
                 replay = attributor.replay(record.key, prompt, texts, stage.output or "", stage.reasoning,
                                            task.labels, record.answer)
             except ReplaySkip as e:
                 skipped[str(e)] += 1
                 continue
-            row = {**record.experiment.model_dump(), "key": record.key, "correct": record.verdict == "correct",
+            row = {**record.experiment.model_dump(), "pool_filtered": record.pool_filtered, "key": record.key,
+                   "correct": record.verdict == "correct",
                    "selected": replay.selected, "score": replay.score, "share": replay.share, "signed": replay.signed,
                    "u": replay.u, "tokens": replay.tokens, "seconds": replay.seconds, "peak_rss_mb": replay.peak_rss_mb,
                    "checkpointing": replay.extra["checkpointing"], "instance_labels": record.instance_labels}
@@ -115,29 +174,30 @@ def write_outputs(replays: pd.DataFrame, out: Path, skipped: Counter, cfg: Attri
         summary.update({"seconds_per_replay": float(replays["seconds"].mean()),
                         "peak_rss_mb": float(replays["peak_rss_mb"].max()),
                         "checkpointing": bool(replays["checkpointing"].all())})
-        instances = replays[["key", "task", "pattern", "majority_label", "share", "signed", "instance_labels"]].explode(
-            ["share", "signed", "instance_labels"])
+        replays = slices.add_columns(replays)
+        keep = ["key", "task", "pattern", "majority_label", "share", "signed", "instance_labels", *slices.SETTING]
+        instances = replays[keep].explode(["share", "signed", "instance_labels"])
         instances["position"] = instances.groupby("key").cumcount() + 1
         instances["is_majority"] = instances["instance_labels"] == instances["majority_label"]
         instances.drop(columns=["instance_labels"]).to_csv(out / "instances.csv", index=False)
-        regions = region_shares(replays)
-        regions.to_csv(out / "regions.csv", index=False)
-        by_label = instances.groupby(["pattern", "is_majority"])["share"].mean().rename("mean_share").reset_index()
-        by_label.to_csv(out / "majority_vs_minority.csv", index=False)
-        for (n, p), group in replays.groupby(["n", "p"]):
-            bin_size = cfg.bin_size if int(n) >= 10 * cfg.bin_size else 1
+        regions, relative = [], []
+        for setting, group in slices.of(replays, slices.SETTING):  # one slice each, never pooled (mip.slices)
+            n, p, tag = int(setting["n"]), float(setting["p"]), slices.file_tag(setting, slices.SETTING)
+            regions.append(region_shares(group).assign(**{k: v for k, v in setting.items() if k not in ("n", "p")}))
+            relative += [{**setting, "bin": b + 1, "share": v}
+                         for b, v in enumerate(profile(group, "relative", bins=min(cfg.relative_bins, n)))]
+            bin_size = cfg.bin_size if n >= 10 * cfg.bin_size else 1
             for pattern, sub in group.groupby("pattern"):
                 curve = profile(sub, "binned", bin_size)
-                save(profile_figure(curve, bin_size, pattern, int(n), float(p), sub), out / "figures",
-                     f"profile_{pattern}_n{n}_p{p}")
+                save(profile_figure(curve, bin_size, pattern, n, p, sub), out / "figures", f"profile_{pattern}_{tag}")
             pooled = group[group["pattern"] != "random"]
             if not pooled.empty:
                 curve = profile(pooled, "binned", bin_size)
-                save(profile_figure(curve, bin_size, "structured patterns pooled", int(n), float(p), pooled),
-                     out / "figures", f"profile_pooled_n{n}_p{p}")
-        rel = pd.DataFrame([{"n": n, "p": p, "bin": b + 1, "share": v}
-                            for (n, p), g in replays.groupby(["n", "p"])
-                            for b, v in enumerate(profile(g, "relative", bins=min(cfg.relative_bins, int(n))))])
-        rel.to_csv(out / "relative_profiles.csv", index=False)
+                save(profile_figure(curve, bin_size, "structured patterns pooled", n, p, pooled),
+                     out / "figures", f"profile_pooled_{tag}")
+        pd.concat(regions).to_csv(out / "regions.csv", index=False)
+        by_label = instances.groupby([*slices.SETTING, "pattern", "is_majority"])["share"].mean().rename("mean_share")
+        by_label.reset_index().to_csv(out / "majority_vs_minority.csv", index=False)
+        pd.DataFrame(relative).to_csv(out / "relative_profiles.csv", index=False)
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     print(json.dumps(summary), file=sys.stderr)

@@ -26,6 +26,7 @@ BACKENDS: dict[str, str] = {
     "vllm": "mip.models.vllm_engine:VLLMBackend",
     "hf": "mip.models.hf_local:HFBackend",
     "mock": "mip.models.mock:MockBackend",
+    "simulated": "mip.models.simulated:SimulatedBackend",
 }
 
 

@@ -30,8 +30,10 @@ def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
 
 def table2(models: pd.DataFrame) -> pd.DataFrame:
     """Table 2 / Table 6: accuracy, Δ and invalid rate per model (valid-only and all-experiment)."""
+    extra = {c.capitalize(): models[c] for c in ("budget", "pool", "prompt_variant") if c in models}
     return pd.DataFrame({
         "Model": models["model"],
+        **extra,
         "Acc (%)": [pct(m, s) for m, s in zip(models["acc"], models["acc_sd"])],
         "Δ (pp)": [pct(d, s, k) for d, s, k in zip(models["delta"], models["delta_sd"], models["delta_marker"])],
         "π⁺ / π⁻": [f"{b} / {w}" for b, w in zip(models["best"], models["worst"])],
@@ -39,4 +41,6 @@ def table2(models: pd.DataFrame) -> pd.DataFrame:
         "Δ_all (pp)": [pct(d, s, k) for d, s, k in zip(models["delta_all"], models["delta_all_sd"], models["delta_all_marker"])],
         "Invalid (%)": [pct(m, s) for m, s in zip(models["invalid_rate"], models["invalid_rate_sd"])],
         "Experiments": models["experiments"],
+        "Sets": models["sets"],
+        "Rests on": models["rests on"] if "rests on" in models else None,
     })

@@ -1,0 +1,183 @@
+"""Study slices: the one definition of what may be pooled (DESIGN.md §5).
+
+A *slice* is model × (n, p) × budget × prompt variant × strategy × pool (filtered or not)
+× ordering family (the core orderings, or the expanded shuffles of §5.2.1: records with
+``shuffle_seed`` set). Every number of the report, of attribution and of the audit is
+computed inside one slice; a table may list several slices as rows, each row labelled.
+
+Each report section picks its slices as the paper does (:func:`sections`):
+
+- core (Tables 2, 6, 3; Figs. 2, 5, 14–18): standard prompt, single call, core orderings,
+  at the core setting (n = 2,000, p = 0.55 unless configured);
+- budgets (Table 6 rows, Fig. 9): the core section's slices of models run at several budgets;
+- generalisability (Fig. 3, 22): standard prompt, single call, core orderings, models with
+  more than one (n, p) cell;
+- prompt_variants (Table 5, Fig. 4): single call, core orderings, the core setting, models
+  run with more than one prompt variant;
+- strategies (beyond the paper): strategies other than single call, core orderings;
+- expanded_orderings (§5.2.1): records with a shuffle seed.
+
+Records in no section are counted by :func:`unassigned`, never pooled into one.
+
+>>> frame = add_columns(load_local(["results/store"]))      # doctest: +SKIP
+>>> restrict(frame, Where(budget="100k", model=["a", "b"]))   # doctest: +SKIP
+
+Exercised by ``pytest tests/test_analyze.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Optional
+
+import pandas as pd
+
+from mip.config import WhereConfig
+
+#: The slice dimensions, in the order the report names them.
+SLICE = ["model", "n", "p", "budget", "prompt_variant", "strategy", "pool", "family"]
+#: A slice without its model: the setting that a table's rows (one per model) share.
+SETTING = [c for c in SLICE if c != "model"]
+#: The paper's core setting (§3.5).
+CORE_N, CORE_P = 2000, 0.55
+
+
+Where = WhereConfig
+
+
+def add_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``pool`` (filtered | unfiltered | unknown: a source without the field, e.g. W&B tables)
+    and ``family`` (core | expanded) from the record fields, in place."""
+    flag = frame["pool_filtered"] if "pool_filtered" in frame else pd.Series(None, index=frame.index, dtype=object)
+    frame["pool"] = flag.map({True: "filtered", False: "unfiltered"}).fillna("unknown").astype(object)
+    shuffled = frame["shuffle_seed"].notna() if "shuffle_seed" in frame else False
+    frame["family"] = pd.Series("core", index=frame.index, dtype=object).mask(shuffled, "expanded")
+    return frame
+
+
+def restrict(frame: pd.DataFrame, where: Where | None) -> pd.DataFrame:
+    """The rows that satisfy every set field of ``where``; a value that matches nothing is an error."""
+    if where is None:
+        return frame
+    keep = pd.Series(True, index=frame.index)
+    for f in fields(where):
+        value = getattr(where, f.name)
+        if value is None:
+            continue
+        wanted = list(value) if isinstance(value, (list, tuple)) else [value]
+        column = "base_model" if f.name == "model" and "base_model" in frame else f.name
+        have = frame[column]
+        match = have.isin(wanted) | have.astype(str).isin([str(w) for w in wanted])
+        if f.name == "model":  # a strategy row "m [decomposed]" is also selected by its shown name
+            match |= frame["model"].isin(wanted)
+        if not match.any():
+            raise SliceError(f"where.{f.name}={value} matches no record; the records hold "
+                             f"{sorted(map(str, have.dropna().unique()))[:20]}.")
+        keep &= match
+    return frame[keep]
+
+
+class SliceError(ValueError):
+    """A restriction that selects nothing: the message lists what the records hold."""
+
+
+def label(row: pd.Series | dict, keys: list[str] = SETTING) -> str:
+    """``n=2000 p=0.55 budget=20k …`` for the slice (or setting) of ``row``."""
+    return " ".join(f"{k}={row[k]}" for k in keys)
+
+
+def file_tag(row: pd.Series | dict, keys: list[str]) -> str:
+    """The slice as a file-name part: ``n2000_p0.55_20k_standard_single_call_unfiltered_core``."""
+    parts = [f"n{row['n']}" if k == "n" else f"p{row['p']}" if k == "p" else str(row[k]) for k in keys]
+    return "_".join(parts).replace("/", "-").replace(" ", "")
+
+
+@dataclass
+class Sections:
+    """Each report section's records; ``rest`` are the records no section takes."""
+
+    core: pd.DataFrame
+    budgets: pd.DataFrame
+    generalisability: pd.DataFrame
+    prompt_variants: pd.DataFrame
+    strategies: pd.DataFrame
+    expanded: pd.DataFrame
+    rest: pd.DataFrame
+    core_setting: tuple[int, float] | None
+    notes: list[str]
+
+
+def _with_several(frame: pd.DataFrame, by: list[str], column: str) -> pd.DataFrame:
+    """Rows of the groups ``by`` that hold more than one value of ``column``."""
+    if frame.empty:
+        return frame
+    counts = frame.groupby(by, dropna=False)[column].transform("nunique")
+    return frame[counts > 1]
+
+
+def sections(frame: pd.DataFrame, core: Optional[tuple[int, float]] = (CORE_N, CORE_P)) -> Sections:
+    """Split ``frame`` (with :func:`add_columns`) into the paper's sections.
+
+    ``core`` is the core (n, p); None takes, as the core, every (n, p) that a model ran
+    with more than one selection seed (the core's repetition, §3.5) — the choice is noted.
+    """
+    notes: list[str] = []
+    single = frame["strategy"] == "single_call"
+    core_family = frame["family"] == "core"
+    base = frame[single & core_family]
+    standard = base[base["prompt_variant"] == "standard"]
+    if core is not None:
+        at_core = (base["n"] == core[0]) & ((base["p"] - core[1]).abs() < 1e-9)
+    else:
+        seeds = standard.groupby(["base_model", "n", "p"])["seed"].transform("nunique")
+        settings = {(int(n), float(p)) for n, p in standard.loc[seeds > 1, ["n", "p"]].drop_duplicates().itertuples(index=False)}
+        at_core = pd.Series([(n, p) in settings for n, p in zip(base["n"], base["p"])], index=base.index, dtype=bool)
+        notes.append("Core setting: every (n, p) that a model ran with several selection seeds "
+                     f"({sorted(settings) or 'none'}); the paper's is n = {CORE_N}, p = {CORE_P}.")
+    core_rows = base[at_core & (base["prompt_variant"] == "standard")]
+    taken = pd.Series(False, index=frame.index)
+    parts = {
+        "core": core_rows,
+        "budgets": _with_several(core_rows, ["base_model", "n", "p", "pool"], "budget"),
+        "generalisability": _grid(standard, notes),
+        "prompt_variants": _with_several(base[at_core], ["base_model", "n", "p", "budget", "pool"], "prompt_variant"),
+        "strategies": frame[~single & core_family],
+        "expanded": frame[~core_family],
+    }
+    for part in parts.values():
+        taken[part.index] = True
+    return Sections(**parts, rest=frame[~taken], core_setting=core, notes=notes)
+
+
+def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Standard-prompt slices of models with more than one (n, p) cell at a budget and pool,
+    on the selection seeds that every cell of the grid holds (§4.2 runs seed 1 only; the
+    core's extra seeds at its own cell would otherwise weigh that cell differently)."""
+    if standard.empty:
+        return standard
+    cells = standard["n"].astype(str) + "/" + standard["p"].astype(str)
+    keys = [standard["base_model"], standard["budget"], standard["pool"]]
+    grid = standard[cells.groupby(keys).transform("nunique") > 1]
+    keep = []
+    for (model, budget, pool), group in grid.groupby(["base_model", "budget", "pool"]):
+        seeds = set.intersection(*(set(g["seed"]) for _, g in group.groupby(["n", "p"])))
+        if len(seeds) < group["seed"].nunique():
+            notes.append(f"Generalisability grid of {model} at {budget} ({pool} pool): selection seed(s) {sorted(seeds)} "
+                         f"only, the seeds every (n, p) cell holds; the others stay in their own sections.")
+        keep.append(group[group["seed"].isin(seeds)])
+    return pd.concat(keep) if keep else grid
+
+
+def unassigned(rest: pd.DataFrame) -> pd.DataFrame:
+    """Records in no section, counted per slice."""
+    if rest.empty:
+        return pd.DataFrame(columns=[*SLICE, "experiments"])
+    return rest.groupby(SLICE, dropna=False).size().rename("experiments").reset_index()
+
+
+def of(frame: pd.DataFrame, keys: list[str] = SLICE):
+    """Iterate ``(slice row, records)`` over the slices (or settings) of ``frame``."""
+    if frame.empty:
+        return
+    for values, group in frame.groupby(keys, dropna=False, sort=True):
+        yield dict(zip(keys, values if isinstance(values, tuple) else (values,))), group
