@@ -98,8 +98,8 @@ def _skipped(relative: tuple[str, ...]) -> bool:
 def iter_records(paths: Iterable[str | Path], damaged: list[tuple[Path, str]] | None = None) -> Iterator[Record]:
     """Every readable record under the given folders (a store, job or sweep folders).
 
-    A file that cannot be read or fails the schema is skipped; it is appended to ``damaged``
-    with the reason when a list is given (else a warning names it).
+    A file that cannot be read or fails the schema is skipped with a warning naming it, and
+    appended to ``damaged`` with the reason when a list is given.
     """
     for root in map(Path, paths):
         files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
@@ -110,9 +110,8 @@ def iter_records(paths: Iterable[str | Path], damaged: list[tuple[Path, str]] | 
                 yield read_model(path, Record)
             except (OSError, ValueError) as e:
                 why = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-                if damaged is None:
-                    warnings.warn(f"Skipping unreadable record {path}: {why}", stacklevel=2)
-                else:
+                warnings.warn(f"Skipping unreadable record {path}: {why}", stacklevel=2)
+                if damaged is not None:
                     damaged.append((path, why))
 
 
