@@ -1,6 +1,8 @@
 """What a job or a sweep did, as a verdict table per pattern (printed at the end of runs).
 
     python -m mip.summary results/sweeps/2026-11-30/10-00-00
+
+Accuracies are percentages, as in the report (analyze.py).
 """
 
 from __future__ import annotations
@@ -19,17 +21,19 @@ VERDICT_COLUMNS = ("correct", "incorrect", "input_overflow", "parse", "truncated
 
 
 def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
-    """Experiments per pattern by verdict (invalid split by kind), with valid-only accuracy."""
+    """Experiments per pattern by verdict (invalid split by kind), with valid-only and
+    all-experiment accuracy in percent (a pattern with no valid answer has no valid-only accuracy)."""
     rows = [{"pattern": r.experiment.pattern, "verdict": r.invalid_kind or r.verdict} for r in records]
     if not rows:
-        return pd.DataFrame(columns=["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc"])
+        return pd.DataFrame(columns=["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc %", "acc % (all)"])
     counts = pd.crosstab(pd.DataFrame(rows)["pattern"], pd.DataFrame(rows)["verdict"])
     counts = counts.reindex(columns=list(VERDICT_COLUMNS), fill_value=0)
     order = [p for p in PATTERNS if p in counts.index] + [p for p in counts.index if p not in PATTERNS]
     counts = counts.loc[order]
     counts["experiments"] = counts.sum(axis=1)
     valid = counts["correct"] + counts["incorrect"]
-    counts["valid-only acc"] = (counts["correct"] / valid.where(valid > 0)).round(3)
+    counts["valid-only acc %"] = (100 * counts["correct"] / valid.where(valid > 0)).round(1)
+    counts["acc % (all)"] = (100 * counts["correct"] / counts["experiments"]).round(1)
     return counts
 
 
@@ -56,9 +60,12 @@ def cost_lines(jobs: list[dict]) -> list[str]:
                            "max output tokens": j.get("max_output_tokens", 0),
                            "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok")} for j in jobs])
     lines = []
+    dry = all(j.get("dry_run") for j in jobs)
     for model, g in table.groupby("model", sort=True):
-        line = (f"  {model}: {g['experiments'].sum()} experiments ({g['to run'].sum()} to run), "
-                f"{g['prompt tokens'].sum():,} prompt tokens")
+        done = g["experiments"].sum() - g["to run"].sum()
+        what = (f"{g['to run'].sum()} to run, {done} already stored" if dry
+                else f"{g['to run'].sum()} run by this command, {done} found already stored")
+        line = f"  {model}: {g['experiments'].sum()} experiments ({what}), {g['prompt tokens'].sum():,} prompt tokens"
         price_in, price_out = g["in"].iloc[0], g["out"].iloc[0]
         if pd.notna(price_in) and pd.notna(price_out):
             cost_in = g["prompt tokens"].sum() / 1e6 * price_in
@@ -101,5 +108,19 @@ def describe(folder: Path) -> str:
     return "\n".join(lines)
 
 
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        print("usage: python -m mip.summary <job or sweep folder>   (e.g. results/sweeps/2026-11-30/10-00-00)",
+              file=sys.stderr)
+        return 2
+    folder = Path(argv[0])
+    if not folder.is_dir():
+        print(f"error: {folder} is not a folder; pass a job or sweep folder (results/runs/… or results/sweeps/…).",
+              file=sys.stderr)
+        return 2
+    print(describe(folder))
+    return 0
+
+
 if __name__ == "__main__":
-    print(describe(Path(sys.argv[1])))
+    sys.exit(main(sys.argv[1:]))
