@@ -86,3 +86,25 @@ def test_long_texts_show_head_and_tail_unless_full():
     short = clipped(text, full=False)
     assert "line 0" in short and "line 99" in short and "line 50" not in short and "76 lines left out" in short
     assert clipped(text, full=True) == text
+
+
+def test_a_record_from_a_filtered_pool_is_rebuilt_from_that_pool(results):
+    """A filtered pool lives under <results>/pools/<task>/; the record names its version."""
+    from mip.data import build_pool
+    from mip.data.pools import save_pool
+    from mip.filtering import filtered_path, filtered_pool
+
+    from .conftest import compose
+
+    cfg = compose("task=arith")
+    pool = build_pool(cfg.task["arith"], None, cfg.paths.cache_dir)
+    keep = {x.id: i % 3 != 0 for i, x in enumerate(pool.instances)}  # drop a third: a pool of its own version
+    filtered = filtered_pool(pool, {"m": keep}, ["m"])
+    save_pool(filtered, filtered_path(results, "arith", pool.version))
+    proc = run_py("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_last", "progress=false")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (record,) = [r for r in Store(results / "store") if r.experiment.majority_label == "odd_number"]
+    assert record.pool_filtered and record.pool_version == filtered.version
+    shown = show(record.key)
+    assert shown.returncode == 0, shown.stderr
+    assert "(filtered)" in shown.stdout and "hash checked" in shown.stdout
