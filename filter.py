@@ -1,7 +1,7 @@
 """Instance filtering (App. C.1): keep only instances every filter model solves alone.
 
     python filter.py task=ner filter_models=[qwen36_35b,gemini31_flash_lite] data_dir=../shared/data/raw
-    python filter.py task=arith task.arith.pool_size=20 filter_models=[smollm2_135m] max_tokens=256
+    python filter.py task=sentiment task.sentiment.pool_size=40 filter_models=[mock] data_dir=../shared/data/raw
 
 Later runs use the filtered pools by default (run.py use_filtered=false for the unfiltered ones).
 """

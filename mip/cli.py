@@ -70,11 +70,14 @@ def check_sweep_preset(hydra_cfg: Any) -> None:
 
 
 NEXT_STEPS = """Next:
-  python -m mip.show {output_dir}                     # the prompt, output and verdict of a record
-  python run.py -m +experiment=demo                   # all seven patterns on the embedded model (~3 min)
+  python -m mip.show {output_dir}
+      the prompt, every output and the verdict of this job's records
+  python run.py -m +experiment=demo
+      all seven order patterns on the embedded model (18 experiments, a few minutes)
   python run.py -m +experiment=core model=gpt_oss_120b data_dir=../shared/data/raw dry_run=true
-                                                      # count the paper's grid and its cost, call nothing
-  python run.py -m +experiment=core model=qwen36_35b hydra/launcher=slurm_gpu   # the paper's grid"""
+      count the paper's core grid for an API model, its prompt tokens and cost; calls nothing
+  python run.py -m +experiment=core model=qwen36_35b hydra/launcher=slurm_gpu
+      run the paper's core grid (README: "Running the paper's experiments")"""
 
 
 REPO_CONF = __import__("pathlib").Path(__file__).resolve().parents[1] / "conf"

@@ -37,9 +37,23 @@ def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
     return counts
 
 
+LOCAL_BACKENDS = ("hf", "vllm", "mock")
+
+
+def _job(manifest: Path) -> dict:
+    """A job's manifest, with its model's backend from the job's config.yaml beside it."""
+    job = json.loads(manifest.read_text(encoding="utf-8"))
+    config = manifest.parent / "config.yaml"
+    if "backend" not in job and config.is_file():
+        import yaml
+
+        job["backend"] = ((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model") or {}).get("backend")
+    return job
+
+
 def records_of(manifests: Iterable[Path]) -> tuple[list[Record], list[dict]]:
     """The stored records of the jobs whose ``job.json`` manifests are given."""
-    jobs = [json.loads(m.read_text(encoding="utf-8")) for m in manifests]
+    jobs = [_job(m) for m in manifests]
     records = [r for job in jobs for r in _records_by_key(Store(job["store_dir"]), set(job["keys"]))]
     return records, jobs
 
@@ -58,7 +72,8 @@ def cost_lines(jobs: list[dict]) -> list[str]:
     table = pd.DataFrame([{"model": j.get("model", "?"), "experiments": j["experiments"],
                            "to run": j["experiments"] - j["already_stored"], "prompt tokens": j["prompt_tokens"],
                            "max output tokens": j.get("max_output_tokens", 0),
-                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok")} for j in jobs])
+                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
+                           "local": j.get("backend") in LOCAL_BACKENDS} for j in jobs])
     lines = []
     dry = all(j.get("dry_run") for j in jobs)
     for model, g in table.groupby("model", sort=True):
@@ -71,6 +86,8 @@ def cost_lines(jobs: list[dict]) -> list[str]:
             cost_in = g["prompt tokens"].sum() / 1e6 * price_in
             cost_out = g["max output tokens"].sum() / 1e6 * price_out
             line += f"; expected cost ${cost_in:,.2f} input + at most ${cost_out:,.2f} output (whole budget used)"
+        elif g["local"].all():
+            line += "; runs locally, no per-token price"
         else:
             line += "; cost unknown (set model.price_input_per_mtok and model.price_output_per_mtok)"
         lines.append(line)
