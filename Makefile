@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 EXTRAS ?= hf,serve,dev
 
-.PHONY: install run test test-all bench clean
+.PHONY: install run serve test test-all bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,6 +23,10 @@ install: $(VENV)/.installed
 
 run: install
 	HF_HUB_OFFLINE=1 $(PY) run.py -m +experiment=demo
+
+# The embedded model behind `transformers serve` on 127.0.0.1:8000, for model=smollm2_135m_server.
+serve: install
+	HF_HUB_OFFLINE=1 $(PY) -m mip.serve
 
 test: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

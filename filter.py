@@ -1,7 +1,7 @@
 """Instance filtering (App. C.1): keep only instances every filter model solves alone.
 
     python filter.py task=ner filter_models=[qwen36_35b,gemini31_flash_lite] data_dir=../shared/data/raw
-    python filter.py task=arith filter_models=[smollm2_135m] max_tokens=32
+    python filter.py task=sentiment task.sentiment.pool_size=40 filter_models=[mock] data_dir=../shared/data/raw
 
 Later runs use the filtered pools by default (run.py use_filtered=false for the unfiltered ones).
 """
@@ -38,6 +38,9 @@ def main(cfg: DictConfig) -> None:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     print(describe(report))
+    if any(isinstance(pool, dict) for pool in report.get("pools", {}).values()):
+        print("run.py now draws instance sets from these filtered pools; if one keeps too few instances for "
+              "n·p of a label, pass use_filtered=false to run.py to draw from the unfiltered pool.")
     if any(call["unstored"] for call in report["calls"]):
         sys.exit(1)  # infrastructure failures: rerun the same command to finish
 

@@ -1,12 +1,18 @@
 """Run experiments: one Hydra job per (model, pattern, seed, budget, prompt variant, setting).
 
-    python run.py -m +experiment=demo                          # the embedded demo
+    python run.py                                              # a small job on the embedded model
+    python run.py -m +experiment=demo                          # the embedded demo, all seven patterns
     python run.py task=sentiment n=100 p=0.7 data_dir=../shared/data/raw
-    python run.py -m pattern=glob(*) seed=0,1,2 dry_run=true   # count the core grid
+    python run.py -m +experiment=core dry_run=true             # count the paper's core grid
 """
 
+import logging
 import sys
 from pathlib import Path
+
+from mip.cli import NEXT_STEPS, check_keys, check_sweep_preset, quiet_library_bars
+
+quiet_library_bars()  # before transformers is imported
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -15,17 +21,22 @@ from omegaconf import DictConfig, OmegaConf
 
 from mip.config import Config, register
 from mip.data import DataError
+from mip.job import StoreError, run_job
 from mip.models import BackendSetupError
-from mip.runner import StoreError, run_job
 from mip.summary import describe
 
 register()
 
 
+log = logging.getLogger("mip")
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    config: Config = OmegaConf.to_object(cfg)
     hydra_cfg = HydraConfig.get()
+    check_keys(cfg, Config)
+    check_sweep_preset(hydra_cfg)
+    config: Config = OmegaConf.to_object(cfg)
     if config.logger.group is None:  # one W&B group per sweep (or single run)
         folder = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else hydra_cfg.run.dir
         config.logger.group = "/".join(Path(folder).parts[-2:])
@@ -35,7 +46,7 @@ def main(cfg: DictConfig) -> None:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     verb = "would run" if summary.dry_run else "ran"
-    print(
+    log.info(
         f"[{hydra_cfg.job.override_dirname or 'defaults'}] {verb} {summary.experiments} experiments "
         f"({summary.already_stored} already stored, {summary.stored_now} stored now, {summary.unstored} unstored"
         f"{f', {summary.left_to_other_jobs} left to a running job' if summary.left_to_other_jobs else ''}), "
@@ -43,13 +54,15 @@ def main(cfg: DictConfig) -> None:
         f"verdicts {summary.verdicts or '-'}"
     )
     if summary.dry_run:
-        print(f"  prompt tokens {summary.tokens_from}; {summary.overflowing} experiment(s) would not fit the context "
+        log.info(f"  prompt tokens {summary.tokens_from}; {summary.overflowing} experiment(s) would not fit the context "
               f"window ({config.model.context_window:,}) and be stored as input_overflow without a call; "
               f"output tokens at most {summary.max_output_tokens:,}")
     if hydra_cfg.mode == RunMode.RUN:
-        print(describe(Path(summary.output_dir)))
+        log.info(describe(Path(summary.output_dir)))
+        if not hydra_cfg.overrides.task:  # plain `python run.py`: say where to go from here
+            log.info(NEXT_STEPS.format(output_dir=summary.output_dir))
     if not summary.ok:
-        print("\n".join(summary.errors[-20:]), file=sys.stderr)
+        log.error("\n".join(summary.errors[-20:]))
         if hydra_cfg.mode == RunMode.RUN:  # a sweep goes on, and exits non-zero at its end
             sys.exit(1)
 

@@ -10,6 +10,7 @@ on the login node, before anything runs. Entry points turn the composed config i
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -398,21 +399,34 @@ def _lists(value: Any) -> Any:
     return value
 
 
-_SECRET_WORDS = ("api_key", "apikey", "secret", "password", "authorization", "token")
+# A key is secret-looking when one of its "_"/"-"-separated words is one of these (api_key,
+# x-api-key, client_secret, password, authorization), or when its last word is "token"
+# (hf_token, access_token, token). Counts and limits (max_tokens, max_tokens_param,
+# completion_tokens) are not secrets, and api_key_env holds a variable's name, not a key.
+_SECRET_WORDS = frozenset({"apikey", "secret", "password", "passwd", "authorization", "bearer", "credentials"})
+_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")})
+
+
+def secret_key(name: str) -> bool:
+    """Whether a config key's value should be masked.
+
+    >>> [secret_key(k) for k in ("api_key", "hf_token", "max_tokens_param", "api_key_env")]
+    [True, True, False, False]
+    """
+    words = [w for w in re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", str(name)).lower()) if w]
+    if not words or words[-1] == "env":
+        return False
+    pairs = set(zip(words, words[1:]))
+    return bool(_SECRET_WORDS & set(words) or _SECRET_PAIRS & pairs or words[-1] == "token")
 
 
 def redact(value: Any) -> Any:
-    """Replace the values of secret-looking keys; ``api_key_env`` (a variable's name) stays.
+    """Replace the values of secret-looking keys (see :func:`secret_key`).
 
     Keys belong in environment variables; this guards against one pasted into a config.
     """
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            name = str(k).lower()
-            secret = any(w in name for w in _SECRET_WORDS) and not name.endswith(("_env", "_tokens", "tokens"))
-            out[k] = "***" if secret and isinstance(v, str) and v else redact(v)
-        return out
+        return {k: "***" if secret_key(k) and isinstance(v, str) and v else redact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]
     return value

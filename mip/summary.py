@@ -1,6 +1,8 @@
 """What a job or a sweep did, as a verdict table per pattern (printed at the end of runs).
 
     python -m mip.summary results/sweeps/2026-11-30/10-00-00
+
+Accuracies are percentages, as in the report (analyze.py).
 """
 
 from __future__ import annotations
@@ -13,29 +15,46 @@ from pathlib import Path
 import pandas as pd
 
 from mip.instances import PATTERNS
-from mip.records import Record, Store
+from mip.records import Record
+from mip.store import Store
 
 VERDICT_COLUMNS = ("correct", "incorrect", "input_overflow", "parse", "truncated")
 
 
 def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
-    """Experiments per pattern by verdict (invalid split by kind), with valid-only accuracy."""
+    """Experiments per pattern by verdict (invalid split by kind), with valid-only and
+    all-experiment accuracy in percent (a pattern with no valid answer has no valid-only accuracy)."""
     rows = [{"pattern": r.experiment.pattern, "verdict": r.invalid_kind or r.verdict} for r in records]
     if not rows:
-        return pd.DataFrame(columns=["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc"])
+        return pd.DataFrame(columns=["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc %", "acc % (all)"])
     counts = pd.crosstab(pd.DataFrame(rows)["pattern"], pd.DataFrame(rows)["verdict"])
     counts = counts.reindex(columns=list(VERDICT_COLUMNS), fill_value=0)
     order = [p for p in PATTERNS if p in counts.index] + [p for p in counts.index if p not in PATTERNS]
     counts = counts.loc[order]
     counts["experiments"] = counts.sum(axis=1)
     valid = counts["correct"] + counts["incorrect"]
-    counts["valid-only acc"] = (counts["correct"] / valid.where(valid > 0)).round(3)
+    counts["valid-only acc %"] = (100 * counts["correct"] / valid.where(valid > 0)).round(1)
+    counts["acc % (all)"] = (100 * counts["correct"] / counts["experiments"]).round(1)
     return counts
+
+
+LOCAL_BACKENDS = ("hf", "vllm", "mock")
+
+
+def _job(manifest: Path) -> dict:
+    """A job's manifest, with its model's backend from the job's config.yaml beside it."""
+    job = json.loads(manifest.read_text(encoding="utf-8"))
+    config = manifest.parent / "config.yaml"
+    if "backend" not in job and config.is_file():
+        import yaml
+
+        job["backend"] = ((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model") or {}).get("backend")
+    return job
 
 
 def records_of(manifests: Iterable[Path]) -> tuple[list[Record], list[dict]]:
     """The stored records of the jobs whose ``job.json`` manifests are given."""
-    jobs = [json.loads(m.read_text(encoding="utf-8")) for m in manifests]
+    jobs = [_job(m) for m in manifests]
     records = [r for job in jobs for r in _records_by_key(Store(job["store_dir"]), set(job["keys"]))]
     return records, jobs
 
@@ -54,16 +73,22 @@ def cost_lines(jobs: list[dict]) -> list[str]:
     table = pd.DataFrame([{"model": j.get("model", "?"), "experiments": j["experiments"],
                            "to run": j["experiments"] - j["already_stored"], "prompt tokens": j["prompt_tokens"],
                            "max output tokens": j.get("max_output_tokens", 0),
-                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok")} for j in jobs])
+                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
+                           "local": j.get("backend") in LOCAL_BACKENDS} for j in jobs])
     lines = []
+    dry = all(j.get("dry_run") for j in jobs)
     for model, g in table.groupby("model", sort=True):
-        line = (f"  {model}: {g['experiments'].sum()} experiments ({g['to run'].sum()} to run), "
-                f"{g['prompt tokens'].sum():,} prompt tokens")
+        done = g["experiments"].sum() - g["to run"].sum()
+        what = (f"{g['to run'].sum()} to run, {done} already stored" if dry
+                else f"{g['to run'].sum()} run by this command, {done} found already stored")
+        line = f"  {model}: {g['experiments'].sum()} experiments ({what}), {g['prompt tokens'].sum():,} prompt tokens"
         price_in, price_out = g["in"].iloc[0], g["out"].iloc[0]
         if pd.notna(price_in) and pd.notna(price_out):
             cost_in = g["prompt tokens"].sum() / 1e6 * price_in
             cost_out = g["max output tokens"].sum() / 1e6 * price_out
             line += f"; expected cost ${cost_in:,.2f} input + at most ${cost_out:,.2f} output (whole budget used)"
+        elif g["local"].all():
+            line += "; runs locally, no per-token price"
         else:
             line += "; cost unknown (set model.price_input_per_mtok and model.price_output_per_mtok)"
         lines.append(line)
@@ -101,5 +126,19 @@ def describe(folder: Path) -> str:
     return "\n".join(lines)
 
 
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        print("usage: python -m mip.summary <job or sweep folder>   (e.g. results/sweeps/2026-11-30/10-00-00)",
+              file=sys.stderr)
+        return 2
+    folder = Path(argv[0])
+    if not folder.is_dir():
+        print(f"error: {folder} is not a folder; pass a job or sweep folder (results/runs/… or results/sweeps/…).",
+              file=sys.stderr)
+        return 2
+    print(describe(folder))
+    return 0
+
+
 if __name__ == "__main__":
-    print(describe(Path(sys.argv[1])))
+    sys.exit(main(sys.argv[1:]))

@@ -199,8 +199,8 @@ def test_records_from_a_filtered_pool_are_replayed_from_that_pool(results, tmp_p
     from mip.config import AttributeConfig
     from mip.data.pools import save_pool
     from mip.filtering import filtered_path, filtered_pool
-    from mip.records import Store
-    from mip.runner import run_job
+    from mip.store import Store
+    from mip.job import run_job
 
     cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
     pool = build_pool(cfg.task["arith"], None, cfg.paths.cache_dir)

@@ -19,7 +19,7 @@ from .conftest import RAW, REPO, needs_raw, run_py
 
 @needs_raw
 def test_core_grid_multirun_is_21_jobs_and_270_experiments(results):
-    proc = run_py("-m", "model=smollm2_135m", "pattern=glob(*)", "seed=0,1,2", "dry_run=true",
+    proc = run_py("-m", "+experiment=core", "model=smollm2_135m", "pattern=glob(*)", "seed=0,1,2", "dry_run=true",
                   f"data_dir={RAW}", "progress=false")
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = [json.loads(p.read_text()) for p in results.rglob("job.json")]
@@ -95,6 +95,53 @@ def test_demo_with_the_real_smollm2_model(results):
         assert r.verdict in ("correct", "incorrect", "invalid")
     assert re.search(r"majority_edges\s+\d+", proc.stdout)
     assert "Records:" in proc.stdout
+    assert "Loading weights" not in proc.stderr  # transformers' own bars are off when not on a terminal
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_plain_run_py_runs_a_small_job_offline_and_names_the_next_commands(results):
+    proc = run_py(env={"HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list(Store(results / "store"))) == 6
+    assert "python -m mip.show" in proc.stdout and "+experiment=core" in proc.stdout and "dry_run=true" in proc.stdout
+
+
+def test_an_unknown_key_added_with_plus_is_named(results):
+    proc = run_py("+nn=10", "model=mock")
+    assert proc.returncode == 2 and "unknown config key 'nn'" in proc.stderr
+    nested = run_py("+model.temprature=0", "model=mock")
+    assert nested.returncode == 2 and "'model.temprature'" in nested.stderr
+    assert not list(results.rglob("job.json"))
+
+
+def test_a_sweeping_preset_without_multirun_is_refused(results):
+    proc = run_py("+experiment=demo")
+    assert proc.returncode == 2 and "add -m" in proc.stderr and "python run.py -m +experiment=demo" in proc.stderr
+    assert not list(results.rglob("job.json"))
+
+
+def test_a_job_logs_what_it_printed_to_run_log_and_summaries_give_percentages(results):
+    proc = run_py("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (log,) = list(results.rglob("run.log"))
+    text = log.read_text()
+    assert "ran 2 experiments" in text and "valid-only acc %" in text and "Records:" in text
+    assert "ran 2 experiments" in proc.stdout and "[INFO]" not in proc.stdout  # the terminal gets plain lines
+    summary = subprocess.run([sys.executable, "-m", "mip.summary", str(log.parent)], cwd=REPO, capture_output=True,
+                             text=True, env=os.environ.copy())
+    assert summary.returncode == 0 and "2 run by this command, 0 found already stored" in summary.stdout
+    assert re.search(r"majority_first\s+.*\s(100\.0|0\.0|50\.0)\s", summary.stdout)
+    rerun = run_py("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    assert "0 run by this command, 2 found already stored" in rerun.stdout
+
+
+def test_summary_without_a_folder_prints_its_usage():
+    proc = subprocess.run([sys.executable, "-m", "mip.summary"], cwd=REPO, capture_output=True, text=True, env=os.environ.copy())
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: python -m mip.summary") and "Traceback" not in proc.stderr
+    missing = subprocess.run([sys.executable, "-m", "mip.summary", "no/such/folder"], cwd=REPO, capture_output=True,
+                             text=True, env=os.environ.copy())
+    assert missing.returncode == 2 and "is not a folder" in missing.stderr
 
 
 def test_a_budget_over_the_context_window_is_refused_before_the_sweep(results):

@@ -27,13 +27,24 @@ def test_every_experiment_preset_composes(experiment):
     assert isinstance(compose(f"+experiment={experiment}"), Config)
 
 
-def test_paper_defaults():
+def test_plain_defaults_are_a_small_job_that_fits_the_embedded_model():
     cfg = compose()
+    assert list(cfg.task) == ["arith"] and cfg.model.name == "smollm2_135m" and cfg.n == 10
+    assert cfg.budget.max_tokens <= cfg.model.context_window
+
+
+@pytest.mark.parametrize("preset", ["core", "generalisability", "prompt_variants", "budgets", "expanded_orderings"])
+def test_paper_presets_keep_the_papers_settings(preset):
+    cfg = compose(f"+experiment={preset}")
     assert sorted(cfg.task) == ["math", "ner", "occurrence", "sentiment", "wsd"]
     assert (cfg.n, cfg.p, cfg.seed, cfg.order_seeds) == (2000, 0.55, 0, [0, 1, 2])
-    assert (cfg.pattern.name, cfg.budget.max_tokens, cfg.prompt_variant.name) == ("random", 20000, "standard")
+    assert (cfg.budget.max_tokens, cfg.prompt_variant.name) == (20000, "standard")
     assert cfg.model.name == "smollm2_135m" and cfg.max_attempts == 3
     assert cfg.task["sentiment"].pool_size == 10000 and cfg.task["math"].pool_size == 5000
+
+
+def test_a_command_line_task_wins_over_a_presets():
+    assert list(compose("+experiment=core", "task=ner").task) == ["ner"]
 
 
 def test_demo_preset():
@@ -95,3 +106,44 @@ def test_presets_sweep_the_papers_grids(preset, params):
         cfg = hydra_compose("config", overrides=[f"+experiment={preset}"], return_hydra_config=True)
     for key, value in params.items():
         assert cfg.hydra.sweeper.params[key] == value
+
+
+@pytest.mark.parametrize("key,masked", [
+    ("api_key", True), ("API_KEY", True), ("x-api-key", True), ("apiKey", True), ("apikey", True),
+    ("client_secret", True), ("password", True), ("Authorization", True), ("token", True),
+    ("hf_token", True), ("access_token", True), ("session-token", True), ("access_key", True),
+    ("api_key_env", False), ("max_tokens_param", False), ("max_tokens", False), ("completion_tokens", False),
+    ("reasoning_tokens", False), ("answer_tokens", False), ("tokenizer", False), ("server_tokenize", False),
+    ("token_budget", False), ("keyword", False), ("model_id", False),
+])
+def test_redact_masks_secret_looking_keys_only(key, masked):
+    from mip.config import redact
+
+    assert redact({key: "value"}) == {key: "***" if masked else "value"}
+
+
+def test_a_redacted_model_config_keeps_its_token_settings():
+    from mip.config import to_plain
+
+    plain = to_plain(compose("model=gpt54_nano").model)
+    assert plain["max_tokens_param"] in ("max_tokens", "max_completion_tokens") and plain["api_key_env"]
+
+
+API_MODELS = sorted(f.stem for f in (REPO / "conf" / "model").glob("*.yaml")
+                    if "openrouter.ai" in f.read_text() or "googleapis.com" in f.read_text())
+
+
+@pytest.mark.parametrize("model", API_MODELS)
+def test_every_api_model_has_a_dated_price_or_says_how_to_set_one(model):
+    """A dry run's cost needs both prices; each comes with the page and the day it was read."""
+    text = (REPO / "conf" / "model" / f"{model}.yaml").read_text()
+    cfg = compose(f"model={model}").model
+    assert (cfg.price_input_per_mtok is None) == (cfg.price_output_per_mtok is None)
+    if cfg.price_input_per_mtok is None:
+        assert "model.price_input_per_mtok=" in text
+    else:
+        assert "2026-12-01" in text and "https://" in text.split("Prices looked up", 1)[1]
+
+
+def test_the_local_server_config_makes_one_attempt():
+    assert compose("model=smollm2_135m_server").model.deterministic

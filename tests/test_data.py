@@ -13,7 +13,7 @@ from mip.data import DataError, build_pool
 from mip.data.pools import deduplicate, sample_pool
 from mip.data.sources import LOADERS, LoadResult, Row, gsm8k_label, ner_label, occurrence_label
 
-from .conftest import RAW, compose, needs_raw
+from .conftest import RAW, REPO, compose, needs_raw
 
 
 @pytest.fixture(scope="module")
@@ -265,3 +265,33 @@ def test_hub_loaders_apply_the_same_label_rules(tasks, fake_hub, task, expected)
     assert [r.label for r in out.rows] == expected
     assert out.source.startswith("hub:")
     assert {split for _, _, split in fake_hub} == set(tasks[task].source.hub_splits)
+
+
+def _reviews(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"text": [f"review {i}" for i in range(20)], "label": [i % 2 for i in range(20)]}).to_csv(
+        folder / "rel.csv", index=False)
+
+
+def test_a_relative_table_path_is_read_from_data_dir_whatever_the_shells_folder(tmp_path, monkeypatch):
+    _reviews(tmp_path / "data")
+    monkeypatch.setenv("MIP_EXAMPLE_TABLE", "rel.csv")
+    monkeypatch.chdir(tmp_path)  # a rel.csv here must not be what is read
+    pd.DataFrame({"text": ["x"], "label": [0]}).to_csv(tmp_path / "rel.csv", index=False)
+    cfg = compose("task=example_reviews").task["example_reviews"]
+    pool = build_pool(cfg, tmp_path / "data", None)
+    assert sum(pool.meta.sampled.values()) == 20
+
+
+def test_a_relative_table_path_without_data_dir_is_read_from_the_repository(tmp_path, monkeypatch):
+    from mip.data.sources import REPO_ROOT, table_path
+
+    assert REPO_ROOT == REPO and table_path("t.csv", None) == REPO / "t.csv"
+    assert table_path("t.csv", tmp_path) == tmp_path / "t.csv" and table_path(str(tmp_path / "a.csv"), None) == tmp_path / "a.csv"
+    monkeypatch.setenv("MIP_EXAMPLE_TABLE", "no-such-table.csv")
+    monkeypatch.chdir(tmp_path)
+    _reviews(tmp_path)
+    (tmp_path / "rel.csv").rename(tmp_path / "no-such-table.csv")  # in the shell's folder: not read
+    cfg = compose("task=example_reviews").task["example_reviews"]
+    with pytest.raises(DataError, match="read from the repository folder"):
+        build_pool(cfg, None, None)

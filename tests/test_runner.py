@@ -299,7 +299,7 @@ def test_keys_and_prompts_stay_what_earlier_versions_stored(tmp_path, pattern, k
     be paid for again and no longer rebuild. (Scheme 1's keys differ by design: mip.keys.)"""
     pattern, *more = pattern.split()
     cfg = compose("model=mock", "task=arith", f"pattern={pattern}", "n=40", "p=0.6", "seed=2", "order_seeds=[7]",
-                  f"paths.cache_dir={tmp_path}", *more)
+                  "budget=20k", f"paths.cache_dir={tmp_path}", *more)  # the budget is in the key; pinned at 20k
     from mip.job import load_pools
 
     plan = plan_job(cfg, load_pools(cfg))[0]

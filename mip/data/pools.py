@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from filelock import FileLock
 
-from mip.data.sources import LOADERS, DataError, LoadResult, Row
 from mip.columns import JsonColumn
+from mip.data.sources import LOADERS, DataError, LoadResult, Row, table_path
 from mip.files import atomic_write
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ def _fingerprint(cfg: TaskConfig, data_dir: Path | None) -> str:
                 if p.is_file()
             )
     if cfg.source.path:
-        p = Path(cfg.source.path).expanduser()
+        p = table_path(cfg.source.path, data_dir)  # where load_table reads it
         if p.is_file():
             spec["table"] = (str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns)
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -348,6 +348,18 @@ def load_coarsewsd_java(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
 # --------------------------------------------------------------------------- a user's table
 
 
+#: The repository folder (the one holding conf/): a relative table path without data_dir is
+#: read from here, so a run finds the same file whatever folder the shell is in.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def table_path(path: str, data_dir: Path | None) -> Path:
+    """Where a task's ``source.path`` points: as given when absolute (``~`` expanded), else
+    relative to ``data_dir`` when one is set, else relative to the repository folder."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else (Path(data_dir).expanduser() if data_dir is not None else REPO_ROOT) / p
+
+
 def load_table(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
     """A user's own CSV / JSONL / Parquet file with a text and a label column."""
     import pandas as pd
@@ -355,11 +367,11 @@ def load_table(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
     src = cfg.source
     if not src.path:
         raise DataError(f"Task {cfg.name!r} uses the table loader: set source.path to a .csv, .jsonl or .parquet file.")
-    path = Path(src.path).expanduser()
-    if not path.is_absolute() and data_dir is not None and (data_dir / path).is_file():
-        path = data_dir / path
+    path = table_path(src.path, data_dir)
     if not path.is_file():
-        raise DataError(f"Task {cfg.name!r}: the table {path} does not exist.")
+        where = "data_dir" if data_dir is not None else f"the repository folder {REPO_ROOT} (no data_dir set)"
+        raise DataError(f"Task {cfg.name!r}: the table {path} does not exist; a relative source.path is read from "
+                        f"{where}. Give an absolute path or set data_dir.")
     readers: dict[str, Callable[..., pd.DataFrame]] = {
         ".csv": pd.read_csv,
         ".tsv": lambda p: pd.read_csv(p, sep="\t"),

@@ -1,0 +1,110 @@
+"""python -m mip.show on records made by a real (mock-model) run: by key, prefix, job folder, store."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from mip.store import Store
+from mip.show import clipped
+
+from .conftest import REPO, run_py
+
+
+def show(*args: str):
+    return subprocess.run([sys.executable, "-m", "mip.show", *args], cwd=REPO, env=os.environ.copy(),
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def job(results):
+    proc = run_py("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first", "progress=false")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records = sorted(Store(results / "store"), key=lambda r: r.key)
+    assert len(records) == 2
+    (folder,) = [p.parent for p in results.rglob("job.json")]
+    return folder, records
+
+
+def test_a_key_prints_the_rebuilt_prompt_every_attempt_and_the_verdict(job):
+    _, records = job
+    record = records[0]
+    proc = show(record.key)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert f"== record {record.key}" in out and "hash checked" in out
+    assert "Instance 1:" in out and "Instance 10:" in out  # the prompt itself, rebuilt
+    assert f"verdict: {record.verdict}" in out and "-- attempt 1 of 1:" in out
+    assert "finish " in out and "output:" in out and record.attempts[0].stages[0].output in out
+
+
+def test_a_key_prefix_and_a_store_folder_given_with_store_equals(job, results, tmp_path, monkeypatch):
+    _, records = job
+    monkeypatch.setenv("MIP_RESULTS_DIR", str(tmp_path / "elsewhere"))  # the default store is empty now
+    proc = show(records[1].key[:8], f"store={results / 'store'}")
+    assert proc.returncode == 0, proc.stderr
+    assert f"== record {records[1].key}" in proc.stdout
+
+
+def test_a_job_folder_lists_its_records_and_prints_each_with_all(job):
+    folder, records = job
+    proc = show(str(folder))
+    assert proc.returncode == 0, proc.stderr
+    assert "2 records:" in proc.stdout and proc.stdout.count("== record") == 1
+    assert all(r.key in proc.stdout for r in records)
+    every = show(str(folder), "--all")
+    assert every.returncode == 0 and every.stdout.count("== record") == 2
+
+
+def test_unknown_and_ambiguous_keys_are_one_line_errors(job, results):
+    _, records = job
+    unknown = show("0123456789abcdef")
+    assert unknown.returncode == 2 and unknown.stderr.strip().count("\n") == 0
+    assert "No record with key '0123456789abcdef'" in unknown.stderr
+    path = next((results / "store").rglob(f"{records[0].key}.json"))
+    shutil.copy(path, path.with_name(records[0].key[:6] + "f" * 18 + ".json"))
+    ambiguous = show(records[0].key[:6])
+    assert ambiguous.returncode == 2 and "matches 2 records" in ambiguous.stderr and "more characters" in ambiguous.stderr
+    missing = show("no/such/folder")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_a_record_whose_pool_cannot_be_found_says_so(job, results):
+    _, records = job
+    path = next((results / "store").rglob(f"{records[0].key}.json"))
+    path.write_text(path.read_text().replace(records[0].pool_version, "0" * len(records[0].pool_version)))
+    proc = show(records[0].key)
+    assert proc.returncode == 2 and "building task 'arith' again gives pool" in proc.stderr
+
+
+def test_long_texts_show_head_and_tail_unless_full():
+    text = "\n".join(f"line {i}" for i in range(100))
+    short = clipped(text, full=False)
+    assert "line 0" in short and "line 99" in short and "line 50" not in short and "76 lines left out" in short
+    assert clipped(text, full=True) == text
+
+
+def test_a_record_from_a_filtered_pool_is_rebuilt_from_that_pool(results):
+    """A filtered pool lives under <results>/pools/<task>/; the record names its version."""
+    from mip.data import build_pool
+    from mip.data.pools import save_pool
+    from mip.filtering import filtered_path, filtered_pool
+
+    from .conftest import compose
+
+    cfg = compose("task=arith")
+    pool = build_pool(cfg.task["arith"], None, cfg.paths.cache_dir)
+    keep = {x.id: i % 3 != 0 for i, x in enumerate(pool.instances)}  # drop a third: a pool of its own version
+    filtered = filtered_pool(pool, {"m": keep}, ["m"])
+    save_pool(filtered, filtered_path(results, "arith", pool.version))
+    proc = run_py("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_last", "progress=false")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (record,) = [r for r in Store(results / "store") if r.experiment.majority_label == "odd_number"]
+    assert record.pool_filtered and record.pool_version == filtered.version
+    shown = show(record.key)
+    assert shown.returncode == 0, shown.stderr
+    assert "(filtered)" in shown.stdout and "hash checked" in shown.stdout
