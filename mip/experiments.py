@@ -97,7 +97,8 @@ def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -
         return select(pool.positions(majority_label), pool.positions(minority_label), n, p, seed)
     except ValueError as e:
         where = f" (the pool filtered by {', '.join(pool.meta.filter_models)})" if pool.meta.filtered else ""
-        raise ValueError(f"Task {pool.task!r}{where}, majority {majority_label!r}: {e}") from None
+        hint = "; pass use_filtered=false to draw from the unfiltered pool, or filter a larger one" if pool.meta.filtered else ""
+        raise ValueError(f"Task {pool.task!r}{where}, majority {majority_label!r}: {e}{hint}") from None
 
 
 def build_prompt(task: TaskConfig, variant: str, texts: list[str], instruction: str | None = None,
