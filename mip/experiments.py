@@ -23,7 +23,7 @@ from mip import prompts
 from mip.config import Config, StrategyConfig, TaskConfig
 from mip.data import Instance, Pool
 from mip.instances import arrangement, pattern_of, order_seeds_for, picked, select, shuffle_within_labels
-from mip.keys import answer_settings, experiment_key, task_settings
+from mip.keys import answer_settings, encode_settings, experiment_key, task_settings
 from mip.columns import JsonColumn
 from mip.records import Attempt, Experiment, Record, counted_attempt
 
@@ -134,7 +134,7 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
     repeated = 0
     for task in cfg.task.values():
         pool = pools[task.name]
-        task_keyed = {**settings, "task": task_settings(task)}
+        task_keyed = encode_settings({**settings, "task": task_settings(task)})
         for majority_label in task.labels:
             majority, minority = (np.asarray(x, dtype=np.intp) for x in instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed))
             structured = cfg.pattern.name != "random"

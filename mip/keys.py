@@ -129,8 +129,23 @@ def task_settings(task: TaskConfig) -> dict[str, Any]:
     return _keyed(task, "task")
 
 
-def experiment_key(experiment: Experiment, pool_version: str, settings: dict[str, Any]) -> str:
+class EncodedSettings(str):
+    """Answer settings as the key hashes them (sorted JSON), encoded once per job and task:
+    they are the same for every experiment, and encoding them took most of planning's time."""
+
+
+def encode_settings(settings: dict[str, Any]) -> EncodedSettings:
+    return EncodedSettings(json.dumps(settings, sort_keys=True, default=str))
+
+
+def experiment_key(experiment: Experiment, pool_version: str, settings: dict[str, Any] | EncodedSettings) -> str:
     """Hash of the experiment, its pool and the settings that shape its answer: the same key
-    means the same call, so a stored record is never paid for twice."""
-    payload = {"scheme": KEY_SCHEME, "experiment": experiment.model_dump(), "pool": pool_version, "settings": settings}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    means the same call, so a stored record is never paid for twice.
+
+    The bytes hashed are ``json.dumps({"scheme", "experiment", "pool", "settings"},
+    sort_keys=True)``, assembled here from the pre-encoded settings."""
+    if not isinstance(settings, EncodedSettings):
+        settings = encode_settings(settings)
+    text = (f'{{"experiment": {json.dumps(experiment.model_dump(), sort_keys=True, default=str)}, '
+            f'"pool": {json.dumps(pool_version)}, "scheme": {KEY_SCHEME}, "settings": {settings}}}')
+    return hashlib.sha256(text.encode()).hexdigest()[:24]

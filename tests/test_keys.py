@@ -191,3 +191,18 @@ def test_analysis_counts_an_experiment_once_when_a_store_holds_both_key_schemes(
     assert sorted(frame["key"]) == ["new-key", "other"]
     assert any("key scheme 1) were left out" in n for n in frame.attrs["notes"])
     assert any("different answer rules" in n for n in frame.attrs["notes"])
+
+
+def test_the_key_is_the_hash_of_the_sorted_json_of_its_parts():
+    """Settings are encoded once per task for speed; the key stays this documented hash."""
+    import hashlib
+
+    from mip.keys import encode_settings, experiment_key
+    from mip.records import Experiment
+
+    e = Experiment(model="m", task="t", n=10, p=0.6, majority_label="é", seed=0, pattern="random", order_seed=1,
+                   prompt_variant="standard", budget="smoke")
+    settings = {"model": {"x": [1, 2], "y": None, "z": {"b": 1.5, "a": "é"}}, "temperature": 0.0}
+    payload = {"scheme": KEY_SCHEME, "experiment": e.model_dump(), "pool": "pv", "settings": settings}
+    reference = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    assert experiment_key(e, "pv", settings) == experiment_key(e, "pv", encode_settings(settings)) == reference
