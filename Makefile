@@ -1,5 +1,5 @@
 # The whole set-up on a fresh machine is one of these two commands:
-#   make run    create .venv if missing, install, run the embedded demo, print its summary
+#   make run    create .venv if missing, install, run the embedded demo (mip/demo.py), print its summary
 #   make test   install, then run the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 install: $(VENV)/.installed
 
 run: install
-	HF_HUB_OFFLINE=1 $(PY) run.py -m +experiment=demo
+	HF_HUB_OFFLINE=1 $(PY) -m mip.demo
 
 # The embedded model behind `transformers serve` on 127.0.0.1:8000, for model=smollm2_135m_server.
 serve: install

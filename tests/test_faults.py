@@ -143,6 +143,10 @@ def test_newcomer_clones_and_runs_make_run(tmp_path):
     proc = subprocess.run(["make", "run"], cwd=clone, env=env, capture_output=True, text=True, timeout=3500)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "sweep summary" in proc.stdout and "Records:" in proc.stdout
+    assert "what the demo shows" in proc.stdout and "simulated, not an LLM" in proc.stdout
+    demo = tmp_path / "results" / "demo"
+    assert (demo / "report" / "report.md").is_file() and (demo / "simulated" / "report.md").is_file()
+    assert list((demo / "attribution").rglob("*.png"))  # the position profile
     analysis = subprocess.run([str(clone / ".venv" / "bin" / "python"), "analyze.py"], cwd=clone, env=env,
                               capture_output=True, text=True, timeout=600)
     assert analysis.returncode == 0, analysis.stderr[-2000:]
