@@ -160,7 +160,7 @@ def test_real_smollm2_replays_give_profiles_and_refuse_tampered_records(results,
     rows = [json.loads(line) for line in (out / "replays.jsonl").read_text().splitlines()]
     for row in rows:
         assert sum(row["share"]) == pytest.approx(10) and row["peak_rss_mb"] > 0 and row["seconds"] > 0
-    tag = "n10_p0.6_20k_standard_single_call_unfiltered_core"  # the slice the figure shows
+    tag = "n10_p0.6_smoke_standard_single_call_unfiltered_core"  # the slice the figure shows
     assert (out / "figures" / f"profile_majority_middle_{tag}.png").stat().st_size > 5000
     assert set(pd.read_csv(out / "regions.csv")["kind"]) == {"majority", "minority"}
 
