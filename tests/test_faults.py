@@ -72,18 +72,18 @@ def test_two_jobs_of_a_submitit_local_sweep_share_one_store(results):
 
 
 def test_a_full_disk_stops_with_a_clear_error_and_keeps_what_is_written(tmp_path, monkeypatch):
-    import mip.records
+    import mip.store
 
-    real = mip.records.atomic_write
+    real = mip.store.atomic_write
     writes = {"n": 0}
 
-    def filling(path, text, make_folder=True):
+    def filling(path, text, make_folder=True, **kwargs):
         writes["n"] += 1
         if writes["n"] > 3:
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(path, text, make_folder)
+        real(path, text, make_folder, **kwargs)
 
-    monkeypatch.setattr(mip.records, "atomic_write", filling)
+    monkeypatch.setattr(mip.store, "atomic_write", filling)
     cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=random", "order_seeds=[0,1,2,3,4]",
                   "progress=false", f"paths.results_dir={tmp_path}")
     with pytest.raises(StoreError, match="No space left on device.*records already written there are complete"):
