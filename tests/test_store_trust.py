@@ -234,3 +234,20 @@ def test_the_report_lists_damaged_and_quarantined_records_and_counts_neither(res
     report = write_report(frame, results / "report").read_text()
     assert f"Unreadable record {files[1]}" in report
     assert "1 damaged file(s) were moved aside" in report and files[0].name in report
+
+
+def test_a_disk_that_fails_to_flush_stops_the_job_with_a_clear_error(tmp_path, monkeypatch):
+    import errno
+
+    from mip.job import StoreError, run_job
+
+    from .conftest import compose
+
+    def failing(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false",
+                  f"paths.results_dir={tmp_path}")
+    with pytest.raises(StoreError, match="Input/output error"):
+        run_job(cfg, tmp_path / "job")
