@@ -149,6 +149,15 @@ def sections(frame: pd.DataFrame, core: Optional[tuple[int, float]] = (CORE_N, C
     return Sections(**parts, rest=frame[~taken], core_setting=core, notes=notes)
 
 
+def single_call_twins(frame: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """The single-call records of the slices (other than the strategy) that ``other`` holds:
+    the paper's setting beside each strategy, for its cost and counts."""
+    keys = ["base_model", "n", "p", "budget", "prompt_variant", "pool", "family"]
+    wanted = set(other[keys].drop_duplicates().itertuples(index=False, name=None))
+    single = frame[frame["strategy"] == "single_call"]
+    return single[[t in wanted for t in single[keys].itertuples(index=False, name=None)]]
+
+
 def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     """Standard-prompt slices of models with more than one (n, p) cell at a budget and pool,
     on the selection seeds that every cell of the grid holds (§4.2 runs seed 1 only; the

@@ -78,7 +78,8 @@ def test_a_kill_between_attempt_rounds_pays_no_attempt_twice(results):
     with FakeServer() as server:
         server.faults = {"garbage": 3}  # the held second call never reaches its client
         server.hold_call = 2
-        args = server_args(server, "pattern=random", "order_seeds=[0,1,2,3]", "model.max_concurrency=8")
+        args = server_args(server, "pattern=random", "order_seeds=[0,1,2,3]", "model.max_concurrency=8",
+                           "model.deterministic=false")  # up to three attempts (§3.2)
         job = started(args)
         wait_for(lambda: server.held == 8, proc=job)  # round one answered for all 8, round two waiting
         job.send_signal(signal.SIGKILL)

@@ -90,7 +90,7 @@ def test_a_job_hands_all_prompts_to_the_engine_in_one_call(tmp_path, fake_vllm):
     assert len(llm.calls) == 1 and len(llm.calls[0][0]) == 6  # one call, every prompt
     messages, params, template_kwargs = llm.calls[0]
     assert template_kwargs == {"enable_thinking": True}
-    assert {p["max_tokens"] for p in params} == {96} and {p["temperature"] for p in params} == {0.0}
+    assert {p["max_tokens"] for p in params} == {320} and {p["temperature"] for p in params} == {0.0}
     for record in Store(tmp_path / "store"):
         stage = record.attempts[0].stages[0]
         assert stage.reasoning == "counting parities" and stage.output.startswith('{"answer"')

@@ -174,7 +174,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
             run(report, records)
     report.section = "strategies"
     if not parts.strategies.empty:
-        sections.strategies(report, parts.strategies, strategy_tables)
+        sections.strategies(report, parts.strategies, strategy_tables, baseline=slices.single_call_twins(frame, parts.strategies))
     report.section = "other"
     rest = slices.unassigned(parts.rest)
     if not rest.empty:

@@ -196,11 +196,13 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
                               f"Prompt-variant deltas (Fig. 20) at {name}, budget {budget}.")
 
 
-def strategies(report, frame: pd.DataFrame, strategy_tables) -> None:
-    """Beyond the paper: each strategy slice's accuracy and Δ, cost, count errors."""
+def strategies(report, frame: pd.DataFrame, strategy_tables, baseline: pd.DataFrame | None = None) -> None:
+    """Beyond the paper: each strategy slice's accuracy and Δ, cost, count errors. The cost
+    table also shows the single call on the same slices (``baseline``): the price of robustness."""
     table = _model_rows(frame, slices.SLICE)
     report.table(table.round(4), "strategies", "Strategies other than the single call, one row per slice.")
-    for table, name, how in strategy_tables(frame):
+    compared = frame if baseline is None or baseline.empty else pd.concat([baseline, frame])
+    for table, name, how in strategy_tables(compared):
         report.table(table, name, how)
     errors = frame.dropna(subset=["position_errors"])
     if not errors.empty:
