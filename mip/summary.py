@@ -16,7 +16,7 @@ import pandas as pd
 
 from mip.instances import PATTERNS
 from mip.records import Record
-from mip.store import Store
+from mip.store import QUARANTINE, Store, quarantined
 
 VERDICT_COLUMNS = ("correct", "incorrect", "input_overflow", "parse", "truncated")
 
@@ -100,6 +100,18 @@ def unstored_jobs(folder: Path) -> int:
     return sum(json.loads(m.read_text(encoding="utf-8")).get("unstored", 0) > 0 for m in folder.rglob("job.json"))
 
 
+def quarantine_lines(stores: list[str]) -> list[str]:
+    """The damaged files a job moved aside in each store: never counted, asked again."""
+    lines = []
+    for store in stores:
+        moved = quarantined(store)
+        if moved:
+            last = moved[-1]
+            lines.append(f"{len(moved)} damaged file(s) in {store} were moved to {Path(store) / QUARANTINE} and asked "
+                         f"again (its log.jsonl says why); the latest: {last['file']} ({last['why']}).")
+    return lines
+
+
 def describe(folder: Path) -> str:
     manifests = sorted(folder.rglob("job.json"))
     if not manifests:
@@ -122,6 +134,7 @@ def describe(folder: Path) -> str:
             lines.append(f"{left} experiment(s) were left to another job that was running them: rerun the same "
                          "command after it ends to pick up any it leaves unstored.")
         lines.append(f"Records: {', '.join(sorted({j['store_dir'] for j in jobs}))}")
+        lines += quarantine_lines(sorted({j["store_dir"] for j in jobs}))
     lines.append(f"Job folders: {folder}")
     return "\n".join(lines)
 

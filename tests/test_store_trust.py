@@ -120,6 +120,7 @@ def test_damaged_records_are_quarantined_and_asked_again(results):
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert "3 already stored" in rerun.stdout and len(server.log) == 9
         assert "damaged" in rerun.stderr
+        assert "3 damaged file(s) in" in rerun.stdout  # the job's summary (mip.summary) lists them
     assert not stale.exists()
     assert len(records(results)) == 6 and all("verdict" in r for r in records(results))
     quarantine = results / "store" / ".quarantine"
