@@ -362,7 +362,7 @@ def table_path(path: str, data_dir: Path | None) -> Path:
 
 def load_table(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
     """A user's own CSV / JSONL / Parquet file with a text and a label column."""
-    import pandas as pd
+    from mip.data.tables import read_table
 
     src = cfg.source
     if not src.path:
@@ -372,16 +372,7 @@ def load_table(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
         where = "data_dir" if data_dir is not None else f"the repository folder {REPO_ROOT} (no data_dir set)"
         raise DataError(f"Task {cfg.name!r}: the table {path} does not exist; a relative source.path is read from "
                         f"{where}. Give an absolute path or set data_dir.")
-    readers: dict[str, Callable[..., pd.DataFrame]] = {
-        ".csv": pd.read_csv,
-        ".tsv": lambda p: pd.read_csv(p, sep="\t"),
-        ".jsonl": lambda p: pd.read_json(p, lines=True),
-        ".json": pd.read_json,
-        ".parquet": pd.read_parquet,
-    }
-    if path.suffix.lower() not in readers:
-        raise DataError(f"Task {cfg.name!r}: cannot read {path.name}; use one of {', '.join(readers)}.")
-    frame = readers[path.suffix.lower()](path)
+    frame = read_table(path)
     for col in (src.text_column, src.label_column):
         if col not in frame.columns:
             raise DataError(f"Task {cfg.name!r}: {path.name} has no column {col!r}; its columns are {list(frame.columns)}.")
