@@ -72,16 +72,16 @@ def start_server(latency: float) -> tuple[subprocess.Popen, int]:
 
 
 def config(folder: Path, port: int, concurrency: int, experiments: int, name: str = "", transport: str = "aiohttp"):
-    from mip.audit import AuditConfig, task_config
-    from mip.config import BudgetConfig, Config, ModelConfig, PathsConfig, PatternConfig, PromptVariantConfig
+    from mip.audit import task_config
+    from mip.config import AuditOptions, BudgetConfig, Config, ModelConfig, PathsConfig, PatternConfig, PromptVariantConfig
 
     table = folder / "bench.csv"
     if not table.exists():
         words = ["a quietly moving film", "dull and lifeless", "beautifully acted", "an utter mess", "warm and funny"]
         pd.DataFrame({"text": [" ".join(words[(i + k) % 5] for k in range(5))[:100] + f" #{i}" for i in range(6000)],
                       "label": ["positive" if i % 2 else "negative" for i in range(6000)]}).to_csv(table, index=False)
-    task = task_config(AuditConfig(data=str(table), labels=["negative", "positive"],
-                                   question="Determine the majority sentiment label among all provided instances."),
+    task = task_config(AuditOptions(data=str(table), labels=["negative", "positive"],
+                                    question="Determine the majority sentiment label among all provided instances."),
                        "bench", 3000)
     model = ModelConfig(name="bench", backend="openai_compat", model_id="bench-model", context_window=1_000_000,
                         base_url=f"http://127.0.0.1:{port}/v1", max_concurrency=concurrency, deterministic=False,

@@ -1,95 +1,82 @@
 """Audit a user's own labelled collection for order sensitivity, with the run and analysis
-machinery of mip (beyond the paper).
+machinery of mip (beyond the paper). The command is the root entry point ``audit.py``:
 
-    python -m mip.audit data=reviews.csv text_col=review label_col=stars labels=[neg,pos] \\
-        question="Determine the majority sentiment label among all provided reviews." model=gpt_oss_120b
+    python audit.py audit.data=reviews.csv audit.text_col=review audit.label_col=stars audit.labels=[neg,pos] \\
+        audit.question="Determine the majority sentiment label among all provided reviews." model=gpt_oss_120b
 
 It builds instance sets at the sizes and proportions asked for (default n ∈ {100, 500},
 p ∈ {0.6, 0.7}, seeds 0–2), runs all seven patterns through the chosen model and
-strategy, and writes a short report: accuracy per pattern with 95 % intervals, Δ with a
-paired test, invalid rate, coverage where traces exist, cost, and a plain verdict.
+strategy (one :func:`mip.job.run_job` per cell, seed and pattern), and writes a short
+report: accuracy per pattern with 95 % intervals, Δ with a paired test, invalid rate,
+coverage where traces exist, cost, and a plain verdict. Exercised by ``pytest tests/test_audit.py``.
 """
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Optional
 
 import pandas as pd
 
 from mip import coverage, slices, stats
-from mip.config import Config, PatternConfig, PromptSpec, SourceConfig, TaskConfig
-from mip.data import DataError
+from mip.config import AuditConfig, AuditOptions, Config, PatternConfig, PromptSpec, SourceConfig, TaskConfig
+from mip.data.tables import read_table
 from mip.instances import PATTERNS, split_counts
-from mip.results import load_local
 from mip.job import run_job
+from mip.results import load_local
 
-REPO_CONF = Path(__file__).resolve().parent.parent / "conf"
-
-
-@dataclass
-class AuditConfig:
-    data: str = "???"
-    text_col: str = "text"
-    label_col: str = "label"
-    labels: list[str] = field(default_factory=list)
-    """The two label values as they appear in the label column."""
-    question: str = "Determine the majority label among all provided instances."
-    instruction: Optional[str] = None
-    """Default: 'Classify each instance independently as "<a>" or "<b>".'"""
-    n: list[int] = field(default_factory=lambda: [100, 500])
-    p: list[float] = field(default_factory=lambda: [0.6, 0.7])
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    out_dir: Optional[str] = None
-    alpha: float = 0.05
+#: What the audit sets for each of its jobs, and what to write instead; audit.py refuses these
+#: keys on its command line rather than ignore them.
+SET_BY_THE_AUDIT = {
+    "n": "the audit sets it for each job; give the sizes as audit.n=[100,500]",
+    "p": "the audit sets it for each job; give the proportions as audit.p=[0.6,0.7]",
+    "seed": "the audit sets it for each job; give the selection seeds as audit.seeds=[0,1,2]",
+    "pattern": "the audit runs all seven patterns",
+    "task": "the audit builds its task from audit.data, audit.labels and audit.question",
+    "setting": "the audit's records carry setting=audit",
+    "dry_run": "the audit has no dry run (run.py dry_run=true with a task file counts a grid's tokens and cost)",
+}
 
 
 class AuditError(ValueError):
     """The collection cannot be audited as given; the message says why."""
 
 
-def read_table(cfg: AuditConfig) -> pd.DataFrame:
-    path = Path(cfg.data).expanduser()
-    if not path.is_file():
-        raise AuditError(f"{path} does not exist.")
-    if path.stat().st_size == 0:
-        raise AuditError(f"{path} is empty: give a table with a text and a label column.")
-    reader = {".csv": pd.read_csv, ".tsv": lambda p: pd.read_csv(p, sep="\t"), ".jsonl": lambda p: pd.read_json(p, lines=True),
-              ".parquet": pd.read_parquet}.get(path.suffix.lower())
-    if reader is None:
-        raise AuditError(f"Cannot read {path.name}: use .csv, .tsv, .jsonl or .parquet.")
-    try:
-        frame = reader(path)
-    except (ValueError, pd.errors.EmptyDataError) as e:
-        raise AuditError(f"{path} could not be read as a table ({e}).") from e
-    for col in (cfg.text_col, cfg.label_col):
-        if col not in frame.columns:
-            raise AuditError(f"{path.name} has no column {col!r}; its columns are {list(frame.columns)}.")
+def label_counts(cfg: AuditOptions) -> dict[str, int]:
+    """How many rows of the table hold each of the two labels, after checking that the table
+    has the columns and labels named (:func:`mip.data.tables.read_table` checks the file)."""
+    if not cfg.data:
+        raise AuditError("Name the table to audit: audit.data=<file.csv|.tsv|.jsonl|.json|.parquet>.")
     if len(cfg.labels) != 2 or cfg.labels[0] == cfg.labels[1]:
-        raise AuditError(f"Name exactly two distinct labels, e.g. labels=[negative,positive]; got {cfg.labels}.")
+        raise AuditError(f"Name exactly two distinct labels, e.g. audit.labels=[negative,positive]; got {cfg.labels}.")
+    path = Path(cfg.data).expanduser()
+    frame = read_table(path)
+    for option, col in (("audit.text_col", cfg.text_col), ("audit.label_col", cfg.label_col)):
+        if col not in frame.columns:
+            raise AuditError(f"{path.name} has no column {col!r}; its columns are {list(frame.columns)}: "
+                             f"set {option}=<one of them>.")
     values = frame[cfg.label_col].dropna().astype(str).str.strip()
     present = values.value_counts()
     missing = [label for label in cfg.labels if label not in present.index]
     if missing:
-        raise AuditError(f"The label column {cfg.label_col!r} holds {dict(present.head(10))}, not the label(s) {missing}. "
-                         "Name the two labels as they appear in the data.")
-    return frame
+        raise AuditError(f"The label column {cfg.label_col!r} holds {dict(present.head(10))}, not the label(s) "
+                         f"{missing}. Name the two labels as they appear in the data (audit.labels=[a,b]).")
+    return {label: int((values == label).sum()) for label in cfg.labels}
 
 
-def task_config(cfg: AuditConfig, name: str, size: int) -> TaskConfig:
+def task_config(cfg: AuditOptions, name: str, size: int) -> TaskConfig:
+    """The audit's task: the table as a ``table`` source, the two labels and the question."""
     a, b = (str(x) for x in cfg.labels)
     instruction = cfg.instruction or f'Classify each instance independently as "{a}" or "{b}".'
     return TaskConfig(
         name=name, labels=[a, b], pool_size=2 * size,
-        source=SourceConfig(loader="table", path=str(Path(cfg.data).expanduser().resolve()), text_column=cfg.text_col,
-                            label_column=cfg.label_col),
+        source=SourceConfig(loader="table", path=str(Path(str(cfg.data)).expanduser().resolve()),
+                            text_column=cfg.text_col, label_column=cfg.label_col),
         prompt=PromptSpec(task=cfg.question, instructions=[instruction]),
     )
 
 
-def cells(cfg: AuditConfig, counts: dict[str, int]) -> tuple[list[tuple[int, float]], list[str]]:
+def cells(cfg: AuditOptions, counts: dict[str, int]) -> tuple[list[tuple[int, float]], list[str]]:
     """The (n, p) cells that the data can fill, and why the others were left out."""
     ok, notes = [], []
     smaller = min(counts.values())
@@ -131,19 +118,25 @@ def verdict(frame: pd.DataFrame, alpha: float) -> tuple[str, dict]:
             f"{test.pairs} pairs)"), numbers
 
 
-def run_audit(cfg: AuditConfig, base: Config) -> Path:
-    """Run the audit grid with ``base`` (model, budget, strategy, paths) and write the report."""
-    table = read_table(cfg)
-    stem = Path(cfg.data).stem
+def run_settings(cfg: AuditConfig) -> Config:
+    """``cfg``'s run settings (model, budget, strategy, paths, …) as a plain :class:`Config`, so
+    that each job's config, and the ``config.yaml`` saved beside it, hold no audit section."""
+    return Config(**{f.name: getattr(cfg, f.name) for f in fields(Config)})
+
+
+def run_audit(cfg: AuditConfig) -> Path:
+    """Run the audit grid of ``cfg.audit`` with ``cfg``'s run settings and write the report."""
+    options = cfg.audit
+    counts = label_counts(options)
+    stem = Path(str(options.data)).stem
     name = f"audit_{stem}"
-    values = table[cfg.label_col].dropna().astype(str).str.strip()
-    counts = {label: int((values == label).sum()) for label in cfg.labels}
-    grid, notes = cells(cfg, counts)
-    task = task_config(cfg, name, max(counts.values()))
-    out = Path(cfg.out_dir or Path(base.paths.results_dir) / "audit" / stem)
+    grid, notes = cells(options, counts)
+    task = task_config(options, name, max(counts.values()))
+    base = run_settings(cfg)
+    out = Path(options.out_dir or Path(base.paths.results_dir) / "audit" / stem)
     keys: list[str] = []
     for n, p in grid:
-        for seed in cfg.seeds:
+        for seed in options.seeds:
             for pattern in PATTERNS:
                 job = replace(base, task={name: task}, n=n, p=p, seed=seed, setting="audit", dry_run=False,
                               pattern=PatternConfig(name=pattern))
@@ -154,12 +147,11 @@ def run_audit(cfg: AuditConfig, base: Config) -> Path:
                                  "(infrastructure failures); rerun the same command to complete them.")
     frame = load_local([base.paths.store_dir])
     frame = frame[frame["key"].isin(set(keys))]
-    path = write_audit_report(frame, out, cfg, notes, counts)
-    return path
+    return write_audit_report(frame, out, options, notes, counts)
 
 
-def write_audit_report(frame: pd.DataFrame, out: Path, cfg: AuditConfig, notes: list[str], counts: dict) -> Path:
-    lines = [f"# Order-sensitivity audit of {Path(cfg.data).name}", "",
+def write_audit_report(frame: pd.DataFrame, out: Path, cfg: AuditOptions, notes: list[str], counts: dict) -> Path:
+    lines = [f"# Order-sensitivity audit of {Path(str(cfg.data)).name}", "",
              f"Labels {cfg.labels} ({counts}); model {', '.join(sorted(frame['model'].unique()))}; "
              f"{len(frame)} experiments; seeds {cfg.seeds}.", ""]
     for where, cell in slices.of(frame):  # one slice each: never pooled (mip.slices)
@@ -194,34 +186,3 @@ def write_audit_report(frame: pd.DataFrame, out: Path, cfg: AuditConfig, notes: 
     path = out / "audit.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from mip.config import register
-
-    args = sys.argv[1:] if argv is None else argv
-    audit_keys = {f.name for f in AuditConfig.__dataclass_fields__.values()}
-    audit_args = [a for a in args if a.split("=", 1)[0] in audit_keys]
-    run_args = [a for a in args if a not in audit_args]
-    register()
-    try:
-        with initialize_config_dir(config_dir=str(REPO_CONF), version_base="1.3"):
-            base = OmegaConf.to_object(compose("config", overrides=["task=arith", "setting=smoke", *run_args]))
-        audit_cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(AuditConfig),
-                                                        OmegaConf.from_dotlist(audit_args)))
-        if audit_cfg.data == "???":
-            raise AuditError("Name the table: data=<file.csv|.jsonl|.parquet>.")
-        path = run_audit(audit_cfg, base)
-    except (AuditError, DataError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(path.read_text(encoding="utf-8"))
-    print(f"Report: {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

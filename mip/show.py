@@ -7,7 +7,8 @@ output, reasoning trace, finish reason and usage, and the verdict.
 
 Keys are looked up in ``store=`` (default ``$MIP_RESULTS_DIR/store``, else ``results/store``).
 Records keep a prompt's hash, not its text: the prompt is rebuilt from the record, its task
-config (the job folder's ``config.yaml``, else ``conf/task/`` composed by name) and its pool
+config (the job folder's ``config.yaml``, else ``--conf``'s ``task/`` composed by name; the
+default ``--conf`` is ``conf`` in the folder you are in, the repository's) and its pool
 (the cached pool, a filtered pool under ``<results>/pools/``, or the pool built again), and
 checked against the hash (:func:`mip.experiments.rebuild_prompt`).
 
@@ -22,7 +23,6 @@ import os
 import sys
 from pathlib import Path
 
-from mip.cli import REPO_CONF
 from mip.config import TaskConfig
 from mip.records import Record
 from mip.store import iter_records, read_record
@@ -88,25 +88,29 @@ def _by_key(prefix: str, store: Path) -> Record:
 
 
 # ---------------------------------------------------------------------------- rebuilding prompts
-def task_config(name: str, job_tasks: dict[str, dict]) -> TaskConfig:
-    """The task's config: the job's own copy when at hand, else ``conf/task/`` composed by name."""
+def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskConfig:
+    """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name."""
     from omegaconf import OmegaConf
 
     if name in job_tasks:
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
-    from mip.cli import compose_repo
+    from mip.cli import compose_conf
 
-    candidates = [name] + [f.stem for f in sorted((REPO_CONF / "task").glob("*.yaml")) if f.stem not in (name, "all")]
+    folder = conf_dir.expanduser() / "task"
+    if not folder.is_dir():
+        raise ShowError(f"Task {name!r}: no config folder {folder}; run from the repository folder, pass "
+                        "--conf <repository>/conf, or pass the job folder instead of the key.")
+    candidates = [name] + [f.stem for f in sorted(folder.glob("*.yaml")) if f.stem not in (name, "all")]
     for option in candidates:
-        if not (REPO_CONF / "task" / f"{option}.yaml").is_file():
+        if not (folder / f"{option}.yaml").is_file():
             continue
         try:
-            tasks = compose_repo(f"task={option}").task
+            tasks = compose_conf(conf_dir, f"task={option}").task
         except Exception:  # noqa: BLE001 - a task file that needs what this machine lacks
             continue
         if name in tasks:
             return OmegaConf.to_object(tasks[name])
-    raise ShowError(f"No task config named {name!r} in {REPO_CONF / 'task'}; pass the job folder instead of the key.")
+    raise ShowError(f"No task config named {name!r} in {folder}; pass the job folder instead of the key.")
 
 
 def pool_for(record: Record, task: TaskConfig, results_dir: Path, cache_dir: Path):
@@ -139,12 +143,13 @@ def _version(path: Path) -> str | None:
     return head[start + 12:head.find('"', start + 12)] if start >= 0 else None
 
 
-def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path, cache_dir: Path) -> str:
+def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path, cache_dir: Path,
+                   conf_dir: Path) -> str:
     from mip.data import DataError
     from mip.experiments import rebuild_prompt
 
     try:
-        task = task_config(record.experiment.task, job_tasks)
+        task = task_config(record.experiment.task, job_tasks, conf_dir)
         return rebuild_prompt(record, task, pool_for(record, task, results_dir, cache_dir))
     except (ValueError, DataError) as e:
         raise ShowError(str(e)) from None
@@ -185,13 +190,15 @@ def render(record: Record, prompt: str | None, full: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = [f"--{a}" if a.split("=", 1)[0] in ("store", "results_dir", "cache_dir") else a
+    argv = [f"--{a}" if a.split("=", 1)[0] in ("store", "results_dir", "cache_dir", "conf") else a
             for a in (sys.argv[1:] if argv is None else argv)]
     parser = argparse.ArgumentParser(prog="python -m mip.show", description=__doc__.split("\n\n")[0])
     parser.add_argument("target", help="a record key (or its first characters), a job or sweep folder, or a store folder")
     parser.add_argument("--store", help="store to look keys up in (default: $MIP_RESULTS_DIR/store, else results/store)")
     parser.add_argument("--results_dir", help="where filtered pools live (default: the store's parent folder)")
     parser.add_argument("--cache_dir", default=os.environ.get("MIP_CACHE_DIR", "~/.cache/mip"), help="pool cache")
+    parser.add_argument("--conf", default="conf", help="config folder whose task/ names a key's task when no job "
+                        "folder is given (default: conf, in the repository folder you run from)")
     parser.add_argument("--full", action="store_true", help="print whole prompts, outputs and traces")
     parser.add_argument("--all", action="store_true", help="print every record of a folder, not only the first")
     args = parser.parse_args(argv)
@@ -207,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                 print("The first one follows; --all prints each, `python -m mip.show <key>` any one.\n")
         for record in records if args.all else records[:1]:
             results_dir = Path(args.results_dir).expanduser() if args.results_dir else store.parent
-            prompt = rebuilt_prompt(record, job_tasks, results_dir, Path(args.cache_dir).expanduser())
+            cache_dir = Path(args.cache_dir).expanduser()
+            prompt = rebuilt_prompt(record, job_tasks, results_dir, cache_dir, Path(args.conf))
             print(render(record, prompt, args.full) + "\n")
     except ShowError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,0 +1,43 @@
+"""Audit your own labelled table for order sensitivity (beyond the paper): all seven patterns
+at the sizes you name, through a model, into one short report (mip.audit).
+
+    python audit.py --help                                   # the audit.* options
+    python audit.py audit.data=reviews.csv audit.labels=[neg,pos] audit.n=[10] audit.p=[0.6]   # offline
+    python audit.py audit.data=reviews.csv audit.text_col=review audit.label_col=stars audit.labels=[neg,pos] \\
+        audit.question="Determine the majority sentiment label among all provided reviews." model=gpt_oss_120b
+"""
+
+import sys
+
+from mip.cli import check_keys, check_overrides, quiet_library_bars
+
+quiet_library_bars()  # before transformers is imported
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from mip.audit import SET_BY_THE_AUDIT, run_audit
+from mip.config import AuditConfig, register
+from mip.data import DataError
+from mip.job import StoreError
+from mip.models import BackendSetupError
+
+register()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="audit")
+def main(cfg: DictConfig) -> None:
+    check_keys(cfg, AuditConfig, "audit.py")
+    config: AuditConfig = OmegaConf.to_object(cfg)
+    try:
+        path = run_audit(config)
+    except (ValueError, DataError, BackendSetupError, StoreError) as e:  # say what to do, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(path.read_text(encoding="utf-8"))
+    print(f"Report: {path}")
+
+
+if __name__ == "__main__":
+    check_overrides(sys.argv[1:], AuditConfig, "audit.py", SET_BY_THE_AUDIT)
+    main()
