@@ -36,7 +36,7 @@ def unknown_keys(cfg: Any, schema: type, prefix: str = "") -> list[str]:
         if key not in hints:
             found.append(name)
             continue
-        hint, value = hints[key], cfg[key]
+        hint, value = _node_type(cfg[key], hints[key]), cfg[key]
         if dataclasses.is_dataclass(hint) and hasattr(value, "keys"):
             found += unknown_keys(value, hint, f"{name}.")
         elif typing.get_origin(hint) is dict and hasattr(value, "keys"):
@@ -45,6 +45,18 @@ def unknown_keys(cfg: Any, schema: type, prefix: str = "") -> list[str]:
                 for k in value.keys():
                     found += unknown_keys(value[k], inner, f"{name}.{k}.")
     return found
+
+
+def _node_type(value: Any, hint: Any) -> Any:
+    """The schema a node was composed with where it extends its field's type (a model config
+    is typed by its backend's schema, a subclass of the field's ModelConfig)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(hint, type) and isinstance(value, DictConfig):
+        actual = OmegaConf.get_type(value)
+        if isinstance(actual, type) and issubclass(actual, hint):
+            return actual
+    return hint
 
 
 def check_keys(cfg: Any, schema: type) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mip.config import ModelConfig, OpenAICompatModelConfig
 from mip.experiments import plan_job
 from mip.job import load_pools
 from mip.keys import IN_EXPERIMENT, KEY_SCHEME, NOT_ANSWER_SHAPING
@@ -104,6 +105,23 @@ def _get(obj, dotted: str):
     return obj
 
 
+def models_of_every_backend(model):
+    """A model config of each registered backend's schema, with ``model``'s common fields."""
+    from mip.models import schemas
+
+    common = {f.name: getattr(model, f.name) for f in dataclasses.fields(ModelConfig)}
+    return [schema(**{**common, "backend": backend}) for backend, schema in schemas().items()]
+
+
+def walk_every_schema(cfgs, pools, group: str):
+    """walk() over the group; a model's fields under each backend's schema (each has its own)."""
+    if group != "model":
+        yield from walk(cfgs, pools, group)
+        return
+    for model in models_of_every_backend(cfgs[0].model):
+        yield from walk([dataclasses.replace(c, model=model) for c in cfgs], pools, group)
+
+
 @pytest.mark.parametrize("group", ["model", "budget", "prompt_variant", "strategy", "setting", "task"])
 def test_every_field_is_keyed_or_named_as_shaping_no_answer(base, group):
     """A field that changes no key must be on the explicit list, with a reason; a field on
@@ -111,7 +129,7 @@ def test_every_field_is_keyed_or_named_as_shaping_no_answer(base, group):
     cfgs, pools = base
     excluded = NOT_ANSWER_SHAPING[group]
     seen = set()
-    for name, keyed in walk(cfgs, pools, group):
+    for name, keyed in walk_every_schema(cfgs, pools, group):
         seen.add(name)
         listed = any(name == x or name.startswith(x + ".") for x in excluded)  # a listed folder covers its fields
         if name in IN_EXPERIMENT[group]:
@@ -160,6 +178,9 @@ def test_every_model_field_that_reaches_the_request_body_is_keyed(base):
     from mip.models.chat_api import request_body
 
     cfgs, pools = base
+    common = {f.name: getattr(cfgs[0].model, f.name) for f in dataclasses.fields(ModelConfig)}
+    chat = OpenAICompatModelConfig(**{**common, "backend": "openai_compat"})  # the backend that sends the body
+    cfgs = [dataclasses.replace(c, model=chat) for c in cfgs]
     reference_keys = keys(cfgs, pools)
     request = Request("k", "a prompt", 50)
 
@@ -169,9 +190,10 @@ def test_every_model_field_that_reaches_the_request_body_is_keyed(base):
         except (TypeError, ValueError):
             return None
 
-    reference = body(cfgs[0].model)
-    for name in leaves(cfgs[0].model):
-        model = replaced(cfgs[0].model, name, changed(_get(cfgs[0].model, name)))
+    reference = body(chat)
+    assert reference is not None
+    for name in leaves(chat):
+        model = replaced(chat, name, changed(_get(chat, name)))
         if body(model) != reference:
             moved = [dataclasses.replace(c, model=model) for c in cfgs]
             assert keys(moved, pools) != reference_keys, f"model.{name} changes the request body but not the key"
