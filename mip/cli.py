@@ -38,7 +38,7 @@ def unknown_keys(cfg: Any, schema: type, prefix: str = "") -> list[str]:
         if key not in hints:
             found.append(name)
             continue
-        hint, value = hints[key], cfg[key]
+        hint, value = _node_type(cfg[key], hints[key]), cfg[key]
         if dataclasses.is_dataclass(hint) and hasattr(value, "keys"):
             found += unknown_keys(value, hint, f"{name}.")
         elif typing.get_origin(hint) is dict and hasattr(value, "keys"):
@@ -47,6 +47,18 @@ def unknown_keys(cfg: Any, schema: type, prefix: str = "") -> list[str]:
                 for k in value.keys():
                     found += unknown_keys(value[k], inner, f"{name}.{k}.")
     return found
+
+
+def _node_type(value: Any, hint: Any) -> Any:
+    """The schema a node was composed with where it extends its field's type (a model config
+    is typed by its backend's schema, a subclass of the field's ModelConfig)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(hint, type) and isinstance(value, DictConfig):
+        actual = OmegaConf.get_type(value)
+        if isinstance(actual, type) and issubclass(actual, hint):
+            return actual
+    return hint
 
 
 def check_keys(cfg: Any, schema: type, program: str = "run.py") -> None:
@@ -72,7 +84,14 @@ def schema_has(schema: type, key: str) -> bool:
     for part in key.split("."):
         hint = _field_type(hint)
         if dataclasses.is_dataclass(hint):
-            hints = typing.get_type_hints(hint)
+            # A model config is typed by its backend's schema, a subclass of the field's type:
+            # before composition the backend is not known, so any backend's field is accepted
+            # here and composition checks it against the chosen one.
+            hints = {}
+            from mip.config import ModelConfig
+
+            for kind in [hint, *_subclasses(hint)] if hint is ModelConfig else [hint]:
+                hints = {**typing.get_type_hints(kind), **hints}
             if part not in hints:
                 return False
             hint = hints[part]
@@ -83,10 +102,22 @@ def schema_has(schema: type, key: str) -> bool:
     return True
 
 
+def _subclasses(schema: type) -> list[type]:
+    found = []
+    for sub in schema.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
 def schema_keys(schema: type, prefix: str = "") -> list[str]:
     """Every dotted field name of a dataclass schema (not below ``dict`` fields)."""
+    from mip.config import ModelConfig
+
+    hints: dict[str, Any] = {}
+    for kind in [schema, *_subclasses(schema)] if schema is ModelConfig else [schema]:
+        hints = {**typing.get_type_hints(kind), **hints}
     keys = []
-    for name, hint in typing.get_type_hints(schema).items():
+    for name, hint in hints.items():
         keys.append(prefix + name)
         if dataclasses.is_dataclass(inner := _field_type(hint)):
             keys += schema_keys(inner, f"{prefix}{name}.")

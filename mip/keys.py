@@ -4,9 +4,9 @@ The key hashes the experiment (model, task, n, p, y_maj, seeds, pattern, variant
 strategy), the pool version, and every setting that shapes the answer: each field that
 changes the request body, the decoding, the number of attempts allowed, or how the output
 is scored. Every other config field is named in :data:`NOT_ANSWER_SHAPING` with the reason
-it cannot change an answer; ``tests/test_keys.py`` walks every field of the model, budget,
-strategy, prompt-variant and setting configs and fails on one that is in neither, so a
-field added later cannot slip past the key.
+it cannot change an answer; ``tests/test_keys.py`` walks every field of the model (under
+each backend's schema), budget, strategy, prompt-variant and setting configs and fails on
+one that is in neither, so a field added later cannot slip past the key.
 
 >>> settings = {**answer_settings(cfg), "task": task_settings(task)}    # doctest: +SKIP
 >>> key = experiment_key(experiment, pool.version, settings)
@@ -15,6 +15,15 @@ Key schemes: 1 (mip ≤ 0.2) hashed a hand-picked subset (model id, backend, GGU
 dtype, budget tokens, attempts, template version), which missed reasoning settings,
 provider routing, chat-template arguments, extra body fields and the budget split.
 2 (this module) hashes every answer-shaping field. Records carry their scheme.
+
+Model configs had one wide schema holding every backend's fields when scheme 2 began;
+now each backend has its own (:mod:`mip.config.model`). The key stays scheme 2, byte for
+byte: the keyed fields a backend's schema lacks enter the key at their old defaults
+(:data:`SCHEME_2_MODEL_DEFAULTS`), the values every shipped config of that backend had (a
+backend never read them; only a command-line override could have set another). That keeps
+every stored record found with no second lookup, where a scheme 3 would need a read-side
+fallback that rebuilt the scheme-2 key from these same defaults anyway.
+``tests/test_keys.py`` holds the keys of each shipped model config from before the split.
 """
 
 from __future__ import annotations
@@ -29,6 +38,17 @@ from mip.config import Config, TaskConfig
 from mip.records import Experiment
 
 KEY_SCHEME = 2
+
+#: Keyed fields of the one wide model schema of key scheme 2, at its defaults: a backend's
+#: schema that lacks one is keyed as if it held this value, as every config of that backend
+#: did then. Frozen: a field added to a schema later is keyed through the schema alone.
+SCHEME_2_MODEL_DEFAULTS: dict[str, Any] = {
+    "gguf_file": None, "dtype": "float32", "mock": {"answer": None}, "max_tokens_param": "max_tokens",
+    "provider": {"order": [], "allow_fallbacks": False, "require_parameters": True, "quantizations": []},
+    "reasoning": {}, "chat_template_kwargs": {}, "extra_body": {},
+    "budget_split": {"answer_tokens": None, "reasoning_field": "reasoning.max_tokens"},
+    "engine_kwargs": {}, "reasoning_parser": None,
+}
 
 #: Fields keyed through the experiment itself (mip.records.Experiment), not the settings.
 IN_EXPERIMENT: dict[str, frozenset[str]] = {
@@ -114,7 +134,7 @@ def _plain(value: Any) -> Any:
 def answer_settings(cfg: Config) -> dict[str, Any]:
     """Every setting of a job that shapes its answers (see :data:`NOT_ANSWER_SHAPING`)."""
     return {
-        "model": _keyed(cfg.model, "model"),
+        "model": {**SCHEME_2_MODEL_DEFAULTS, **_keyed(cfg.model, "model")},
         "budget": _keyed(cfg.budget, "budget"),
         "prompt_variant": _keyed(cfg.prompt_variant, "prompt_variant"),
         "strategy": _keyed(cfg.strategy, "strategy"),

@@ -115,6 +115,28 @@ def test_an_unknown_key_added_with_plus_is_named(results):
     assert not list(results.rglob("job.json"))
 
 
+def test_unknown_keys_are_those_the_backends_schema_lacks():
+    """A model node is typed by its backend's schema: the hf model's own fields are known,
+    another backend's field added with '+' is not."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from mip.cli import unknown_keys
+    from mip.config import Config, register
+
+    register()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        assert unknown_keys(hydra_compose("config", overrides=["model=smollm2_135m"]), Config) == []
+        added = hydra_compose("config", overrides=["model=smollm2_135m", "+model.base_url=http://x", "+model.nope=1"])
+        assert unknown_keys(added, Config) == ["model.base_url", "model.nope"]
+
+
+def test_a_backend_overridden_away_from_its_schema_is_refused(results):
+    proc = run_py("model=mock", "model.backend=hf", "task=arith", "setting=smoke", "budget=smoke", "progress=false")
+    assert proc.returncode == 2 and "reads a HFModelConfig" in proc.stderr and "/model_schema/hf@_here_" in proc.stderr
+    assert not list(results.rglob("store/*"))
+
+
 def test_a_sweeping_preset_without_multirun_is_refused(results):
     proc = run_py("+experiment=demo")
     assert proc.returncode == 2 and "add -m" in proc.stderr and "python run.py -m +experiment=demo" in proc.stderr

@@ -69,6 +69,32 @@ def test_wrong_keys_and_types_fail_at_composition(override):
         compose(override)
 
 
+@pytest.mark.parametrize("model,field", [
+    ("gemma4_31b", "model.gguf_file=x"), ("smollm2_135m", "model.base_url=http://x"), ("mock", "model.engine_kwargs={}"),
+    ("qwen36_35b", "model.mock.answer=x"), ("simulated_unbiased", "model.dtype=bfloat16"), ("gemma4_31b", "model.gguf_fil=x"),
+])
+def test_a_field_of_another_backend_fails_at_composition(model, field):
+    """Each backend has its own schema: a field it does not read is a wrong key."""
+    with pytest.raises(ConfigCompositionException, match="Could not override"):
+        compose(f"model={model}", field)
+
+
+@pytest.mark.parametrize("model", sorted(f.stem for f in (REPO / "conf" / "model").glob("*.yaml")))
+def test_every_model_config_extends_its_backends_schema(model):
+    from mip.models import check_schema, schemas
+
+    cfg = compose(f"model={model}").model
+    assert type(cfg) is schemas()[cfg.backend]
+    check_schema(cfg)
+
+
+def test_a_backend_overridden_away_from_the_schema_is_refused_before_any_work():
+    from mip.models import check_schema
+
+    with pytest.raises(ValueError, match="reads a HFModelConfig, this config is a MockModelConfig"):
+        check_schema(compose("model=mock", "model.backend=hf").model)
+
+
 @pytest.mark.parametrize("launcher", ["local", "submitit_local", "slurm_gpu", "slurm_cpu"])
 def test_every_launcher_composes(launcher, monkeypatch):
     from hydra import compose as hydra_compose

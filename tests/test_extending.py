@@ -1,12 +1,18 @@
 """The README's "Extending" section, done exactly as it says: a new pattern is one registry
-entry, a new backend one module and one registry entry, a new task one YAML file."""
+entry, a new backend one module (with its config schema), one registry entry and one YAML
+file, a new task one YAML file."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import pandas as pd
+import pytest
+from hydra.errors import ConfigCompositionException
 
+from mip.config import ModelConfig
 from mip.instances import REGISTRY, Pattern, arrange, regions
 from mip.job import run_job
 from mip.models import BACKENDS, Backend, Completion, Request
@@ -15,8 +21,8 @@ from mip.store import Store
 from .conftest import REPO, compose
 
 
-def small(tmp_path, *overrides):
-    return compose("model=mock", "task=arith", "setting=smoke", "budget=smoke", "progress=false",
+def small(tmp_path, *overrides, model="mock"):
+    return compose(f"model={model}", "task=arith", "setting=smoke", "budget=smoke", "progress=false",
                    f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
 
 
@@ -34,22 +40,46 @@ def test_a_new_pattern_is_one_registry_entry(tmp_path, monkeypatch):
         assert minority == [True] * 2 + [False] * 6 + [True] * 2
 
 
-class Echo(Backend):
-    """A backend in one module: answers the second label named in each prompt."""
+@dataclass
+class EchoConfig(ModelConfig):
+    """The new backend's schema: the common model fields and its own."""
 
-    def __init__(self, cfg, context=None):
+    answer: str = "odd_number"
+
+
+class Echo(Backend):
+    """A backend in one module: answers the label its config names."""
+
+    schema = EchoConfig
+
+    def __init__(self, cfg: EchoConfig, context=None):
         self.cfg = cfg
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         for r in requests:
-            yield Completion(r.id, text='{"answer": "odd_number"}', finish_reason="stop")
+            yield Completion(r.id, text=json.dumps({"answer": self.cfg.answer}), finish_reason="stop")
 
 
-def test_a_new_backend_is_one_module_and_one_registry_entry(tmp_path, monkeypatch):
+ECHO_YAML = """defaults:
+  - /model_schema/echo@_here_
+name: echo
+model_id: echo-1
+context_window: 100000
+"""
+
+
+def test_a_new_backend_is_one_module_one_registry_entry_and_one_yaml_file(tmp_path, monkeypatch):
     monkeypatch.setitem(BACKENDS, "echo", f"{__name__}:Echo")
-    cfg = small(tmp_path, "pattern=majority_first", "model.backend=echo", "model.name=echo")
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    (tmp_path / "conf" / "model" / "echo.yaml").write_text(ECHO_YAML)
+    searchpath = f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
+    cfg = small(tmp_path, searchpath, "pattern=majority_first", model="echo")
+    assert isinstance(cfg.model, EchoConfig) and cfg.model.backend == "echo"  # the registry name sets the backend
     summary = run_job(cfg, tmp_path / "job")
     assert summary.stored_now == 2 and summary.verdicts == {"correct": 1, "incorrect": 1}
+    assert small(tmp_path, searchpath, "model.answer=even_number", model="echo").model.answer == "even_number"
+    with pytest.raises(ConfigCompositionException):  # its schema has no other backend's fields
+        small(tmp_path, searchpath, "model.gguf_file=x", model="echo")
 
 
 def test_a_new_task_is_one_yaml_file(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mip.config import ModelConfig, OpenAICompatModelConfig
 from mip.experiments import plan_job
 from mip.job import load_pools
 from mip.keys import IN_EXPERIMENT, KEY_SCHEME, NOT_ANSWER_SHAPING
@@ -104,6 +105,23 @@ def _get(obj, dotted: str):
     return obj
 
 
+def models_of_every_backend(model):
+    """A model config of each registered backend's schema, with ``model``'s common fields."""
+    from mip.models import schemas
+
+    common = {f.name: getattr(model, f.name) for f in dataclasses.fields(ModelConfig)}
+    return [schema(**{**common, "backend": backend}) for backend, schema in schemas().items()]
+
+
+def walk_every_schema(cfgs, pools, group: str):
+    """walk() over the group; a model's fields under each backend's schema (each has its own)."""
+    if group != "model":
+        yield from walk(cfgs, pools, group)
+        return
+    for model in models_of_every_backend(cfgs[0].model):
+        yield from walk([dataclasses.replace(c, model=model) for c in cfgs], pools, group)
+
+
 @pytest.mark.parametrize("group", ["model", "budget", "prompt_variant", "strategy", "setting", "task"])
 def test_every_field_is_keyed_or_named_as_shaping_no_answer(base, group):
     """A field that changes no key must be on the explicit list, with a reason; a field on
@@ -111,7 +129,7 @@ def test_every_field_is_keyed_or_named_as_shaping_no_answer(base, group):
     cfgs, pools = base
     excluded = NOT_ANSWER_SHAPING[group]
     seen = set()
-    for name, keyed in walk(cfgs, pools, group):
+    for name, keyed in walk_every_schema(cfgs, pools, group):
         seen.add(name)
         listed = any(name == x or name.startswith(x + ".") for x in excluded)  # a listed folder covers its fields
         if name in IN_EXPERIMENT[group]:
@@ -160,6 +178,9 @@ def test_every_model_field_that_reaches_the_request_body_is_keyed(base):
     from mip.models.chat_api import request_body
 
     cfgs, pools = base
+    common = {f.name: getattr(cfgs[0].model, f.name) for f in dataclasses.fields(ModelConfig)}
+    chat = OpenAICompatModelConfig(**{**common, "backend": "openai_compat"})  # the backend that sends the body
+    cfgs = [dataclasses.replace(c, model=chat) for c in cfgs]
     reference_keys = keys(cfgs, pools)
     request = Request("k", "a prompt", 50)
 
@@ -169,9 +190,10 @@ def test_every_model_field_that_reaches_the_request_body_is_keyed(base):
         except (TypeError, ValueError):
             return None
 
-    reference = body(cfgs[0].model)
-    for name in leaves(cfgs[0].model):
-        model = replaced(cfgs[0].model, name, changed(_get(cfgs[0].model, name)))
+    reference = body(chat)
+    assert reference is not None
+    for name in leaves(chat):
+        model = replaced(chat, name, changed(_get(chat, name)))
         if body(model) != reference:
             moved = [dataclasses.replace(c, model=model) for c in cfgs]
             assert keys(moved, pools) != reference_keys, f"model.{name} changes the request body but not the key"
@@ -206,3 +228,43 @@ def test_the_key_is_the_hash_of_the_sorted_json_of_its_parts():
     payload = {"scheme": KEY_SCHEME, "experiment": e.model_dump(), "pool": "pv", "settings": settings}
     reference = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
     assert experiment_key(e, "pv", settings) == experiment_key(e, "pv", encode_settings(settings)) == reference
+
+
+#: The key of one fixed experiment under each shipped model config, computed by mip before
+#: model configs had one schema per backend (key scheme 2). Records stored under these keys
+#: must be found again, never paid for twice: a change to a model's schema must leave them
+#: as they are. Only a deliberate key change (a new template version, a new key scheme)
+#: updates this table, with a README note on what reruns cost.
+SHIPPED_KEYS = {
+    "deepseek_v4_flash": "2b06107aa808e9638bd0cc54",
+    "deepseek_v4_pro": "51d45294abc17eceea8644f0",
+    "gemini31_flash_lite": "556e24e37f4adda87bb0bd7d",
+    "gemini31_pro": "0206abd4b1b91e56b8f80fe3",
+    "gemma4_26b_a4b": "270e4c3c1a66906fa484f96c",
+    "gemma4_31b": "130a74387f8b15539f1171e2",
+    "gpt54_nano": "487519b108c9991a0137533b",
+    "gpt_oss_120b": "0b2a5477c4d080a49e0dca1a",
+    "grok41_fast": "0fa678b266d6fc3eafec51dc",
+    "llama4_maverick": "2d3c959f354d5899568ca928",
+    "llama4_scout": "13c6ee65da7ed03f540928ed",
+    "minimax_m27": "0ecd3a3ce6cf2e060b9415eb",
+    "mock": "1de4736a4cf63cba9f908c6e",
+    "qwen36_35b": "00fc85f7df741c3dfd9897c2",
+    "qwen36_plus": "4dc93473c2c20928d8deff44",
+    "qwen3_4b_instruct": "1ba4ef1442b4f47aafa014e0",
+    "simulated_first_k": "43cd78bc5989285787a6d0c3",
+    "simulated_unbiased": "5992ab165badd47d1e3e4b96",
+    "smollm2_135m": "1a0e2dd17cf3f51c5714e7ee",
+    "smollm2_135m_server": "0aee1c7471bc4e72ff28bfb1",
+}
+
+
+def test_every_shipped_model_keeps_the_keys_its_stored_records_have(tmp_path):
+    """The first planned key of a fixed smoke experiment (arith, random pattern, seed 0) under
+    each model config shipped then: the keys records were stored under stay the keys."""
+    pools = None
+    for name in SHIPPED_KEYS:
+        cfg = compose(f"model={name}", "task=arith", "setting=smoke", "budget=smoke", "pattern=random",
+                      "use_filtered=false", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.results_dir={tmp_path}")
+        pools = pools or load_pools(cfg)
+        assert min(p.key for p in plan_job(cfg, pools)) == SHIPPED_KEYS[name], f"model={name}: its experiment keys changed"

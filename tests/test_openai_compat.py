@@ -8,7 +8,7 @@ import email.utils
 
 import pytest
 
-from mip.config import ModelConfig
+from mip.config import OpenAICompatModelConfig
 from mip.models import BackendSetupError, Request, build_backend
 from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
 from mip.models.openai_compat import proxy_for
@@ -101,7 +101,7 @@ def test_concurrency_is_bounded(tmp_path):
 
 
 def test_request_carries_pinning_reasoning_and_split_budget():
-    cfg = ModelConfig(name="m", backend="openai_compat", model_id="qwen/x", context_window=100000)
+    cfg = OpenAICompatModelConfig(name="m", backend="openai_compat", model_id="qwen/x", context_window=100000)
     cfg.provider.order = ["Alibaba"]
     cfg.reasoning = {"enabled": True}
     cfg.budget_split.answer_tokens = 20

@@ -61,13 +61,11 @@ def test_an_audit_runs_from_a_copy_of_the_package_with_no_conf_beside_it(tmp_pat
     script = """
 import sys
 from pathlib import Path
-from omegaconf import OmegaConf
 import mip
 from mip.audit import run_audit
-from mip.config import AuditConfig
+from mip.config import AuditConfig, load_saved
 assert Path(mip.__file__).is_relative_to(Path(sys.argv[1])), mip.__file__
-cfg = OmegaConf.merge(OmegaConf.structured(AuditConfig), OmegaConf.load(sys.argv[2]))
-print(run_audit(OmegaConf.to_object(cfg)))
+print(run_audit(load_saved(sys.argv[2], AuditConfig)))
 """
     proc = subprocess.run([sys.executable, "-c", script, str(package), str(tmp_path / "config.yaml")], cwd=work,
                           capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin",

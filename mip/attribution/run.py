@@ -13,7 +13,7 @@ import pandas as pd
 
 from mip.attribution.ixg import Attributor, ReplaySkip
 from mip.attribution.profiles import profile, region_shares
-from mip.config import AttributeConfig
+from mip.config import AttributeConfig, HFModelConfig
 from mip import slices
 from mip.data import build_pool
 from mip.data.pools import Pool, load_pool
@@ -31,7 +31,7 @@ def weights_folder(cfg: AttributeConfig) -> str:
     """Where the weights are; they must be on disk before any work starts."""
     if cfg.weights:
         return cfg.weights
-    if cfg.model.gguf_package:
+    if isinstance(cfg.model, HFModelConfig) and cfg.model.gguf_package:
         from mip.models.hf_local import converted_dir
 
         return str(converted_dir(cfg.model, Path(cfg.cache_dir).expanduser()))

@@ -50,7 +50,7 @@ class JobLoop:
         self.strategy = strategy_for(cfg)
         self.verdicts: Counter = Counter()
         # A reserved answer budget (App. C.2) forces an answer after a length stop: parse it.
-        self.forced_answer_ok = cfg.model.budget_split.answer_tokens is not None
+        self.forced_answer_ok = cfg.model.reserved_answer_tokens is not None
         self.record_config = {
             "model": to_plain(cfg.model),
             "budget": to_plain(cfg.budget),

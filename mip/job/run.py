@@ -30,7 +30,7 @@ from mip.job.loop import JobLoop
 from mip.job.provenance import git_commit, write_manifest
 from mip.job.summary import JobSummary, StoreError
 from mip.job.tokens import OfflineTokenizer, budget_error, counted, overflows
-from mip.models import Backend, build_backend
+from mip.models import Backend, build_backend, check_schema
 from mip.records import Attempt
 from mip.store import Store
 from mip.strategies import STRATEGIES
@@ -39,6 +39,7 @@ from mip.tracking import build_tracker
 
 def validate(cfg: Config) -> None:
     """Refuse a job whose settings cannot work, before any data is read or model loaded."""
+    check_schema(cfg.model)
     split_counts(cfg.n, cfg.p)
     if cfg.max_attempts < 1 or cfg.infra_retries < 0:
         raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
@@ -47,7 +48,7 @@ def validate(cfg: Config) -> None:
     too_big = budget_error(cfg.model.name, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
     if too_big and not cfg.dry_run:
         raise ValueError(too_big)
-    split = cfg.model.budget_split.answer_tokens
+    split = cfg.model.reserved_answer_tokens
     if split is not None and not 0 < split < cfg.budget.max_tokens:
         raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
     if cfg.prompt_variant.name not in prompts.VARIANTS:

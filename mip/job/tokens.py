@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mip import prompts
-from mip.config import ModelConfig
+from mip.config import HFModelConfig, ModelConfig
 from mip.models import Backend
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class OfflineTokenizer:
 
     def _candidates(self) -> list[str]:
         names = [n for n in (self.model.tokenizer, self.model.model_id) if n and n not in ("auto", "mock")]
-        if self.model.gguf_package:
+        if isinstance(self.model, HFModelConfig) and self.model.gguf_package:
             from mip.models.hf_local import converted_dir
 
             folder = converted_dir(self.model, self.cache_dir)

@@ -16,11 +16,14 @@ from pathlib import Path
 from mip.config import ModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
-__all__ = ["Backend", "BackendContext", "BackendSetupError", "Completion", "Request", "api_key", "build_backend", "BACKENDS"]
+__all__ = ["Backend", "BackendContext", "BackendSetupError", "Completion", "Request", "api_key", "backend_class",
+           "build_backend", "check_schema", "schemas", "BACKENDS"]
 
-#: Backend registry: ``model.backend`` → ``module:Class``, imported only when a model uses it
-#: (so ``mip`` imports without torch or vLLM). A new backend is one module, one entry here, a
-#: ``conf/model/<name>.yaml`` and a test. Each class is built as ``Class(cfg, context)``.
+#: Backend registry: ``model.backend`` → ``module:Class``. A module imports its heavy libraries
+#: only when a model uses it (so ``mip`` imports without torch or vLLM). A new backend is one
+#: module (its class, and the schema of its model configs as the class's ``schema``), one entry
+#: here, a ``conf/model/<name>.yaml`` extending ``/model_schema/<backend>`` and a test. Each class
+#: is built as ``Class(cfg, context)``.
 BACKENDS: dict[str, str] = {
     "openai_compat": "mip.models.openai_compat:OpenAICompatBackend",
     "vllm": "mip.models.vllm_engine:VLLMBackend",
@@ -30,27 +33,47 @@ BACKENDS: dict[str, str] = {
 }
 
 
+def backend_class(backend: str) -> type[Backend]:
+    """The class registered as ``backend``."""
+    if backend not in BACKENDS:
+        raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
+    module, _, name = BACKENDS[backend].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def schemas() -> dict[str, type[ModelConfig]]:
+    """Each backend's model-config schema, by backend name (stored as ``model_schema/<name>``)."""
+    return {name: backend_class(name).schema for name in BACKENDS}
+
+
+def check_schema(cfg: ModelConfig) -> None:
+    """Refuse a model config whose schema is not its backend's (``model.backend`` overridden
+    on the command line): its backend would read fields the config does not have."""
+    schema = backend_class(cfg.backend).schema
+    if not isinstance(cfg, schema):
+        raise ValueError(f"Model {cfg.name!r}: backend {cfg.backend!r} reads a {schema.__name__}, this config is a "
+                         f"{type(cfg).__name__}; use a model config whose defaults list "
+                         f"/model_schema/{cfg.backend}@_here_.")
+
+
 def api_key(cfg: ModelConfig) -> str | None:
     """The API key from the environment variable the model config names.
 
     Read here, where the backend is built, and nowhere else; the key is handed to the
     client and never written to a config, record, log or W&B.
     """
-    if not cfg.api_key_env:
+    env = getattr(cfg, "api_key_env", None)  # a field of the schemas of backends that call an API
+    if not env:
         return None
-    key = os.environ.get(cfg.api_key_env, "").strip()
+    key = os.environ.get(env, "").strip()
     if not key:
         raise BackendSetupError(
-            f"Model {cfg.name!r} needs an API key: set the environment variable {cfg.api_key_env} "
-            f"(e.g. `export {cfg.api_key_env}=...`)."
+            f"Model {cfg.name!r} needs an API key: set the environment variable {env} (e.g. `export {env}=...`)."
         )
     return key
 
 
 def build_backend(cfg: ModelConfig, cache_dir: str | Path) -> Backend:
     """The backend named by ``cfg.backend``; it loads weights lazily, on first use."""
-    if cfg.backend not in BACKENDS:
-        raise ValueError(f"Model {cfg.name!r}: unknown backend {cfg.backend!r}; choose one of {', '.join(BACKENDS)}.")
-    module, _, name = BACKENDS[cfg.backend].partition(":")
-    backend_class = getattr(importlib.import_module(module), name)
-    return backend_class(cfg, BackendContext(Path(cache_dir).expanduser(), api_key(cfg)))
+    check_schema(cfg)
+    return backend_class(cfg.backend)(cfg, BackendContext(Path(cache_dir).expanduser(), api_key(cfg)))

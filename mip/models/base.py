@@ -6,7 +6,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from mip.config.model import ModelConfig
 
 
 class BackendSetupError(RuntimeError):
@@ -74,6 +76,10 @@ class Backend(ABC):
     >>> [c.text for c in Echo().generate([Request("a", "hi", 4)])]
     ['hi']
     """
+
+    #: The schema of this backend's model configs (conf/model/*.yaml extend it as
+    #: ``/model_schema/<backend>``): a subclass of ModelConfig with the backend's own fields.
+    schema: ClassVar[type[ModelConfig]] = ModelConfig
 
     #: Whether the backend applies the retry rules to each request itself (then the wrapper,
     #: :mod:`mip.models.calls`, does not retry its errors again).

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from mip.config import ModelConfig
+from mip.config import OpenAICompatModelConfig
 from mip.models.base import Completion, Request
 from mip.models.replies import content_text
 
@@ -31,7 +31,7 @@ def set_path(body: dict[str, Any], dotted: str, value: Any) -> None:
     body[leaf] = value
 
 
-def request_body(cfg: ModelConfig, request: Request, model_id: str | None = None) -> dict[str, Any]:
+def request_body(cfg: OpenAICompatModelConfig, request: Request, model_id: str | None = None) -> dict[str, Any]:
     """The JSON body of one chat-completions request (pure; tested directly).
 
     Greedy decoding, the output limit under ``cfg.max_tokens_param``, provider pinning,

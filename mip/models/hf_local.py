@@ -18,7 +18,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from mip.config import ModelConfig
+from mip.config import HFModelConfig
 from mip.models.base import Backend, BackendContext, Completion, Request
 
 
@@ -48,7 +48,7 @@ def gguf_path(package: str, filename: str) -> Path:
     return path
 
 
-def converted_dir(cfg: ModelConfig, cache_dir: Path) -> Path:
+def converted_dir(cfg: HFModelConfig, cache_dir: Path) -> Path:
     """A plain transformers folder for ``cfg`` (tokenizer and weights), converting a
     packaged GGUF file on first use. Safe when several processes ask at once."""
     if not cfg.gguf_package:
@@ -82,7 +82,9 @@ def converted_dir(cfg: ModelConfig, cache_dir: Path) -> Path:
 
 
 class HFBackend(Backend):
-    def __init__(self, cfg: ModelConfig, context: BackendContext):
+    schema = HFModelConfig
+
+    def __init__(self, cfg: HFModelConfig, context: BackendContext):
         self.cfg = cfg
         self.cache_dir = context.cache_dir
         self._tokenizer: Any = None

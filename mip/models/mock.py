@@ -13,14 +13,16 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 
-from mip.config import ModelConfig
+from mip.config import MockModelConfig
 from mip.models.base import Backend, BackendContext, Completion, Request
 
 _CHOICES = re.compile(r'Choose exactly one label from: "([^"]+)", "([^"]+)"')
 
 
 class MockBackend(Backend):
-    def __init__(self, cfg: ModelConfig, context: BackendContext | None = None):
+    schema = MockModelConfig
+
+    def __init__(self, cfg: MockModelConfig, context: BackendContext | None = None):
         self.cfg = cfg
 
     def _answer(self, prompt: str) -> str:

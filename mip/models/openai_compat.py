@@ -49,7 +49,7 @@ import orjson
 from yarl import URL
 
 import mip
-from mip.config import ModelConfig
+from mip.config import OpenAICompatModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
@@ -81,8 +81,10 @@ def _import_openai() -> Any:
 
 
 class OpenAICompatBackend(Backend):
+    schema = OpenAICompatModelConfig
     retries_each_request = True  # client_max_retries, with the server's Retry-After (see _call)
-    def __init__(self, cfg: ModelConfig, context: BackendContext):
+
+    def __init__(self, cfg: OpenAICompatModelConfig, context: BackendContext):
         if not cfg.base_url:
             raise BackendSetupError(f"Model {cfg.name!r} uses openai_compat: set model.base_url.")
         if cfg.transport not in TRANSPORTS:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from mip.config import ModelConfig
+from mip.config import VLLMModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
 
@@ -36,7 +36,7 @@ class _ParserRequest:
         self.chat_template_kwargs = chat_template_kwargs
 
 
-def reasoning_splitter(vllm: Any, name: str | None, tokenizer: Any, cfg: ModelConfig):
+def reasoning_splitter(vllm: Any, name: str | None, tokenizer: Any, cfg: VLLMModelConfig):
     """``text -> (reasoning, content)`` with vLLM's own parser for the model family."""
     if not name:
         return lambda text: (None, text)
@@ -49,7 +49,9 @@ def reasoning_splitter(vllm: Any, name: str | None, tokenizer: Any, cfg: ModelCo
 
 
 class VLLMBackend(Backend):
-    def __init__(self, cfg: ModelConfig, context: BackendContext | None = None):
+    schema = VLLMModelConfig
+
+    def __init__(self, cfg: VLLMModelConfig, context: BackendContext | None = None):
         self.cfg = cfg
         self._llm: Any = None
         self._split: Any = None

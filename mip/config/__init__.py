@@ -1,0 +1,73 @@
+"""Structured config: the dataclass schemas that the YAML files under ``conf/`` extend.
+
+They are registered in Hydra's ConfigStore by :func:`register` (``config_schema``, the
+primary config's base, and one ``model_schema/<backend>`` per backend), so a wrong key or
+type in any YAML file or override fails at composition time, on the login node, before
+anything runs. Entry points turn the composed config into a :class:`Config` once
+(``OmegaConf.to_object``); ``mip`` works on these objects only.
+
+    python run.py --cfg job             # print the composed config
+
+One module per concern: :mod:`~mip.config.task`, :mod:`~mip.config.model` (the common
+model fields and one schema per backend), :mod:`~mip.config.run` (run.py's config),
+:mod:`~mip.config.tools` (filter.py, analyze.py, attribute.py), :mod:`~mip.config.audit`
+(audit.py) and
+:mod:`~mip.config.redact` (configs as plain, redacted containers).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+from mip.config.model import (BudgetSplitConfig, HFModelConfig, MockConfig, MockModelConfig, ModelConfig,
+                              OpenAICompatModelConfig, ProviderConfig, VLLMModelConfig)
+from mip.config.redact import redact, secret_key, to_plain
+from mip.config.run import (BudgetConfig, Config, LoggerConfig, PathsConfig, PatternConfig, PromptVariantConfig,
+                            StrategyConfig)
+from mip.config.audit import AuditConfig, AuditOptions
+from mip.config.task import FilterSpec, PromptSpec, SourceConfig, TaskConfig
+from mip.config.tools import AnalyzeConfig, AttributeConfig, FilterConfig, WandbSourceConfig, WhereConfig
+
+__all__ = [
+    "AnalyzeConfig", "AttributeConfig", "AuditConfig", "AuditOptions", "BudgetConfig", "BudgetSplitConfig", "Config", "FilterConfig", "FilterSpec",
+    "HFModelConfig", "LoggerConfig", "MockConfig", "MockModelConfig", "ModelConfig", "OpenAICompatModelConfig",
+    "PathsConfig", "PatternConfig", "PromptSpec", "PromptVariantConfig", "ProviderConfig", "SourceConfig",
+    "StrategyConfig", "TaskConfig", "VLLMModelConfig", "WandbSourceConfig", "WhereConfig", "redact", "register",
+    "secret_key", "to_plain", "load_saved",
+]
+
+
+def register() -> None:
+    """Store the schemas and resolvers the YAML files use; call before composing."""
+    # `${range:1,51}` → [1, …, 50], for seed lists in presets.
+    OmegaConf.register_new_resolver("range", lambda a, b: list(range(int(a), int(b))), replace=True)
+    # `${uid:}` → a short random token, the same wherever it appears in one config (cached like
+    # Hydra's `${now:}`), so two runs started in the same second get folders of their own.
+    OmegaConf.register_new_resolver("uid", lambda: secrets.token_hex(3), use_cache=True, replace=True)
+    store = ConfigStore.instance()
+    store.store(name="config_schema", node=Config)
+    store.store(name="analyze_schema", node=AnalyzeConfig)
+    store.store(name="attribute_schema", node=AttributeConfig)
+    store.store(name="filter_schema", node=FilterConfig)
+    store.store(name="audit_schema", node=AuditConfig)
+    from mip.models import schemas  # the backends name their schemas; mip.models imports mip.config
+
+    for backend, schema in schemas().items():
+        # The registry name is the one place a backend is named: it sets `backend` too.
+        store.store(group="model_schema", name=backend, node=schema(backend=backend))
+
+
+def load_saved(path: str | os.PathLike, schema: type = Config) -> Any:
+    """A job's saved ``config.yaml`` (or an audit's) as the typed config it was: its model
+    section is checked against its backend's schema, as composition checked it."""
+    from mip.models import backend_class
+
+    saved = OmegaConf.load(path)
+    typed = OmegaConf.structured(schema)
+    typed.model = OmegaConf.structured(backend_class(saved.model.backend).schema)
+    return OmegaConf.to_object(OmegaConf.merge(typed, saved))

@@ -1,0 +1,158 @@
+"""The schemas of a model config: the fields every backend has, and one schema per backend.
+
+Each ``conf/model/<name>.yaml`` extends its backend's schema, which
+:func:`mip.config.register` stores in Hydra's ConfigStore as ``model_schema/<backend>``
+(the backend's name in :data:`mip.models.BACKENDS`, which also sets ``backend``):
+
+    # conf/model/gemma4_31b.yaml
+    defaults:
+      - /model_schema/openai_compat@_here_
+    name: gemma4_31b
+    ...
+
+So a field of another backend, or a typo, fails at composition
+(``python run.py model=gemma4_31b model.gguf_file=x``: "Key 'gguf_file' not in
+'OpenAICompatModelConfig'"). A backend reads its schema through its class's ``schema``
+attribute (:class:`mip.models.base.Backend`); a new backend may bring its own, in its module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelConfig:
+    """What every backend has; the schema of a backend that declares none (simulated)."""
+
+    name: str = MISSING
+    """Stable registry name, written into records."""
+    backend: str = MISSING
+    """The backend's name in mip.models.BACKENDS; set by the schema a model config extends."""
+    model_id: str = MISSING
+    """Hub id or local folder; for a packaged GGUF, a label for the weights."""
+    context_window: int = MISSING
+    deterministic: bool = False
+    """Whether the same request returns the same text (greedy local decoding): then an
+    experiment gets one attempt, else up to ``max_attempts`` (§3.2). The one place that
+    decides attempts (mip.keys.attempts_allowed); records carry the number."""
+    tokenizer: Optional[str] = None
+    """Hub id or folder of a tokenizer for counting prompt tokens before any call."""
+    chars_per_token: float = 3.5
+    """Documented estimate of prompt tokens when no tokenizer is at hand (errs on the long side)."""
+    price_input_per_mtok: Optional[float] = None
+    """USD per million prompt tokens, for dry-run cost estimates; null when unknown."""
+    price_output_per_mtok: Optional[float] = None
+
+    @property
+    def reserved_answer_tokens(self) -> Optional[int]:
+        """Output tokens kept for the answer out of the budget (App. C.2); None: no split."""
+        return None
+
+
+@dataclass
+class HFModelConfig(ModelConfig):
+    """hf: transformers in-process (mip/models/hf_local.py)."""
+
+    gguf_package: Optional[str] = None
+    """A pip package that ships the weights as a GGUF file (converted once into the cache)."""
+    gguf_file: Optional[str] = None
+    dtype: str = "float32"
+    device: str = "cpu"
+    max_batch_size: int = 16
+    max_batch_tokens: int = 65536
+    """Padded (prompt + new) tokens one generation batch may hold."""
+
+
+@dataclass
+class ProviderConfig:
+    """OpenRouter provider routing: pin the provider so a run is not silently served by
+    another host or quantisation (sent as the request's ``provider`` object)."""
+
+    order: list[str] = field(default_factory=list)
+    allow_fallbacks: bool = False
+    require_parameters: bool = True
+    quantizations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BudgetSplitConfig:
+    """A model with separate reasoning and answer budgets (Qwen3.6-Plus, App. C.2).
+
+    The request's output limit stays the whole budget; ``answer_tokens`` of it are kept
+    for the answer and the rest is sent as the reasoning budget at ``reasoning_field``
+    (a dotted path into the request body). Answers forced after an exhausted reasoning
+    budget are parsed like any other.
+    """
+
+    answer_tokens: Optional[int] = None
+    reasoning_field: str = "reasoning.max_tokens"
+
+
+@dataclass
+class OpenAICompatModelConfig(ModelConfig):
+    """openai_compat: any chat-completions server (mip/models/openai_compat.py)."""
+
+    base_url: Optional[str] = None
+    api_key_env: Optional[str] = None
+    """Name of the environment variable holding the API key (the key itself never enters a config)."""
+    max_concurrency: int = 16
+    request_timeout_s: float = 3600.0
+    """Deadline of one try of a request, over connect, headers and the whole body; a stalled or
+    dripping server fails that try alone (retried), the others in flight go on."""
+    max_response_bytes: int = 32 * 2**20
+    """A reply larger than this is an infrastructure failure (a 100K-token trace is ~0.5 MB)."""
+    client_max_retries: int = 4
+    """Retries of each request (408/409/429/5xx, dropped connections, deadlines, a 200 with an error
+    or no JSON), honouring Retry-After. The only retries an openai_compat request gets: the job's
+    ``infra_retries`` then apply only to a crash of the backend (mip/models/calls.py)."""
+    max_tokens_param: str = "max_tokens"
+    """max_tokens, or max_completion_tokens for servers that want it."""
+    transport: str = "aiohttp"
+    """aiohttp (mip's lean client, the default) or openai (the openai SDK); see mip/models/openai_compat.py."""
+    provider: ProviderConfig = field(default_factory=ProviderConfig)
+    reasoning: dict[str, Any] = field(default_factory=dict)
+    """Sent as the request's ``reasoning`` object (OpenRouter), e.g. {enabled: false}."""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Sent for the server's chat template (``vllm serve``), e.g. {enable_thinking: true}."""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    budget_split: BudgetSplitConfig = field(default_factory=BudgetSplitConfig)
+    server_tokenize: bool = False
+    """Count prompt tokens with the server's ``/tokenize`` endpoint (``vllm serve`` has one)."""
+
+    @property
+    def reserved_answer_tokens(self) -> Optional[int]:
+        return self.budget_split.answer_tokens
+
+
+@dataclass
+class VLLMModelConfig(ModelConfig):
+    """vllm: the vLLM engine in-process (mip/models/vllm_engine.py)."""
+
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Passed to vllm.LLM (tensor_parallel_size, max_model_len, gpu_memory_utilization, …)."""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Passed to the chat template, e.g. {enable_thinking: true}."""
+    reasoning_parser: Optional[str] = None
+    """vLLM reasoning parser of the model family (qwen3, deepseek_r1, …); null: no reasoning split."""
+
+
+@dataclass
+class MockConfig:
+    """The scripted answers of the mock backend."""
+
+    answer: Optional[str] = None
+    """Fixed answer text; None answers with a label picked from the prompt's hash."""
+    latency_s: float = 0.0
+    call_log: Optional[str] = None
+    """Append one line per call to this file (tests count calls with it)."""
+
+
+@dataclass
+class MockModelConfig(ModelConfig):
+    """mock: the scripted backend of tests and dry plumbing checks (mip/models/mock.py)."""
+
+    mock: MockConfig = field(default_factory=MockConfig)

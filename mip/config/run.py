@@ -1,0 +1,103 @@
+"""The schema of run.py's primary config (``conf/config.yaml``): the model, the tasks, one
+pattern, budget, prompt variant and strategy, and the setting (n, p, seeds) of one job.
+
+    python run.py --cfg job             # print the composed config
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from omegaconf import MISSING
+
+from mip.config.model import ModelConfig
+from mip.config.task import TaskConfig
+
+
+@dataclass
+class PatternConfig:
+    name: str = MISSING
+
+
+@dataclass
+class BudgetConfig:
+    name: str = MISSING
+    max_tokens: int = MISSING
+    """Maximum output tokens, reasoning included (§3.2)."""
+
+
+@dataclass
+class PromptVariantConfig:
+    name: str = MISSING
+    """standard | hint | strategy | self_prompt (App. B)."""
+
+
+@dataclass
+class StrategyConfig:
+    """How the model aggregates (beyond the paper): single_call is the paper's setting."""
+
+    name: str = "single_call"
+    """single_call | count_report | decomposed."""
+    batch_size: int = 50
+    """decomposed: instances labelled per call (1: one call per instance)."""
+    max_reasks: int = 2
+    """decomposed: rounds that ask again for instances missing from the answers."""
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "none"
+    """none | wandb."""
+    project: str = "mip"
+    entity: Optional[str] = None
+    group: Optional[str] = None
+    """W&B group; null: the sweep (or run) folder's name, set by run.py."""
+    mode: Optional[str] = None
+    """online | offline | disabled; null: WANDB_MODE where set, else online when WANDB_API_KEY is set,
+    else offline (mip.tracking.wandb_mode)."""
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PathsConfig:
+    results_dir: str = "results"
+    store_dir: str = "results/store"
+    cache_dir: str = "~/.cache/mip"
+    filter_dir: str = "results/filter"
+    """Filter results (one file per model and instance) and Table 4."""
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The chosen ``conf/model/<name>.yaml``, typed by its backend's schema (a subclass of
+    :class:`ModelConfig`; see :mod:`mip.config.model`)."""
+    task: dict[str, TaskConfig] = field(default_factory=dict)
+    pattern: PatternConfig = field(default_factory=PatternConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    prompt_variant: PromptVariantConfig = field(default_factory=PromptVariantConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    setting: str = "core"
+    n: int = 2000
+    p: float = 0.55
+    seed: int = 0
+    """Selection seed s."""
+    order_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    """Order seeds of the random pattern."""
+    shuffle_seeds: list[int] = field(default_factory=list)
+    """Expanded orderings (§5.2.1): for structured patterns, shuffle X_maj and X_min independently
+    under each of these seeds, then arrange; empty runs the pattern once on the selection order."""
+    max_attempts: int = 3
+    infra_retries: int = 3
+    """Rounds of retries, with backoff, for calls that failed for infrastructure reasons and that
+    the backend did not retry itself (a crash of the backend; backends without per-request
+    retries), before the experiment is left unstored for a rerun."""
+    data_dir: Optional[str] = None
+    """Read local files laid out as shared/data/raw instead of the hub."""
+    use_filtered: bool = True
+    """Use a task's filtered pool (App. C.1) when filter.py has built one; false: the unfiltered pool."""
+    dry_run: bool = False
+    progress: bool = True

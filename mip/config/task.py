@@ -1,0 +1,77 @@
+"""The schema of a task (``conf/task/*.yaml``): where its rows come from, its labels, and the
+task-specific text of the App. B templates (the templates themselves are Python, mip.prompts).
+
+    python run.py task=sentiment --cfg job      # the composed task config
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class SourceConfig:
+    """Where a task's rows come from and how they are read (see :mod:`mip.data.sources`)."""
+
+    loader: str = MISSING
+    """Registry name: gsm8k, wikiann, tweeteval_the, sst2, coarsewsd_java, table, synthetic_arith."""
+    hub_path: Optional[str] = None
+    hub_name: Optional[str] = None
+    hub_splits: list[str] = field(default_factory=list)
+    local_dir: str = ""
+    """Folder under ``data_dir`` holding the native files."""
+    local_files: list[str] = field(default_factory=list)
+    """Files (or split names, for loaders that derive file names) under ``local_dir``."""
+    subsets: list[str] = field(default_factory=list)
+    """TweetEval subsets read first."""
+    fallback_subsets: list[str] = field(default_factory=list)
+    """TweetEval subsets pooled in when ``subsets`` hold too few tweets of a label."""
+    path: Optional[str] = None
+    """table loader: a .csv, .tsv, .jsonl or .parquet file."""
+    text_column: str = "text"
+    label_column: str = "label"
+    label_map: dict[str, str] = field(default_factory=dict)
+    """table loader: raw label value → task label; empty means the values are the labels."""
+    size: int = 0
+    """synthetic loader: rows to generate (0: four times the pool size)."""
+
+
+@dataclass
+class PromptSpec:
+    """The task-specific text of the App. B templates. The templates are Python (mip.prompts)."""
+
+    task: str = MISSING
+    """The sentence after ``Task:``."""
+    instructions: list[str] = field(default_factory=list)
+    """Task-specific instruction lines, before "Count how many instances belong to each label."."""
+    input_unit: str = "instances"
+    """Self-prompting <INPUT_UNIT>."""
+    task_spec: str = ""
+    """Self-prompting <TASK_SPEC>."""
+    solve_and_count: str = ""
+    """Self-prompting <SOLVE_AND_COUNT>."""
+
+
+@dataclass
+class FilterSpec:
+    """The single-instance question of a task, for filtering (App. C.1)."""
+
+    instruction: str = ""
+    answer: str = "label"
+    """label (one of the two labels), number (checked numerically) or count (checked exactly)."""
+
+
+@dataclass
+class TaskConfig:
+    name: str = MISSING
+    labels: list[str] = MISSING
+    """The two labels, in the order of the prompt's "Choose exactly one label from"; the example answer is the second."""
+    source: SourceConfig = field(default_factory=SourceConfig)
+    pool_size: int = 5000
+    """Instances in the pool, half of each label (App. C.1)."""
+    pool_seed: int = 0
+    prompt: PromptSpec = field(default_factory=PromptSpec)
+    filter: FilterSpec = field(default_factory=FilterSpec)
