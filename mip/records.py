@@ -2,7 +2,7 @@
 its prompt. The store that keeps them is :mod:`mip.store`.
 
 >>> counted_attempt(record.attempts).verdict          # doctest: +SKIP
-'correct'
+<Verdict.CORRECT: 'correct'>
 
 Exercised by ``pytest tests/test_records.py``.
 """
@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from pydantic import BaseModel, Field
+
+from mip.scoring import InvalidKind, Verdict
 
 SCHEMA_VERSION = 1
 
@@ -65,8 +67,9 @@ class Attempt(BaseModel):
     index: int
     stages: list[Stage] = Field(default_factory=list)
     answer: Optional[str] = Field(default=None, description="Parsed label, '-1' for a tie, None if unparsed.")
-    verdict: str = Field(description="correct, incorrect or invalid.")
-    invalid_kind: Optional[str] = Field(default=None, description="input_overflow, parse or truncated.")
+    verdict: Verdict = Field(description="correct, incorrect or invalid (mip.scoring.Verdict).")
+    invalid_kind: Optional[InvalidKind] = Field(default=None, description="input_overflow, parse or truncated "
+                                                "(mip.scoring.InvalidKind); None unless invalid.")
     counts: Optional[dict[str, int]] = Field(default=None, description="count_report: the per-label counts the model gave.")
 
 
@@ -91,8 +94,9 @@ class Record(BaseModel):
                                             "to max_attempts; 1 for a model whose config says it decodes "
                                             "deterministically). None before mip 0.3 (see config).")
     answer: Optional[str] = None
-    verdict: str
-    invalid_kind: Optional[str] = None
+    verdict: Verdict = Field(description="The counted attempt's verdict (mip.scoring.Verdict); invalid with no "
+                             "attempt for an input overflow.")
+    invalid_kind: Optional[InvalidKind] = Field(default=None, description="Why it is invalid (mip.scoring.InvalidKind).")
     scoring_rule: Optional[int] = Field(default=None, description="The answer rule that gave the verdict "
                                         "(mip.scoring.RULE_VERSION); None before mip 0.3 (rule 1).")
     predictions: Optional[list[Optional[str]]] = Field(
@@ -107,7 +111,7 @@ class Record(BaseModel):
 def counted_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
     """The attempt whose verdict is the experiment's (§3.2): the first valid one, else the
     last one, else None (an experiment stored before any call, e.g. an input overflow)."""
-    return next((a for a in attempts if a.verdict != "invalid"), attempts[-1] if attempts else None)
+    return next((a for a in attempts if a.verdict.valid), attempts[-1] if attempts else None)
 
 
 _MOVED = {"Store": "mip.store", "atomic_write": "mip.files", "keys_in": "mip.files", "read_record": "mip.store",

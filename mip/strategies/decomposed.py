@@ -61,11 +61,9 @@ class Decomposed:
             if plan.key in failed:
                 continue
             given = predictions[plan.key]
-            if not any(given):
-                answer, verdict, kind = None, scoring.INVALID, scoring.PARSE
-            else:
-                answer = scoring.majority_of(given, plan.task.labels)
-                verdict, kind = (scoring.CORRECT if answer == plan.gold else scoring.INCORRECT), None
+            answer = scoring.majority_of(given, plan.task.labels) if any(given) else None
+            # Counted in code from the batches' labels: no length stop of its own to judge.
+            verdict, kind = scoring.verdict_of(answer, plan.gold, finish_reason=None)
             attempt = Attempt(index=job.next_index(plan.key), stages=stages[plan.key], answer=answer, verdict=verdict,
                               invalid_kind=kind)
             yield Landed(plan, n_tokens, attempt, predictions=given)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from mip import prompts, scoring
+from mip.scoring import InvalidKind, Verdict
 from mip.experiments import build_prompt
 from mip.job.tokens import count_texts, overflows
 from mip.records import Attempt, Stage
@@ -35,9 +36,9 @@ class SelfPrompting:
             plan, n_tokens, request = by_key[completion.id]
             stage = stage_of("instruction", request, completion, keep_prompt=True)
             if completion.finish_reason == "length" or not (completion.text or "").strip():
-                kind = scoring.TRUNCATED if completion.finish_reason == "length" else scoring.PARSE
+                kind = InvalidKind.TRUNCATED if completion.finish_reason == "length" else InvalidKind.PARSE
                 yield Landed(plan, n_tokens, Attempt(index=job.next_index(plan.key), stages=[stage],
-                                                     verdict=scoring.INVALID, invalid_kind=kind))
+                                                     verdict=Verdict.INVALID, invalid_kind=kind))
             else:
                 ready.append((plan, stage, build_prompt(plan.task, "self_prompt", plan.texts, completion.text)))
         tokens, _ = count_texts(job.backend, [prompt for *_, prompt in ready], per_token, quiet=True)
@@ -46,7 +47,7 @@ class SelfPrompting:
         for (plan, stage, prompt), n_tokens in zip(ready, tokens):
             if overflows(n_tokens, job.cfg.model.context_window):
                 yield Landed(plan, n_tokens, Attempt(index=job.next_index(plan.key), stages=[stage],
-                                                     verdict=scoring.INVALID, invalid_kind=scoring.INPUT_OVERFLOW))
+                                                     verdict=Verdict.INVALID, invalid_kind=InvalidKind.INPUT_OVERFLOW))
             else:
                 second[plan.key] = (plan, stage, n_tokens)
                 requests.append(job.request(plan.key, prompt, n_tokens))
