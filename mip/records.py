@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from mip.scoring import InvalidKind, Verdict
 
@@ -37,19 +37,18 @@ class Experiment(BaseModel):
     strategy: str = Field(default="single_call", description="Aggregation strategy: single_call (the paper), count_report, decomposed.")
 
 
-class Stage(BaseModel):
-    """One model call inside an attempt (self-prompting has two)."""
+class CallOutput(BaseModel):
+    """What one model call returned: the fields a backend's :class:`mip.models.Completion`
+    hands over and a record's :class:`Stage` keeps, defined once."""
 
-    name: str = Field(description="'answer', or 'instruction' for self-prompting's first stage.")
-    prompt: Optional[str] = Field(default=None, description="The prompt, kept where it is not rebuildable (stage one).")
-    prompt_hash: str = Field(description="sha256 of the prompt text.")
     output: Optional[str] = Field(default=None, description="Final content returned by the model.")
     reasoning: Optional[str] = Field(default=None, description="Reasoning trace, verbatim, where the backend returns one.")
     finish_reason: Optional[str] = Field(default=None, description="stop, length, …")
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
     reasoning_tokens: Optional[int] = None
-    max_tokens: Optional[int] = Field(default=None, description="Output-token limit the call ran under.")
+    max_tokens: Optional[int] = Field(default=None, description="Output-token limit the call ran under (the request's, "
+                                      "set where the call is recorded: mip.strategies.stage_of).")
     latency_s: Optional[float] = None
     usage: dict[str, Any] = Field(default_factory=dict, description="The backend's usage report, in full.")
     reasoning_raw: dict[str, Any] = Field(
@@ -59,6 +58,20 @@ class Stage(BaseModel):
         default_factory=list, description="Response fields whose value was exactly `reasoning` (stored once, there).")
     provider: Optional[str] = Field(default=None, description="Who served the request, where the server says.")
     served_model: Optional[str] = Field(default=None, description="The model id the server reports.")
+
+
+class _StageHead(BaseModel):
+    """A stage's own fields. A base of their own only so that they come first in a record's
+    JSON, where records have always had them: pydantic orders fields base first."""
+
+    name: str = Field(description="'answer', or 'instruction' for self-prompting's first stage.")
+    prompt: Optional[str] = Field(default=None, description="The prompt, kept where it is not rebuildable (stage one).")
+    prompt_hash: str = Field(description="sha256 of the prompt text.")
+
+
+class Stage(CallOutput, _StageHead):
+    """One model call inside an attempt (self-prompting has two): its prompt and what it
+    returned (made from a backend's Completion by :func:`mip.strategies.stage_of`)."""
 
 
 class Attempt(BaseModel):
@@ -106,6 +119,17 @@ class Record(BaseModel):
     git_commit: Optional[str] = None
     mip_version: Optional[str] = None
     created_at: str = Field(description="UTC time the record was written (ISO 8601).")
+
+
+def schema_error(error: ValidationError) -> str:
+    """The first field that failed and what it should hold, on one line
+    (``verdict: Input should be 'correct', 'incorrect' or 'invalid', got 'maybe'``)."""
+    first = error.errors(include_url=False)[0]
+    where = ".".join(map(str, first["loc"]))
+    got = first.get("input")
+    shown = f", got {got!r}" if where and isinstance(got, (str, int, float)) and len(repr(got)) <= 80 else ""
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{where + ': ' if where else ''}{first['msg']}{shown}{more}"
 
 
 def counted_attempt(attempts: Sequence[Attempt]) -> Attempt | None:

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ValidationError
 
 from mip.files import Syncer, atomic_write, keys_in
 from mip.columns import JsonStrings
-from mip.records import Attempt, Record
+from mip.records import Attempt, Record, schema_error
 
 ATTEMPTS, QUARANTINE = ".attempts", ".quarantine"
 M = TypeVar("M", bound=BaseModel)
@@ -81,12 +81,7 @@ def why_unreadable(error: BaseException) -> str:
     """One line saying why a file could not be read; for a schema failure, the first field
     that failed and what it should hold (``verdict: Input should be 'correct', …, got 'maybe'``)."""
     if isinstance(error, ValidationError) and error.error_count():
-        first = error.errors(include_url=False)[0]
-        where = ".".join(map(str, first["loc"]))
-        got = first.get("input")
-        shown = f", got {got!r}" if where and isinstance(got, (str, int, float)) and len(repr(got)) <= 80 else ""
-        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-        return f"ValidationError: {where + ': ' if where else ''}{first['msg']}{shown}{more}"
+        return f"ValidationError: {schema_error(error)}"
     text = str(error)
     return f"{type(error).__name__}: {text.splitlines()[0][:300] if text else ''}"
 

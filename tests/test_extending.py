@@ -42,7 +42,7 @@ class Echo(Backend):
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         for r in requests:
-            yield Completion(r.id, text='{"answer": "odd_number"}', finish_reason="stop")
+            yield Completion(r.id, output='{"answer": "odd_number"}', finish_reason="stop")
 
 
 def test_a_new_backend_is_one_module_and_one_registry_entry(tmp_path, monkeypatch):

@@ -214,6 +214,17 @@ def test_a_trace_is_stored_once_and_other_reasoning_fields_verbatim():
     assert completion_from("r", {"choices": [{"finish_reason": "error", "message": {}}]}, 0.1).error
 
 
+def test_a_reply_with_a_field_of_the_wrong_type_is_an_infrastructure_failure():
+    """The reply is checked where it is read, as a record's stage would check it: a failed
+    call for this request (retried, then left unstored), not a crash of the job."""
+    reply = {"choices": [{"finish_reason": "stop", "message": {"content": '{"answer": "odd_number"}'}}],
+             "usage": {"prompt_tokens": "many"}}
+    bad = completion_from("r", reply, 0.1)
+    assert bad.error == ("a 200 response with a malformed field: prompt_tokens: Input should be a valid integer, "
+                         "unable to parse string as an integer, got 'many'") and bad.output is None
+    assert completion_from("r", {**reply, "usage": {"prompt_tokens": 7}}, 0.1).prompt_tokens == 7
+
+
 @pytest.mark.parametrize("transport", ["aiohttp", "openai"])
 def test_a_refused_request_is_not_retried(tmp_path, transport):
     with FakeServer() as server:

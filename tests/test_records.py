@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from mip.keys import experiment_key
 from mip.columns import JsonColumn, JsonStrings
-from mip.records import Attempt, Experiment, Record, Stage
+from mip.prompts import prompt_hash
+from mip.records import Attempt, CallOutput, Experiment, Record, Stage
 from mip.scoring import InvalidKind, Verdict
 from mip.store import Store, iter_records, quarantined, read_record, record_json
 
@@ -204,3 +205,31 @@ def test_an_unknown_verdict_fails_the_schema_and_the_store_quarantines_it(tmp_pa
     assert store.valid_keys(e.model, e.task, {stored["key"]}) == set() and not path.exists()
     [moved] = quarantined(tmp_path)
     assert moved["why"] == "ValidationError: verdict: Input should be 'correct', 'incorrect' or 'invalid', got 'maybe'"
+
+
+def test_a_stage_keeps_every_field_a_completion_returned_in_the_order_records_have_always_had():
+    from mip.models import Completion, Request
+    from mip.strategies import stage_of
+
+    shared = set(CallOutput.model_fields)
+    assert shared < set(Completion.model_fields) and shared < set(Stage.model_fields)
+    assert set(Completion.model_fields) - shared == {"id", "error"}
+    assert list(Stage.model_fields) == [  # a record's JSON keys, in order
+        "name", "prompt", "prompt_hash", "output", "reasoning", "finish_reason", "prompt_tokens", "completion_tokens",
+        "reasoning_tokens", "max_tokens", "latency_s", "usage", "reasoning_raw", "reasoning_from", "provider",
+        "served_model"]
+    values = {"output": "o", "reasoning": "r", "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 2,
+              "reasoning_tokens": 3, "latency_s": 0.5, "usage": {"cost": 0.1}, "reasoning_raw": {"reasoning_details": []},
+              "reasoning_from": ["reasoning"], "provider": "p", "served_model": "m"}
+    assert shared - set(values) == {"max_tokens"}  # a new shared field needs a value here
+    stage = stage_of("answer", Request("k", "the prompt", 96), Completion("k", **values, error=None))
+    assert stage.model_dump(include=shared) == {**values, "max_tokens": 96}
+    assert stage.prompt is None and stage.prompt_hash == prompt_hash("the prompt")
+
+
+def test_a_completion_refuses_a_field_it_does_not_have():
+    from mip.models import Completion
+
+    assert Completion("r1", output="x").output == "x"
+    with pytest.raises(ValidationError, match="text"):
+        Completion("r1", text="x")  # mip 0.2's name: an error, not a silently empty output

@@ -53,7 +53,7 @@ class Decomposed:
                 plan, positions, request = batches[completion.id]
                 answered.add(completion.id)
                 stages[plan.key].append(stage_of(f"batch {completion.id.split('#')[1]}", request, completion))
-                found = scoring.parse_labels(completion.text, plan.task.labels, [i + 1 for i in positions])
+                found = scoring.parse_labels(completion.output, plan.task.labels, [i + 1 for i in positions])
                 for index, label in found.items():
                     predictions[plan.key][index - 1] = label
             failed |= {rid.split("#")[0] for rid in batches if rid not in answered}
