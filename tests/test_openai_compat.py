@@ -11,7 +11,7 @@ import pytest
 from mip.config import ModelConfig
 from mip.models import BackendSetupError, Request, build_backend
 from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
-from mip.models.openai_compat import proxy_for
+from mip.models.transports import proxy_for
 from mip.store import Store
 from mip.job import run_job
 
