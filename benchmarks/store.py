@@ -15,6 +15,7 @@ from pathlib import Path
 from mip.records import Attempt, Experiment, Record, Stage
 from mip.store import Store
 from mip.results import load_local
+from mip.scoring import InvalidKind, Verdict
 from mip.stats import model_table
 from mip.instances import PATTERNS
 
@@ -24,13 +25,14 @@ def make(i: int, trace: str, rng: random.Random) -> Record:
     e = Experiment(model=f"model{i % 15}", task=("math", "ner", "occurrence", "sentiment", "wsd")[i % 5], n=2000, p=0.55,
                    majority_label="a", seed=i % 3, pattern=pattern, order_seed=(i // 7) % 3 if pattern == "random" else None,
                    prompt_variant="standard", budget="20k")
-    verdict = rng.choice(["correct", "correct", "incorrect", "invalid"])
+    verdict = rng.choice([Verdict.CORRECT, Verdict.CORRECT, Verdict.INCORRECT, Verdict.INVALID])
+    kind = None if verdict.valid else InvalidKind.PARSE
     stage = Stage(name="answer", prompt_hash="0" * 64, output='{"answer": "a"}', reasoning=trace, finish_reason="stop",
                   prompt_tokens=60000, completion_tokens=20000, latency_s=30.0, usage={"prompt_tokens": 60000})
     return Record(key=f"{i:024d}", experiment=e, pool_version="p", instance_ids=[], instance_labels=[],
                   prompt_hash="0" * 64, attempts=[Attempt(index=0, stages=[stage], answer="a", verdict=verdict,
-                                                          invalid_kind="parse" if verdict == "invalid" else None)],
-                  answer="a", verdict=verdict, invalid_kind="parse" if verdict == "invalid" else None,
+                                                          invalid_kind=kind)],
+                  answer="a", verdict=verdict, invalid_kind=kind,
                   created_at="2026-11-30T00:00:00+00:00")
 
 

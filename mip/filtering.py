@@ -169,11 +169,11 @@ def _ask(cfg: FilterConfig, model: ModelConfig, backend: Backend, store: FilterS
     try:
         for completion in call_with_retries(backend, [r for r, *_ in todo], cfg.infra_retries, stats):
             request, task, instance, version = by_key[completion.id]
-            output = completion.text if completion.finish_reason != "length" else None
+            output = completion.output if completion.finish_reason != "length" else None
             parsed, correct = check(output, task, instance)
             store.put(FilterResult(
                 key=request.id, model=model.name, task=task.name, instance_id=instance.id, pool_version=version,
-                prompt_hash=prompts.prompt_hash(request.prompt), output=completion.text, reasoning=completion.reasoning,
+                prompt_hash=prompts.prompt_hash(request.prompt), output=completion.output, reasoning=completion.reasoning,
                 finish_reason=completion.finish_reason, usage=completion.usage, parsed=parsed, truth=instance.truth,
                 correct=correct, git_commit=git,
                 created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

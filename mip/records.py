@@ -2,7 +2,7 @@
 its prompt. The store that keeps them is :mod:`mip.store`.
 
 >>> counted_attempt(record.attempts).verdict          # doctest: +SKIP
-'correct'
+<Verdict.CORRECT: 'correct'>
 
 Exercised by ``pytest tests/test_records.py``.
 """
@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+
+from mip.scoring import InvalidKind, Verdict
 
 SCHEMA_VERSION = 1
 
@@ -35,19 +37,18 @@ class Experiment(BaseModel):
     strategy: str = Field(default="single_call", description="Aggregation strategy: single_call (the paper), count_report, decomposed.")
 
 
-class Stage(BaseModel):
-    """One model call inside an attempt (self-prompting has two)."""
+class CallOutput(BaseModel):
+    """What one model call returned: the fields a backend's :class:`mip.models.Completion`
+    hands over and a record's :class:`Stage` keeps, defined once."""
 
-    name: str = Field(description="'answer', or 'instruction' for self-prompting's first stage.")
-    prompt: Optional[str] = Field(default=None, description="The prompt, kept where it is not rebuildable (stage one).")
-    prompt_hash: str = Field(description="sha256 of the prompt text.")
     output: Optional[str] = Field(default=None, description="Final content returned by the model.")
     reasoning: Optional[str] = Field(default=None, description="Reasoning trace, verbatim, where the backend returns one.")
     finish_reason: Optional[str] = Field(default=None, description="stop, length, …")
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
     reasoning_tokens: Optional[int] = None
-    max_tokens: Optional[int] = Field(default=None, description="Output-token limit the call ran under.")
+    max_tokens: Optional[int] = Field(default=None, description="Output-token limit the call ran under (the request's, "
+                                      "set where the call is recorded: mip.strategies.stage_of).")
     latency_s: Optional[float] = None
     usage: dict[str, Any] = Field(default_factory=dict, description="The backend's usage report, in full.")
     reasoning_raw: dict[str, Any] = Field(
@@ -59,14 +60,29 @@ class Stage(BaseModel):
     served_model: Optional[str] = Field(default=None, description="The model id the server reports.")
 
 
+class _StageHead(BaseModel):
+    """A stage's own fields. A base of their own only so that they come first in a record's
+    JSON, where records have always had them: pydantic orders fields base first."""
+
+    name: str = Field(description="'answer', or 'instruction' for self-prompting's first stage.")
+    prompt: Optional[str] = Field(default=None, description="The prompt, kept where it is not rebuildable (stage one).")
+    prompt_hash: str = Field(description="sha256 of the prompt text.")
+
+
+class Stage(CallOutput, _StageHead):
+    """One model call inside an attempt (self-prompting has two): its prompt and what it
+    returned (made from a backend's Completion by :func:`mip.strategies.stage_of`)."""
+
+
 class Attempt(BaseModel):
     """One try at an experiment; up to ``max_attempts``, the first valid one counts."""
 
     index: int
     stages: list[Stage] = Field(default_factory=list)
     answer: Optional[str] = Field(default=None, description="Parsed label, '-1' for a tie, None if unparsed.")
-    verdict: str = Field(description="correct, incorrect or invalid.")
-    invalid_kind: Optional[str] = Field(default=None, description="input_overflow, parse or truncated.")
+    verdict: Verdict = Field(description="correct, incorrect or invalid (mip.scoring.Verdict).")
+    invalid_kind: Optional[InvalidKind] = Field(default=None, description="input_overflow, parse or truncated "
+                                                "(mip.scoring.InvalidKind); None unless invalid.")
     counts: Optional[dict[str, int]] = Field(default=None, description="count_report: the per-label counts the model gave.")
 
 
@@ -91,8 +107,9 @@ class Record(BaseModel):
                                             "to max_attempts; 1 for a model whose config says it decodes "
                                             "deterministically). None before mip 0.3 (see config).")
     answer: Optional[str] = None
-    verdict: str
-    invalid_kind: Optional[str] = None
+    verdict: Verdict = Field(description="The counted attempt's verdict (mip.scoring.Verdict); invalid with no "
+                             "attempt for an input overflow.")
+    invalid_kind: Optional[InvalidKind] = Field(default=None, description="Why it is invalid (mip.scoring.InvalidKind).")
     scoring_rule: Optional[int] = Field(default=None, description="The answer rule that gave the verdict "
                                         "(mip.scoring.RULE_VERSION); None before mip 0.3 (rule 1).")
     predictions: Optional[list[Optional[str]]] = Field(
@@ -104,10 +121,21 @@ class Record(BaseModel):
     created_at: str = Field(description="UTC time the record was written (ISO 8601).")
 
 
+def schema_error(error: ValidationError) -> str:
+    """The first field that failed and what it should hold, on one line
+    (``verdict: Input should be 'correct', 'incorrect' or 'invalid', got 'maybe'``)."""
+    first = error.errors(include_url=False)[0]
+    where = ".".join(map(str, first["loc"]))
+    got = first.get("input")
+    shown = f", got {got!r}" if where and isinstance(got, (str, int, float)) and len(repr(got)) <= 80 else ""
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{where + ': ' if where else ''}{first['msg']}{shown}{more}"
+
+
 def counted_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
     """The attempt whose verdict is the experiment's (§3.2): the first valid one, else the
     last one, else None (an experiment stored before any call, e.g. an input overflow)."""
-    return next((a for a in attempts if a.verdict != "invalid"), attempts[-1] if attempts else None)
+    return next((a for a in attempts if a.verdict.valid), attempts[-1] if attempts else None)
 
 
 _MOVED = {"Store": "mip.store", "atomic_write": "mip.files", "keys_in": "mip.files", "read_record": "mip.store",

@@ -23,6 +23,7 @@ import pandas as pd
 
 from mip import slices
 from mip.records import Record, counted_attempt
+from mip.scoring import Verdict
 from mip.store import QUARANTINE, iter_records, quarantined
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
@@ -112,8 +113,8 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame["base_model"] = frame["model"]
     other = frame["strategy"] != "single_call"
     frame.loc[other, "model"] = frame.loc[other, "model"] + " [" + frame.loc[other, "strategy"] + "]"
-    frame["valid"] = frame["verdict"] != "invalid"
-    frame["correct"] = frame["verdict"] == "correct"
+    frame["valid"] = frame["verdict"] != Verdict.INVALID  # Verdict.valid, column-wise
+    frame["correct"] = frame["verdict"] == Verdict.CORRECT
     frame["order_seed"] = frame["order_seed"].astype("Int64")
     frame = slices.add_columns(frame)[COLUMNS]
     frame.attrs["notes"] = notes

@@ -33,7 +33,7 @@ apart answers are or how many braces precede them.
 >>> parse_answer('Final answer: Tie', ("LOC", "PER"))
 '-1'
 >>> verdict_of(parse_answer('{"answer": -1}', ("LOC", "PER")), "LOC", finish_reason="stop")
-('incorrect', None)
+(<Verdict.INCORRECT: 'incorrect'>, None)
 
 Exercised by ``pytest tests/test_scoring.py tests/test_jsonscan.py``.
 """
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from enum import StrEnum
 
 from mip.jsonscan import Scan
 
@@ -51,8 +52,51 @@ RULE_VERSION = 2
 """The answer rule's version: 1 looked for an object within 2,000 characters of the last 50
 keys; 2 is the rule above. Verdicts of two versions must not be pooled in one table."""
 
-CORRECT, INCORRECT, INVALID = "correct", "incorrect", "invalid"
-INPUT_OVERFLOW, PARSE, TRUNCATED = "input_overflow", "parse", "truncated"
+
+
+class Verdict(StrEnum):
+    """What an attempt, and so an experiment, came to (§3.4; the counted attempt is the first
+    valid one, §3.2). A str enum: records, tables and W&B keep its value (``"correct"``), and
+    a record whose verdict is none of these fails its schema (the store quarantines it)."""
+
+    CORRECT = "correct"
+    """Valid: the parsed label is the experiment's majority label y_maj (§3.4)."""
+    INCORRECT = "incorrect"
+    """Valid: the parsed label is the minority label, or the model answered a tie (``-1``),
+    which the paper counts as valid but incorrect (§3.4, footnote 4)."""
+    INVALID = "invalid"
+    """Not valid: no label could be read; :class:`InvalidKind` says why (App. D.1). Left out
+    of valid-only accuracy, counted as wrong in all-experiment accuracy (App. D.2)."""
+
+    @property
+    def valid(self) -> bool:
+        """Whether the verdict counts in valid-only accuracy: correct and incorrect do."""
+        return self is not Verdict.INVALID
+
+
+class InvalidKind(StrEnum):
+    """Why an experiment is invalid: the three types of App. D.1."""
+
+    INPUT_OVERFLOW = "input_overflow"
+    """Invalid input: the prompt is longer than the model's context window, found before any
+    call (no attempt is made)."""
+    PARSE = "parse"
+    """The response holds no answer the rule above reads as a label or a tie (a parsing issue)."""
+    TRUNCATED = "truncated"
+    """The response stopped at the output-token limit (finish reason ``length``), whatever it
+    holds — unless the model has a reserved answer budget (App. C.2), whose forced answers
+    are parsed like any other."""
+
+
+#: The verdicts with an invalid one named by its kind, in table order: the columns of a
+#: verdict table (:mod:`mip.summary`) and a job's tally.
+OUTCOMES = (Verdict.CORRECT.value, Verdict.INCORRECT.value, *(kind.value for kind in InvalidKind))
+
+
+def outcome(verdict: Verdict, invalid_kind: InvalidKind | None) -> str:
+    """One of :data:`OUTCOMES`: the verdict, or the kind of an invalid one."""
+    return str(invalid_kind or verdict)
+
 
 # The lenient form: `answer` as a key (bare, quoted or single-quoted), then a value.
 # Possessive quantifiers keep each try bounded, so the fallback is linear too.
@@ -206,7 +250,7 @@ def verdict_of(
     gold: str,
     finish_reason: str | None,
     forced_answer_ok: bool = False,
-) -> tuple[str, str | None]:
+) -> tuple[Verdict, InvalidKind | None]:
     """``(verdict, invalid_kind)`` of one attempt.
 
     A length stop is ``truncated`` whatever the text holds, unless the model has a
@@ -214,7 +258,7 @@ def verdict_of(
     parsed like any other.
     """
     if finish_reason == "length" and not forced_answer_ok:
-        return INVALID, TRUNCATED
+        return Verdict.INVALID, InvalidKind.TRUNCATED
     if answer is None:
-        return INVALID, PARSE
-    return (CORRECT if answer == gold else INCORRECT), None
+        return Verdict.INVALID, InvalidKind.PARSE
+    return (Verdict.CORRECT if answer == gold else Verdict.INCORRECT), None

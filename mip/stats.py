@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mip.instances import PATTERNS
+from mip.scoring import InvalidKind
 
 #: An instance set: the experiments that share a selection (seed, task, majority label, n, p).
 INSTANCE_SET = ["model", "seed", "task", "majority_label", "n", "p", "prompt_variant", "budget"]
@@ -67,7 +68,7 @@ def accuracy(frame: pd.DataFrame, by: Sequence[str] = ("model",), metric: str = 
 
 def invalid_rates(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
     """Invalid rate overall and by kind (input_overflow, parse, truncated), per group."""
-    kinds = ["input_overflow", "parse", "truncated"]
+    kinds = [kind.value for kind in InvalidKind]
     g = frame.assign(**{k: frame["invalid_kind"] == k for k in kinds}, invalid=~frame["valid"]).groupby(list(by), dropna=False)
     out = g[["invalid", *kinds]].mean().add_suffix("_rate")
     out["experiments"] = g.size()

@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mip.files import Syncer, atomic_write, keys_in
 from mip.columns import JsonStrings
-from mip.records import Attempt, Record
+from mip.records import Attempt, Record, schema_error
 
 ATTEMPTS, QUARANTINE = ".attempts", ".quarantine"
 M = TypeVar("M", bound=BaseModel)
@@ -77,12 +77,21 @@ def read_model(path: Path, model: type[M]) -> M:
     return model.model_validate_json(path.read_bytes())
 
 
+def why_unreadable(error: BaseException) -> str:
+    """One line saying why a file could not be read; for a schema failure, the first field
+    that failed and what it should hold (``verdict: Input should be 'correct', …, got 'maybe'``)."""
+    if isinstance(error, ValidationError) and error.error_count():
+        return f"ValidationError: {schema_error(error)}"
+    text = str(error)
+    return f"{type(error).__name__}: {text.splitlines()[0][:300] if text else ''}"
+
+
 def read_record(path: Path) -> Record | None:
     """A stored record, or None with a warning naming the file when it is unreadable."""
     try:
         return read_model(path, Record)
     except (OSError, ValueError) as e:
-        warnings.warn(f"Skipping unreadable record {path}: {type(e).__name__}: {str(e)[:200]}", stacklevel=2)
+        warnings.warn(f"Skipping unreadable record {path}: {why_unreadable(e)[:300]}", stacklevel=2)
         return None
 
 
@@ -109,7 +118,7 @@ def iter_records(paths: Iterable[str | Path], damaged: list[tuple[Path, str]] | 
             try:
                 yield read_model(path, Record)
             except (OSError, ValueError) as e:
-                why = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+                why = why_unreadable(e)[:300]
                 warnings.warn(f"Skipping unreadable record {path}: {why}", stacklevel=2)
                 if damaged is not None:
                     damaged.append((path, why))
@@ -205,7 +214,7 @@ class JsonFolder:
         return {k for k in wanted if k in listed and self.load(model, task, k) is not None}
 
     def _quarantine(self, path: Path, error: BaseException) -> None:
-        why = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
+        why = why_unreadable(error)
         if quarantine(self.root, path, why):
             print(f"Moved the damaged file {path} to {self.root / QUARANTINE} ({why}); it will be asked again.",
                   file=sys.stderr)

@@ -16,15 +16,16 @@ import pandas as pd
 
 from mip.instances import PATTERNS
 from mip.records import Record
+from mip.scoring import OUTCOMES, Verdict, outcome
 from mip.store import QUARANTINE, Store, quarantined
 
-VERDICT_COLUMNS = ("correct", "incorrect", "input_overflow", "parse", "truncated")
+VERDICT_COLUMNS = OUTCOMES
 
 
 def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
     """Experiments per pattern by verdict (invalid split by kind), with valid-only and
     all-experiment accuracy in percent (a pattern with no valid answer has no valid-only accuracy)."""
-    rows = [{"pattern": r.experiment.pattern, "verdict": r.invalid_kind or r.verdict} for r in records]
+    rows = [{"pattern": r.experiment.pattern, "verdict": outcome(r.verdict, r.invalid_kind)} for r in records]
     if not rows:
         return pd.DataFrame(columns=["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc %", "acc % (all)"])
     counts = pd.crosstab(pd.DataFrame(rows)["pattern"], pd.DataFrame(rows)["verdict"])
@@ -32,9 +33,9 @@ def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
     order = [p for p in PATTERNS if p in counts.index] + [p for p in counts.index if p not in PATTERNS]
     counts = counts.loc[order]
     counts["experiments"] = counts.sum(axis=1)
-    valid = counts["correct"] + counts["incorrect"]
-    counts["valid-only acc %"] = (100 * counts["correct"] / valid.where(valid > 0)).round(1)
-    counts["acc % (all)"] = (100 * counts["correct"] / counts["experiments"]).round(1)
+    valid = counts[Verdict.CORRECT] + counts[Verdict.INCORRECT]
+    counts["valid-only acc %"] = (100 * counts[Verdict.CORRECT] / valid.where(valid > 0)).round(1)
+    counts["acc % (all)"] = (100 * counts[Verdict.CORRECT] / counts["experiments"]).round(1)
     return counts
 
 

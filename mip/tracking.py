@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mip.config import to_plain
 from mip.records import Record, counted_attempt
+from mip.scoring import Verdict
 
 if TYPE_CHECKING:
     from mip.config import Config
@@ -167,11 +168,11 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
 def summary_metrics(verdicts: Iterable[str]) -> dict[str, Any]:
     """The run summary's accuracies over the job's experiments (valid-only and all, §3.4 and App. D.2)."""
     verdicts = list(verdicts)
-    valid = [v for v in verdicts if v != "invalid"]
+    valid = [v for v in verdicts if v != Verdict.INVALID]  # Verdict.valid, on the ledger's strings
     return {
         "experiments": len(verdicts),
-        "accuracy_valid_only": valid.count("correct") / len(valid) if valid else None,
-        "accuracy_all": verdicts.count("correct") / len(verdicts) if verdicts else None,
+        "accuracy_valid_only": valid.count(Verdict.CORRECT) / len(valid) if valid else None,
+        "accuracy_all": verdicts.count(Verdict.CORRECT) / len(verdicts) if verdicts else None,
         "invalid_rate": (len(verdicts) - len(valid)) / len(verdicts) if verdicts else None,
     }
 

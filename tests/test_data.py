@@ -251,7 +251,7 @@ def fake_hub(monkeypatch):
         calls.append((path, name, split))
         return HUB_ROWS.get((path, name), []) if split == "train" else []
 
-    monkeypatch.setattr("mip.data.sources._hub_rows", rows)
+    monkeypatch.setattr("mip.data.sources.hub.rows", rows)
     return calls
 
 

@@ -57,7 +57,7 @@ class Echo(Backend):
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         for r in requests:
-            yield Completion(r.id, text=json.dumps({"answer": self.cfg.answer}), finish_reason="stop")
+            yield Completion(r.id, output=json.dumps({"answer": self.cfg.answer}), finish_reason="stop")
 
 
 ECHO_YAML = """defaults:

@@ -11,7 +11,7 @@ import pytest
 from mip.config import OpenAICompatModelConfig
 from mip.models import BackendSetupError, Request, build_backend
 from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
-from mip.models.openai_compat import proxy_for
+from mip.models.transports import proxy_for
 from mip.store import Store
 from mip.job import run_job
 
@@ -212,6 +212,17 @@ def test_a_trace_is_stored_once_and_other_reasoning_fields_verbatim():
     assert differ.reasoning_from == ["reasoning"] and differ.reasoning_raw == {"reasoning_content": "other"}
     assert completion_from("r", ["not", "an", "object"], 0.1).error
     assert completion_from("r", {"choices": [{"finish_reason": "error", "message": {}}]}, 0.1).error
+
+
+def test_a_reply_with_a_field_of_the_wrong_type_is_an_infrastructure_failure():
+    """The reply is checked where it is read, as a record's stage would check it: a failed
+    call for this request (retried, then left unstored), not a crash of the job."""
+    reply = {"choices": [{"finish_reason": "stop", "message": {"content": '{"answer": "odd_number"}'}}],
+             "usage": {"prompt_tokens": "many"}}
+    bad = completion_from("r", reply, 0.1)
+    assert bad.error == ("a 200 response with a malformed field: prompt_tokens: Input should be a valid integer, "
+                         "unable to parse string as an integer, got 'many'") and bad.output is None
+    assert completion_from("r", {**reply, "usage": {"prompt_tokens": 7}}, 0.1).prompt_tokens == 7
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "openai"])

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import warnings
+from pathlib import Path
 
 import numpy as np
 import orjson
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from mip.keys import experiment_key
 from mip.columns import JsonColumn, JsonStrings
-from mip.records import Attempt, Experiment, Record, Stage
-from mip.store import Store, iter_records, read_record, record_json
+from mip.prompts import prompt_hash
+from mip.records import Attempt, CallOutput, Experiment, Record, Stage
+from mip.scoring import InvalidKind, Verdict
+from mip.store import Store, iter_records, quarantined, read_record, record_json
 
 
 def make_record(key: str = "k1", task: str = "arith", **changes) -> Record:
@@ -157,3 +161,75 @@ def test_a_store_under_a_folder_named_wandb_or_pools_is_read(tmp_path):
     (tmp_path / "plain" / "wandb" / "run.json").write_text("{}")  # a W&B file inside a store is still skipped
     damaged: list = []
     assert sorted(r.key for r in iter_records(stores, damaged)) == ["k0", "k1", "k2"] and damaged == []
+
+
+# --------------------------------------------------------------------------- records on disk stay as they were
+
+#: Records as the store wrote them before verdicts were an enum and a stage's call fields had
+#: one home (commit ae1c19f): every verdict, every invalid kind, two-stage attempts.
+FIXTURES = Path(__file__).parent / "fixtures" / "records"
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.stem)
+def test_a_record_written_before_loads_and_is_written_back_byte_for_byte(path, tmp_path):
+    stored = path.read_bytes()
+    record = Record.model_validate_json(stored)
+    assert record_json(record) == stored == record.__pydantic_serializer__.to_json(record)
+    assert isinstance(record.verdict, Verdict) and all(isinstance(a.verdict, Verdict) for a in record.attempts)
+    e = record.experiment
+    store = Store(tmp_path)
+    assert store.put(record).read_bytes() == stored and store.get(e.model, e.task, record.key) == record
+    for attempt, as_stored in zip(record.attempts, orjson.loads(stored)["attempts"]):
+        store.put_attempt(e.model, e.task, "k", attempt)  # a paid attempt kept under .attempts/
+        kept = tmp_path / ".attempts" / e.model / e.task / f"k.{attempt.index}.json"
+        assert kept.read_bytes() == orjson.dumps(as_stored)
+
+
+def test_the_fixtures_hold_every_verdict_and_invalid_kind():
+    records = [Record.model_validate_json(p.read_bytes()) for p in FIXTURES.glob("*.json")]
+    assert {r.verdict for r in records} == set(Verdict)
+    assert {a.invalid_kind for r in records for a in r.attempts} | {r.invalid_kind for r in records} == {*InvalidKind, None}
+
+
+def test_an_unknown_verdict_fails_the_schema_and_the_store_quarantines_it(tmp_path):
+    stored = orjson.loads((FIXTURES / "tie_is_incorrect.json").read_bytes())
+    with pytest.raises(ValidationError, match="'correct', 'incorrect' or 'invalid'"):
+        Record.model_validate({**stored, "verdict": "maybe"})
+    with pytest.raises(ValidationError, match="'input_overflow', 'parse' or 'truncated'"):
+        Record.model_validate({**stored, "verdict": "invalid", "invalid_kind": "parse_failure"})
+    store = Store(tmp_path)
+    e = Record.model_validate(stored).experiment
+    path = store.path(e.model, e.task, stored["key"])
+    path.parent.mkdir(parents=True)
+    path.write_bytes(orjson.dumps({**stored, "verdict": "maybe"}))
+    assert store.valid_keys(e.model, e.task, {stored["key"]}) == set() and not path.exists()
+    [moved] = quarantined(tmp_path)
+    assert moved["why"] == "ValidationError: verdict: Input should be 'correct', 'incorrect' or 'invalid', got 'maybe'"
+
+
+def test_a_stage_keeps_every_field_a_completion_returned_in_the_order_records_have_always_had():
+    from mip.models import Completion, Request
+    from mip.strategies import stage_of
+
+    shared = set(CallOutput.model_fields)
+    assert shared < set(Completion.model_fields) and shared < set(Stage.model_fields)
+    assert set(Completion.model_fields) - shared == {"id", "error"}
+    assert list(Stage.model_fields) == [  # a record's JSON keys, in order
+        "name", "prompt", "prompt_hash", "output", "reasoning", "finish_reason", "prompt_tokens", "completion_tokens",
+        "reasoning_tokens", "max_tokens", "latency_s", "usage", "reasoning_raw", "reasoning_from", "provider",
+        "served_model"]
+    values = {"output": "o", "reasoning": "r", "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 2,
+              "reasoning_tokens": 3, "latency_s": 0.5, "usage": {"cost": 0.1}, "reasoning_raw": {"reasoning_details": []},
+              "reasoning_from": ["reasoning"], "provider": "p", "served_model": "m"}
+    assert shared - set(values) == {"max_tokens"}  # a new shared field needs a value here
+    stage = stage_of("answer", Request("k", "the prompt", 96), Completion("k", **values, error=None))
+    assert stage.model_dump(include=shared) == {**values, "max_tokens": 96}
+    assert stage.prompt is None and stage.prompt_hash == prompt_hash("the prompt")
+
+
+def test_a_completion_refuses_a_field_it_does_not_have():
+    from mip.models import Completion
+
+    assert Completion("r1", output="x").output == "x"
+    with pytest.raises(ValidationError, match="text"):
+        Completion("r1", text="x")  # mip 0.2's name: an error, not a silently empty output

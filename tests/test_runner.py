@@ -38,7 +38,7 @@ class Scripted(Backend):
             if isinstance(out, Exception):
                 yield Completion(r.id, error=str(out))
             else:
-                yield Completion(r.id, text=out, finish_reason=self.finish, prompt_tokens=10, completion_tokens=5)
+                yield Completion(r.id, output=out, finish_reason=self.finish, prompt_tokens=10, completion_tokens=5)
 
 
 def stored(cfg) -> list:

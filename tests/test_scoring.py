@@ -267,6 +267,20 @@ def test_forced_answer_after_reserved_budget_is_parsed():
     assert verdict_of("PER", "PER", "length", forced_answer_ok=True) == ("correct", None)
 
 
+def test_a_verdict_is_an_enum_that_reads_and_writes_as_its_value():
+    """Correct and incorrect are valid (a tie is incorrect, footnote 4); invalid is not, and
+    carries a kind. Members are the strings records, tables and W&B have always held."""
+    verdict, kind = verdict_of(None, "PER", "length")
+    assert (verdict, kind) == (scoring.Verdict.INVALID, scoring.InvalidKind.TRUNCATED)
+    assert isinstance(verdict, scoring.Verdict) and not verdict.valid
+    assert [v for v in scoring.Verdict if v.valid] == ["correct", "incorrect"]
+    assert f"{verdict} ({kind})" == "invalid (truncated)" and json.dumps([verdict, kind]) == '["invalid", "truncated"]'
+    assert scoring.Verdict("incorrect") is scoring.Verdict.INCORRECT
+    assert scoring.OUTCOMES == ("correct", "incorrect", "input_overflow", "parse", "truncated")
+    assert scoring.outcome(verdict, kind) == "truncated" and type(scoring.outcome(verdict, kind)) is str
+    assert scoring.outcome(scoring.Verdict.CORRECT, None) == "correct"
+
+
 def test_labels_come_from_the_list_closing_last_and_counts_from_the_deciding_object():
     nested = '[{"id": 1, "label": "LOC"}, {"id": 2, "label": "PER", "notes": [{"x": 1}]}]'
     assert parse_labels(nested, NER, [1, 2]) == {1: "LOC", 2: "PER"}  # not the inner list, which closes first

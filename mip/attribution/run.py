@@ -20,6 +20,7 @@ from mip.data.pools import Pool, load_pool
 from mip.instances import PATTERNS
 from mip.experiments import rebuild_prompt
 from mip.records import Record, counted_attempt
+from mip.scoring import Verdict
 from mip.store import iter_records
 
 
@@ -95,7 +96,7 @@ def spread(records: list[Record], limit: int) -> list[Record]:
 
 
 def replayable(record: Record, task) -> bool:
-    return record.verdict != "invalid" and record.answer in task.labels
+    return record.verdict.valid and record.answer in task.labels
 
 
 def pools_for(cfg: AttributeConfig, records: list[Record]) -> dict[str, Pool]:
@@ -153,7 +154,7 @@ def attribute(cfg: AttributeConfig) -> Path:
                 skipped[str(e)] += 1
                 continue
             row = {**record.experiment.model_dump(), "pool_filtered": record.pool_filtered, "key": record.key,
-                   "correct": record.verdict == "correct",
+                   "correct": record.verdict == Verdict.CORRECT,
                    "selected": replay.selected, "score": replay.score, "share": replay.share, "signed": replay.signed,
                    "u": replay.u, "tokens": replay.tokens, "seconds": replay.seconds, "peak_rss_mb": replay.peak_rss_mb,
                    "checkpointing": replay.extra["checkpointing"], "instance_labels": record.instance_labels}

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 import mip
 from mip import prompts, scoring
+from mip.scoring import InvalidKind, Verdict
 from mip.claims import Claim
 from mip.config import Config, to_plain
 from mip.experiments import Planned, final_prompt
@@ -136,7 +137,7 @@ class JobLoop:
             yield plan, n_tokens
 
     def _final(self, attempts: list[Attempt]) -> bool:
-        return attempts[-1].verdict != scoring.INVALID or len(attempts) >= self.allowed
+        return attempts[-1].verdict.valid or len(attempts) >= self.allowed
 
     def _land(self, result: Landed, bar: tqdm) -> None:
         """Keep one attempt: in the record when it is final, else under ``.attempts/``."""
@@ -154,8 +155,8 @@ class JobLoop:
     def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], bar: tqdm,
                predictions: list[str | None] | None = None) -> None:
         counted = counted_attempt(attempts)
-        verdict, answer = (counted.verdict, counted.answer) if counted else (scoring.INVALID, None)
-        kind = counted.invalid_kind if counted else scoring.INPUT_OVERFLOW
+        verdict, answer = (counted.verdict, counted.answer) if counted else (Verdict.INVALID, None)
+        kind = counted.invalid_kind if counted else InvalidKind.INPUT_OVERFLOW
         prompt = final_prompt(plan, counted)
         # Built from typed parts by this code alone, so not validated again (a 2,000-id list
         # costs a fraction of a millisecond to check); every read validates.
@@ -173,7 +174,7 @@ class JobLoop:
             attempts_allowed=self.allowed,
             answer=answer,
             verdict=verdict,
-            invalid_kind=kind if verdict == scoring.INVALID else None,
+            invalid_kind=None if verdict.valid else kind,
             scoring_rule=scoring.RULE_VERSION,
             predictions=predictions,
             reported_counts=counted.counts if counted else None,
@@ -190,7 +191,7 @@ class JobLoop:
         plan.release()
         bar.update(1)
         self.summary.stored_now += 1
-        self.verdicts[record.invalid_kind or record.verdict] += 1
+        self.verdicts[scoring.outcome(record.verdict, record.invalid_kind)] += 1
 
     def _store_error(self, e: OSError) -> StoreError:
         return StoreError(

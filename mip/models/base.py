@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
+
+from pydantic import ConfigDict, Field
 
 from mip.config.model import ModelConfig
+from mip.records import CallOutput
 
 
 class BackendSetupError(RuntimeError):
@@ -36,33 +39,27 @@ class Request:
     max_tokens: int
 
 
-@dataclass
-class Completion:
-    """What came back for one request.
+class Completion(CallOutput):
+    """What came back for one request: what the call returned (its fields are
+    :class:`mip.records.CallOutput`'s, the ones a record's stage keeps), or an error.
 
     ``error`` marks a failure of the infrastructure (network, server, timeout): it is
     never a model verdict; the runner retries it and, if it persists, leaves the
     experiment unstored.
+
+    >>> Completion("r1", output='{"answer": "PER"}', finish_reason="stop").output
+    '{"answer": "PER"}'
     """
 
-    id: str
-    text: str | None = None
-    reasoning: str | None = None
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    latency_s: float | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
-    """The backend's usage report in full (tokens, cached tokens, cost where reported)."""
-    reasoning_raw: dict[str, Any] = field(default_factory=dict)
-    """The server's other reasoning fields, verbatim: reasoning_details, or one whose text differs from the trace."""
-    reasoning_from: list[str] = field(default_factory=list)
-    """The response fields whose value was exactly ``reasoning`` (so it is kept once)."""
-    provider: str | None = None
-    """Who served the request (OpenRouter's provider), where the server says."""
-    served_model: str | None = None
-    error: str | None = None
+    # A misspelt field (mip 0.2's ``text=``) fails loudly instead of dropping the output.
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="The request's id.")
+    error: Optional[str] = Field(default=None, description="An infrastructure failure, never a verdict.")
+
+    def __init__(self, id: str, /, **fields: Any) -> None:
+        """``Completion(request.id, output=…, …)``: the request's id first, as backends write it."""
+        super().__init__(id=id, **fields)
 
 
 class Backend(ABC):
@@ -72,8 +69,8 @@ class Backend(ABC):
     >>> class Echo(Backend):
     ...     def generate(self, requests):
     ...         for r in requests:
-    ...             yield Completion(r.id, text=r.prompt, finish_reason="stop")
-    >>> [c.text for c in Echo().generate([Request("a", "hi", 4)])]
+    ...             yield Completion(r.id, output=r.prompt, finish_reason="stop")
+    >>> [c.output for c in Echo().generate([Request("a", "hi", 4)])]
     ['hi']
     """
 

@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Completion, Request
+from mip.records import schema_error
 from mip.models.replies import content_text
 
 RETRY_AFTER_MAX_S = 60.0
@@ -150,12 +152,19 @@ def completion_from(request_id: str, response: Any, latency: float) -> Completio
     if choice.get("error") or choice.get("finish_reason") == "error":
         return Completion(request_id, error=f"error in the choice: {choice.get('error')}", latency_s=latency)
     message = choice.get("message") or {}
+    try:
+        return _completion(request_id, response, choice, message, latency)
+    except ValidationError as e:  # a field of the wrong type (tokens as text, a model that is no string)
+        return Completion(request_id, latency_s=latency, error=f"a 200 response with a malformed field: {schema_error(e)}")
+
+
+def _completion(request_id: str, response: dict, choice: dict, message: dict, latency: float) -> Completion:
     trace, raw, same = reasoning_of(message)
     usage = response.get("usage") or {}
     details = usage.get("completion_tokens_details") or {}
     return Completion(
         request_id,
-        text=content_text(message.get("content"), message.get("refusal")),  # text parts joined, not JSON-encoded
+        output=content_text(message.get("content"), message.get("refusal")),  # text parts joined, not JSON-encoded
         reasoning=trace,
         reasoning_raw=raw,
         reasoning_from=same,

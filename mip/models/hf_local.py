@@ -181,7 +181,7 @@ class HFBackend(Backend):
                 kept = new if stop is None else new[:stop]
                 yield Completion(
                     request.id,
-                    text=tok.decode(kept, skip_special_tokens=True),
+                    output=tok.decode(kept, skip_special_tokens=True),
                     finish_reason="length" if stop is None else "stop",
                     prompt_tokens=len(ids),
                     completion_tokens=len(kept) + (0 if stop is None else 1),

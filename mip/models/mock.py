@@ -45,7 +45,7 @@ class MockBackend(Backend):
             text = self._answer(r.prompt)
             yield Completion(
                 r.id,
-                text=text,
+                output=text,
                 finish_reason="stop",
                 prompt_tokens=len(r.prompt) // 4,
                 completion_tokens=len(text) // 4,

@@ -6,15 +6,9 @@ completion, at most ``max_concurrency`` at a time, and completions are handed ba
 one finishes. The runner's requests are pulled one by one as slots free up, so the next
 prompt is built while earlier ones are in flight.
 
-Two transports (``model.transport``):
-
-- ``aiohttp`` (default): mip's own lean client. Each body is JSON-encoded once (orjson) and
-  posted on a pooled aiohttp connection; the proxy variables (``HTTPS_PROXY``, ``NO_PROXY``,
-  …) are read once. Its CPU cost per request is a fraction of the SDK's
-  (benchmarks/RESULTS.md), which is what lets one process keep hundreds of long requests in
-  flight.
-- ``openai``: the ``openai`` SDK's async client, for comparison or for a server whose quirks
-  only the SDK handles. Its own retries are off: the rules below apply to both transports.
+Two transports (``model.transport``, :mod:`mip.models.transports`): ``aiohttp`` (default),
+mip's own lean client, and ``openai``, the SDK's async client with its own retries off. They
+only send; the rules below apply to both.
 
 The rules, in one place (:meth:`OpenAICompatBackend._call`), for both transports:
 
@@ -46,7 +40,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
-from yarl import URL
 
 import mip
 from mip.config import OpenAICompatModelConfig
@@ -54,30 +47,9 @@ from mip.models.base import Backend, BackendContext, BackendSetupError, Completi
 from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
+from mip.models.transports import TRANSPORTS, Transport
 
-TRANSPORTS = ("aiohttp", "openai")
 CHECK_DEADLINE_S = 30.0  # the model listing and token counts: one deadline over the whole exchange
-
-
-def proxy_for(url: str | URL) -> dict[str, Any]:
-    """The proxy the environment (``HTTPS_PROXY``, ``NO_PROXY``, …) sets for ``url``, as
-    request arguments; read once per session, since aiohttp's ``trust_env`` would look it
-    up on every request (about 1 ms of CPU each)."""
-    from aiohttp.helpers import get_env_proxy_for_url
-
-    try:
-        proxy, auth = get_env_proxy_for_url(URL(url))
-    except LookupError:
-        return {}
-    return {"proxy": proxy, "proxy_auth": auth}
-
-
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as e:  # pragma: no cover - openai is a base dependency
-        raise BackendSetupError("transport: openai needs `pip install openai`.") from e
-    return openai
 
 
 class OpenAICompatBackend(Backend):
@@ -95,10 +67,9 @@ class OpenAICompatBackend(Backend):
         self.model_id = None if cfg.model_id == "auto" else cfg.model_id
         self._root = cfg.base_url.rstrip("/")  # the API root, …/v1
         self._loop: EventLoop | None = None
-        # Made inside the event loop on first use: the HTTP session (or SDK client) and the gate.
-        self._client: Any = None
+        # The transport makes its client inside the event loop on first use; the gate is made there too.
+        self._transport: Transport | None = None
         self._gate: asyncio.Semaphore | None = None
-        self._proxy: dict[str, Any] = {}
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -220,21 +191,22 @@ class OpenAICompatBackend(Backend):
     def close(self) -> None:
         if self._loop is not None:
             self._loop.close(self._shutdown())
-        self._loop = self._client = self._gate = None
+        self._loop = self._transport = self._gate = None
 
     async def _shutdown(self) -> None:
-        if self._client is not None:
-            await self._client.close()
+        if self._transport is not None:
+            await self._transport.close()
 
     def _encode(self, request: Request) -> Any:
-        body = request_body(self.cfg, request, self.model_id)
-        return body if self.cfg.transport == "openai" else orjson.dumps(body)
+        if self._transport is None:
+            self._transport = TRANSPORTS[self.cfg.transport](self.cfg, self._root, self._api_key)
+        return self._transport.encode(request_body(self.cfg, request, self.model_id))
 
     async def _call(self, request: Request, body: Any) -> Completion:
         """One request, with the retry, deadline, size and redirect rules (module docstring)."""
         if self._gate is None:
             self._gate = asyncio.Semaphore(self.cfg.max_concurrency)
-        send = self._send_sdk if self.cfg.transport == "openai" else self._send
+        send = self._transport.send  # made by _encode, which runs before any call
         async with self._gate:
             start = time.perf_counter()
             error = ""
@@ -282,58 +254,3 @@ class OpenAICompatBackend(Backend):
             return Completion(request_id, latency_s=latency, error=(
                 f"{self._root}/chat/completions answered HTTP 200 with no JSON ({len(raw)} bytes: {head!r}…). "
                 "A web page here usually means model.base_url is not the API root (e.g. https://host/v1)."))
-
-    def _session(self) -> Any:
-        if self._client is None:
-            import aiohttp
-
-            self._client = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.cfg.max_concurrency),
-                headers={"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
-                         "User-Agent": f"mip/{mip.__version__}"},
-                timeout=aiohttp.ClientTimeout(total=self.cfg.request_timeout_s),
-            )
-            self._url = URL(f"{self._root}/chat/completions")  # parsed once, not per request
-            self._proxy = proxy_for(self._url)
-        return self._client
-
-    async def _send(self, body: bytes) -> tuple[int, Mapping[str, str], bytes]:
-        """aiohttp: post one body, read the reply (capped); redirects are not followed."""
-        session = self._session()
-        async with session.post(self._url, data=body, allow_redirects=False, **self._proxy) as response:
-            limit = self.cfg.max_response_bytes
-            if response.content_length is not None:  # the usual case: one read of a known length
-                if response.content_length > limit:
-                    raise ReplyTooLarge(response.content_length, limit)
-                return response.status, response.headers, await response.read()
-            raw = bytearray()  # chunked, or until the connection closes: counted as it comes
-            async for chunk in response.content.iter_any():
-                raw += chunk
-                if len(raw) > limit:
-                    raise ReplyTooLarge(None, limit)
-            return response.status, response.headers, bytes(raw)
-
-    async def _send_sdk(self, body: dict[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
-        """The ``openai`` SDK: its retries off and redirects not followed (the rules are
-        :meth:`_call`'s); the reply is read raw, capped, and parsed like aiohttp's."""
-        openai = _import_openai()
-        if self._client is None:
-            self._client = openai.AsyncOpenAI(
-                base_url=self.cfg.base_url, api_key=self._api_key, max_retries=0, timeout=self.cfg.request_timeout_s,
-                http_client=openai.DefaultAsyncHttpxClient(follow_redirects=False, timeout=self.cfg.request_timeout_s))
-        body = dict(body)
-        named = {"model": body.pop("model"), "messages": body.pop("messages")}
-        try:
-            async with self._client.chat.completions.with_streaming_response.create(**named, extra_body=body) as response:
-                raw = bytearray()
-                async for chunk in response.iter_bytes():
-                    raw += chunk
-                    if len(raw) > self.cfg.max_response_bytes:
-                        raise ReplyTooLarge(None, self.cfg.max_response_bytes)
-                return response.http_response.status_code, response.headers, bytes(raw)
-        except openai.APIStatusError as e:
-            try:
-                raw = e.response.content
-            except Exception:  # noqa: BLE001 - a body the SDK did not read
-                raw = json.dumps({"error": {"message": e.message}}).encode()
-            return e.status_code, e.response.headers, raw

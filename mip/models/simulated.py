@@ -91,7 +91,7 @@ class SimulatedBackend(Backend):
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         for r in requests:
             text, trace = respond(r.prompt, self.rule)
-            yield Completion(r.id, text=text, reasoning=trace or None, finish_reason="stop",
+            yield Completion(r.id, output=text, reasoning=trace or None, finish_reason="stop",
                              prompt_tokens=len(r.prompt) // 4, completion_tokens=(len(text) + len(trace)) // 4,
                              latency_s=0.0)
 

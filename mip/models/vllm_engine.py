@@ -96,7 +96,7 @@ class VLLMBackend(Backend):
             reasoning, content = self._split(generated.text)
             yield Completion(
                 request.id,
-                text=content,
+                output=content,
                 reasoning=reasoning,
                 finish_reason=generated.finish_reason,
                 prompt_tokens=len(output.prompt_token_ids or []),

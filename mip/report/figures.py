@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mip.instances import COUNTERPARTS, PATTERNS, regions, split_counts  # noqa: E402
+from mip.scoring import InvalidKind, Verdict  # noqa: E402
 
 REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
 
@@ -124,8 +125,8 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
 
 def error_types(frame: pd.DataFrame) -> plt.Figure:
     """Fig. 14: share of experiments per model that are mistakes or invalid, by kind."""
-    kinds = {"incorrect": frame["verdict"] == "incorrect", "parse": frame["invalid_kind"] == "parse",
-             "truncated": frame["invalid_kind"] == "truncated", "input_overflow": frame["invalid_kind"] == "input_overflow"}
+    kinds = {Verdict.INCORRECT: frame["verdict"] == Verdict.INCORRECT,
+             **{k: frame["invalid_kind"] == k for k in (InvalidKind.PARSE, InvalidKind.TRUNCATED, InvalidKind.INPUT_OVERFLOW)}}
     shares = pd.DataFrame({k: v for k, v in kinds.items()}).groupby(frame["model"]).mean()
     counts = frame.groupby("model").size()
     fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(shares)), 4))
@@ -201,8 +202,8 @@ def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> 
     budgets_ = sorted(frame["budget"].unique())
     width = 0.8 / len(budgets_)
     fig, ax = plt.subplots(figsize=(max(7, 0.8 * len(names) * len(budgets_) + 2), 4))
-    outcome = frame["verdict"].where(frame["valid"], "invalid")
-    colours = {"correct": "tab:green", "incorrect": "tab:orange", "invalid": "tab:grey"}
+    outcome = frame["verdict"].where(frame["valid"], Verdict.INVALID)
+    colours = {Verdict.CORRECT: "tab:green", Verdict.INCORRECT: "tab:orange", Verdict.INVALID: "tab:grey"}
     for j, budget in enumerate(budgets_):
         sub = frame[frame["budget"] == budget]
         shares = pd.crosstab(sub["pattern"], outcome[sub.index], normalize="index").reindex(names).fillna(0) * 100

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from mip import prompts
 from mip.models import Completion, Request
-from mip.records import Attempt, Stage
+from mip.records import Attempt, CallOutput, Stage
 
 if TYPE_CHECKING:
     from mip.config import Config
@@ -50,25 +50,12 @@ class Strategy(Protocol):
 
 def stage_of(name: str, request: Request, c: Completion, keep_prompt: bool = False,
              prompt_sha: str | None = None) -> Stage:
-    """One model call inside an attempt, as a record keeps it."""
-    return Stage(
-        name=name,
-        prompt=request.prompt if keep_prompt else None,
-        prompt_hash=prompt_sha or prompts.prompt_hash(request.prompt),
-        output=c.text,
-        reasoning=c.reasoning,
-        finish_reason=c.finish_reason,
-        prompt_tokens=c.prompt_tokens,
-        completion_tokens=c.completion_tokens,
-        reasoning_tokens=c.reasoning_tokens,
-        max_tokens=request.max_tokens,
-        latency_s=c.latency_s,
-        usage=c.usage,
-        reasoning_raw=c.reasoning_raw,
-        reasoning_from=c.reasoning_from,
-        provider=c.provider,
-        served_model=c.served_model,
-    )
+    """One model call inside an attempt, as a record keeps it: what the call returned, its
+    request's output-token limit, and its prompt's hash (the prompt too where asked)."""
+    returned = {field: getattr(c, field) for field in CallOutput.model_fields}
+    return Stage(**{**returned, "max_tokens": request.max_tokens}, name=name,
+                 prompt=request.prompt if keep_prompt else None,
+                 prompt_hash=prompt_sha or prompts.prompt_hash(request.prompt))
 
 
 def _single(cfg: Config) -> Strategy:

@@ -53,7 +53,7 @@ class Decomposed:
                 plan, positions, request = batches[completion.id]
                 answered.add(completion.id)
                 stages[plan.key].append(stage_of(f"batch {completion.id.split('#')[1]}", request, completion))
-                found = scoring.parse_labels(completion.text, plan.task.labels, [i + 1 for i in positions])
+                found = scoring.parse_labels(completion.output, plan.task.labels, [i + 1 for i in positions])
                 for index, label in found.items():
                     predictions[plan.key][index - 1] = label
             failed |= {rid.split("#")[0] for rid in batches if rid not in answered}
@@ -61,11 +61,9 @@ class Decomposed:
             if plan.key in failed:
                 continue
             given = predictions[plan.key]
-            if not any(given):
-                answer, verdict, kind = None, scoring.INVALID, scoring.PARSE
-            else:
-                answer = scoring.majority_of(given, plan.task.labels)
-                verdict, kind = (scoring.CORRECT if answer == plan.gold else scoring.INCORRECT), None
+            answer = scoring.majority_of(given, plan.task.labels) if any(given) else None
+            # Counted in code from the batches' labels: no length stop of its own to judge.
+            verdict, kind = scoring.verdict_of(answer, plan.gold, finish_reason=None)
             attempt = Attempt(index=job.next_index(plan.key), stages=stages[plan.key], answer=answer, verdict=verdict,
                               invalid_kind=kind)
             yield Landed(plan, n_tokens, attempt, predictions=given)

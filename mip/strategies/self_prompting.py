@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from mip import prompts, scoring
+from mip.scoring import InvalidKind, Verdict
 from mip.experiments import build_prompt
 from mip.job.tokens import count_texts, overflows
 from mip.records import Attempt, Stage
@@ -34,26 +35,26 @@ class SelfPrompting:
         for completion in job.calls(requests):
             plan, n_tokens, request = by_key[completion.id]
             stage = stage_of("instruction", request, completion, keep_prompt=True)
-            if completion.finish_reason == "length" or not (completion.text or "").strip():
-                kind = scoring.TRUNCATED if completion.finish_reason == "length" else scoring.PARSE
+            if completion.finish_reason == "length" or not (completion.output or "").strip():
+                kind = InvalidKind.TRUNCATED if completion.finish_reason == "length" else InvalidKind.PARSE
                 yield Landed(plan, n_tokens, Attempt(index=job.next_index(plan.key), stages=[stage],
-                                                     verdict=scoring.INVALID, invalid_kind=kind))
+                                                     verdict=Verdict.INVALID, invalid_kind=kind))
             else:
-                ready.append((plan, stage, build_prompt(plan.task, "self_prompt", plan.texts, completion.text)))
+                ready.append((plan, stage, build_prompt(plan.task, "self_prompt", plan.texts, completion.output)))
         tokens, _ = count_texts(job.backend, [prompt for *_, prompt in ready], per_token, quiet=True)
         second: dict[str, tuple[Planned, Stage, int]] = {}
         requests = []
         for (plan, stage, prompt), n_tokens in zip(ready, tokens):
             if overflows(n_tokens, job.cfg.model.context_window):
                 yield Landed(plan, n_tokens, Attempt(index=job.next_index(plan.key), stages=[stage],
-                                                     verdict=scoring.INVALID, invalid_kind=scoring.INPUT_OVERFLOW))
+                                                     verdict=Verdict.INVALID, invalid_kind=InvalidKind.INPUT_OVERFLOW))
             else:
                 second[plan.key] = (plan, stage, n_tokens)
                 requests.append(job.request(plan.key, prompt, n_tokens))
         asked = {r.id: r for r in requests}
         for completion in job.calls(requests):
             plan, stage, n_tokens = second[completion.id]
-            answer = scoring.parse_answer(completion.text, plan.task.labels)
+            answer = scoring.parse_answer(completion.output, plan.task.labels)
             verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason, job.forced_answer_ok)
             stages = [stage, stage_of("answer", asked[completion.id], completion)]
             yield Landed(plan, n_tokens, Attempt(index=job.next_index(plan.key), stages=stages, answer=answer,

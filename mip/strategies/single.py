@@ -32,10 +32,10 @@ class SingleCall:
         for completion in job.calls(requests()):
             plan, n_tokens, request = asked.pop(completion.id)
             labels = plan.task.labels
-            answer = scoring.parse_answer(completion.text, labels)
+            answer = scoring.parse_answer(completion.output, labels)
             verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason, job.forced_answer_ok)
             attempt = Attempt(index=job.next_index(plan.key),
                               stages=[stage_of("answer", request, completion, prompt_sha=plan.prompt_sha)],
                               answer=answer, verdict=verdict, invalid_kind=kind,
-                              counts=scoring.parse_counts(completion.text, labels) if self.counts else None)
+                              counts=scoring.parse_counts(completion.output, labels) if self.counts else None)
             yield Landed(plan, n_tokens, attempt)
