@@ -133,6 +133,7 @@ def test_region_shares_on_a_constructed_case():
     assert regions["instance_share"].tolist() == pytest.approx([0.2, 0.6, 0.2])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_real_smollm2_replays_give_profiles_and_refuse_tampered_records(results, tmp_path):
     from mip.attribution.run import AttributionError, attribute

@@ -43,6 +43,7 @@ def test_audit_through_a_server_reports_a_verdict_per_cell(tmp_path, results):
     assert "95 % interval" in report and "cost:" in report
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_audit_offline_with_the_embedded_model(tmp_path, results):
     data = reviews(tmp_path / "small.csv", rows=30)
