@@ -33,7 +33,22 @@ def registered() -> None:
 
 def compose(*overrides: str, config_name: str = "config"):
     """The typed config for ``overrides``, composed exactly as run.py (or, with
-    ``config_name="analyze"``, analyze.py) composes it."""
+    ``config_name="analyze"``, analyze.py) composes it.
+
+    Memoised per process: many tests compose the same few configs (``task=all``, one model),
+    and a composition costs ~0.3 s. The key holds the environment, which the config files read
+    (``${oc.env:MIP_RESULTS_DIR}`` …), less pytest's own variables; each caller gets a copy to change."""
+    environ = tuple(sorted((k, v) for k, v in os.environ.items() if not k.startswith("PYTEST_")))
+    key = (config_name, overrides, environ)
+    if key not in _COMPOSED:
+        _COMPOSED[key] = _compose(config_name, overrides)
+    return copy.deepcopy(_COMPOSED[key])
+
+
+_COMPOSED: dict = {}
+
+
+def _compose(config_name: str, overrides: tuple[str, ...]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
@@ -46,7 +61,7 @@ def compose(*overrides: str, config_name: str = "config"):
 
 def vary(cfg, pattern: str | None = None, **fields):
     """A copy of a composed Config with another pattern and other top-level values (seed=…):
-    what composing again with ``pattern=<name> seed=<s>`` gives (test_simulated checks that it
+    what composing again with ``pattern=<name> seed=<s>`` gives (tests/test_helpers.py checks that it
     is), without composing again. A composition takes ~0.3 s, a small job a tenth of that, so a
     test that builds a sweep job by job composes once and varies."""
     if pattern is not None:

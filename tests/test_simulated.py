@@ -53,14 +53,6 @@ MODELS = ("simulated_first_k", "simulated_unbiased")
 SEEDS = (0, 1, 2)
 
 
-def test_varying_a_composed_config_equals_composing_the_variant(tmp_path):
-    """The shortcut the fixture below (and test_analyze) takes: compose once, vary the pattern and seed."""
-    common = ("model=simulated_first_k", "task=arith", "budget=smoke", f"paths.results_dir={tmp_path}")
-    base = compose(*common)
-    for pattern, seed in (("majority_last", 2), ("random", 1), ("soft_majority_middle", 0)):
-        assert vary(base, pattern=pattern, seed=seed) == compose(*common, f"pattern={pattern}", f"seed={seed}")
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     """The sweep's 42 jobs and their report, in this process: what `run.py -m` and analyze.py
