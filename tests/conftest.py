@@ -69,6 +69,23 @@ def vary(cfg, pattern: str | None = None, **fields):
     return copy.deepcopy(dataclasses.replace(cfg, **fields))
 
 
+def unencoded(fig, folder: Path, name: str) -> list[Path]:
+    """mip.report.figures.save less the PNG and PDF encoding, which is most of a report's time:
+    for tests that read a report's tables and text. The figures are still drawn;
+    test_analyze's every-table-and-figure test encodes and checks each file."""
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return [folder / f"{name}.png", folder / f"{name}.pdf"]
+
+
+@pytest.fixture
+def figures_unencoded(monkeypatch) -> None:
+    from mip.report import figures
+
+    monkeypatch.setattr(figures, "save", unencoded)
+
+
 @pytest.fixture
 def results(tmp_path, monkeypatch) -> Path:
     """A fresh results folder for run.py and composed configs."""

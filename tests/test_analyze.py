@@ -164,7 +164,7 @@ def _frame(rows):
     return slices.add_columns(frame(rows))
 
 
-def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_path):
+def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_path, figures_unencoded):
     from .test_stats import cell
 
     rows = cell(0, "majority_first", ["invalid"] * 3, model="dead") + cell(0, "majority_middle", ["invalid"] * 3, model="dead")
@@ -180,7 +180,7 @@ def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_
     assert tests.loc["ok", "test"].startswith("not testable") and pd.isna(tests.loc["ok", "p_value"])
 
 
-def test_settings_are_never_pooled_and_strays_are_listed(tmp_path):
+def test_settings_are_never_pooled_and_strays_are_listed(tmp_path, figures_unencoded):
     from .test_stats import cell
 
     rows = []

@@ -24,7 +24,7 @@ from mip.analysis import analyze
 from mip.job import run_job
 from mip.report import figures
 
-from .conftest import REPO, compose, run_py, vary
+from .conftest import REPO, compose, run_py, unencoded, vary
 
 N, P, K = 20, 0.6, 9
 
@@ -67,17 +67,9 @@ def report(tmp_path_factory):
                 assert summary.ok, summary.errors
     cfg = compose(f"results=[{results / 'store'}]", f"out_dir={results / 'report'}", f"core=[{N},{P}]",
                   config_name="analyze")
-    with pytest.MonkeyPatch.context() as patch:
-        # Figures are drawn but not encoded (half the report's time): these tests read tables;
-        # test_analyze checks every figure file, and the slow test below writes them for this sweep.
-        patch.setattr(figures, "save", unsaved)
+    with pytest.MonkeyPatch.context() as patch:  # these tests read tables; the slow test below encodes the figures
+        patch.setattr(figures, "save", unencoded)
         return analyze(cfg).parent
-
-
-def unsaved(fig, folder, name):
-    """figures.save without the PNG and PDF encoding."""
-    figures.plt.close(fig)
-    return [folder / f"{name}.png", folder / f"{name}.pdf"]
 
 
 def _table(report, name):
