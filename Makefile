@@ -1,14 +1,17 @@
 # The whole set-up on a fresh machine is one of these two commands:
 #   make run    create .venv if missing, install, run the embedded demo (mip/demo.py), print its summary
-#   make test   install, then run the test suite
+#   make test   install, then run the fast tests (README "Tests"; `make test-slow` runs the real-component ones)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # A CPU build of torch (on this machine kind its wheel lies on disk). Override on a GPU
 # node, e.g. `make install TORCH=torch==2.14.0`.
 TORCH ?= torch==2.13.0
 EXTRAS ?= hf,serve,dev
+# pytest-xdist workers for `make test` (auto: one per CPU core). Each test module runs whole
+# on one worker, so its module-scoped fixtures are built once.
+WORKERS ?= auto
 
-.PHONY: install run serve test test-all bench clean
+.PHONY: install run serve test test-slow test-all bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -28,8 +31,13 @@ run: install
 serve: install
 	HF_HUB_OFFLINE=1 $(PY) -m mip.serve
 
+# The fast tier: pyproject's addopts deselect the slow, GPU and paid-API tests.
 test: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(WORKERS) --dist loadscope
+
+# The real-component tier: SmolLM2, `transformers serve`, SLURM, the full sweeps, kill storms.
+test-slow: install
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "slow and not gpu and not paid"
 
 test-all: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import os
 import sys
 from pathlib import Path
@@ -19,18 +22,68 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 needs_raw = pytest.mark.skipif(not RAW.is_dir(), reason=f"shared data not found at {RAW}")
 
 
-def compose(*overrides: str):
-    """The typed Config for ``overrides``, composed exactly as run.py composes it."""
+@functools.cache
+def registered() -> None:
+    """mip's schemas in Hydra's ConfigStore, once per test process: the store is a process-wide
+    singleton, and registering again re-converts every schema (a tenth of each compose's time)."""
+    from mip.config import register
+
+    register()
+
+
+def compose(*overrides: str, config_name: str = "config"):
+    """The typed config for ``overrides``, composed exactly as run.py (or, with
+    ``config_name="analyze"``, analyze.py) composes it.
+
+    Memoised per process: many tests compose the same few configs (``task=all``, one model),
+    and a composition costs ~0.3 s. The key holds the environment, which the config files read
+    (``${oc.env:MIP_RESULTS_DIR}`` …), less pytest's own variables; each caller gets a copy to change."""
+    environ = tuple(sorted((k, v) for k, v in os.environ.items() if not k.startswith("PYTEST_")))
+    key = (config_name, overrides, environ)
+    if key not in _COMPOSED:
+        _COMPOSED[key] = _compose(config_name, overrides)
+    return copy.deepcopy(_COMPOSED[key])
+
+
+_COMPOSED: dict = {}
+
+
+def _compose(config_name: str, overrides: tuple[str, ...]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mip.config import register
-
-    register()
+    registered()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = hydra_compose("config", overrides=list(overrides))
+        cfg = hydra_compose(config_name, overrides=list(overrides))
     return OmegaConf.to_object(cfg)
+
+
+def vary(cfg, pattern: str | None = None, **fields):
+    """A copy of a composed Config with another pattern and other top-level values (seed=…):
+    what composing again with ``pattern=<name> seed=<s>`` gives (tests/test_helpers.py checks that it
+    is), without composing again. A composition takes ~0.3 s, a small job a tenth of that, so a
+    test that builds a sweep job by job composes once and varies."""
+    if pattern is not None:
+        fields["pattern"] = dataclasses.replace(cfg.pattern, name=pattern)
+    return copy.deepcopy(dataclasses.replace(cfg, **fields))
+
+
+def unencoded(fig, folder: Path, name: str) -> list[Path]:
+    """mip.report.figures.save less the PNG and PDF encoding, which is most of a report's time:
+    for tests that read a report's tables and text. The figures are still drawn;
+    test_analyze's every-table-and-figure test encodes and checks each file."""
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return [folder / f"{name}.png", folder / f"{name}.pdf"]
+
+
+@pytest.fixture
+def figures_unencoded(monkeypatch) -> None:
+    from mip.report import figures
+
+    monkeypatch.setattr(figures, "save", unencoded)
 
 
 @pytest.fixture

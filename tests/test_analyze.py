@@ -16,7 +16,7 @@ from mip.report import write_report
 from mip.results import ResultsError, load_local, load_wandb_offline
 from mip.job import run_job
 
-from .conftest import REPO, compose
+from .conftest import REPO, compose, vary
 from .fake_server import FakeServer
 from .test_tracking import wandb_env  # noqa: F401 - fixture
 
@@ -25,15 +25,17 @@ PATTERNS = ["random", "majority_first", "majority_last", "majority_edges", "majo
 
 
 def grid(tmp_path, model_args, cells, patterns=PATTERNS, seeds=(0, 1), variants=("standard",), budgets=("smoke",), extra=()):
+    """One job per cell, pattern, seed, variant and budget; composed once per cell, variant and budget."""
     for (n, p) in cells:
-        for pattern in patterns:
-            for seed in seeds:
-                for variant in variants:
-                    for budget in budgets:
-                        cfg = compose(*model_args, "task=arith", f"n={n}", f"p={p}", f"pattern={pattern}", f"seed={seed}",
-                                      f"prompt_variant={variant}", f"budget={budget}", "progress=false",
-                                      f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}", *extra)
-                        run_job(cfg, tmp_path / "jobs" / f"{n}-{p}-{pattern}-{seed}-{variant}-{budget}-{model_args[0]}")
+        for variant in variants:
+            for budget in budgets:
+                base = compose(*model_args, "task=arith", f"n={n}", f"p={p}", f"prompt_variant={variant}",
+                               f"budget={budget}", "progress=false", f"paths.results_dir={tmp_path}",
+                               f"paths.cache_dir={tmp_path / 'cache'}", *extra)
+                for pattern in patterns:
+                    for seed in seeds:
+                        run_job(vary(base, pattern=pattern, seed=seed),
+                                tmp_path / "jobs" / f"{n}-{p}-{pattern}-{seed}-{variant}-{budget}-{model_args[0]}")
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +164,7 @@ def _frame(rows):
     return slices.add_columns(frame(rows))
 
 
-def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_path):
+def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_path, figures_unencoded):
     from .test_stats import cell
 
     rows = cell(0, "majority_first", ["invalid"] * 3, model="dead") + cell(0, "majority_middle", ["invalid"] * 3, model="dead")
@@ -178,7 +180,7 @@ def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_
     assert tests.loc["ok", "test"].startswith("not testable") and pd.isna(tests.loc["ok", "p_value"])
 
 
-def test_settings_are_never_pooled_and_strays_are_listed(tmp_path):
+def test_settings_are_never_pooled_and_strays_are_listed(tmp_path, figures_unencoded):
     from .test_stats import cell
 
     rows = []

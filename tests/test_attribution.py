@@ -26,6 +26,20 @@ def tokenizer():
     return transformers.AutoTokenizer.from_pretrained(folder)
 
 
+@pytest.fixture(scope="module")
+def tiny_weights(tokenizer, tmp_path_factory):
+    """A folder holding a tiny random llama and SmolLM2's tokenizer, for ``weights=``: a replay
+    on it takes the path a real one takes, in a fraction of a second (the real SmolLM2 replays
+    are test_real_smollm2_replays_give_profiles_and_refuse_tampered_records, a slow test)."""
+    folder = tmp_path_factory.mktemp("tiny_weights")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+    transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture
 def tiny(tokenizer, monkeypatch):
     """A tiny random llama in float64, its RMSNorm kept in float64 for a tight check."""
@@ -133,6 +147,7 @@ def test_region_shares_on_a_constructed_case():
     assert regions["instance_share"].tolist() == pytest.approx([0.2, 0.6, 0.2])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_real_smollm2_replays_give_profiles_and_refuse_tampered_records(results, tmp_path):
     from mip.attribution.run import AttributionError, attribute
@@ -194,7 +209,7 @@ def test_max_replays_are_spread_round_robin_over_patterns_labels_and_seeds():
     assert spread(records, 0) == records
 
 
-def test_records_from_a_filtered_pool_are_replayed_from_that_pool(results, tmp_path):
+def test_records_from_a_filtered_pool_are_replayed_from_that_pool(results, tmp_path, tiny_weights):
     from mip.attribution.run import attribute
     from mip.config import AttributeConfig
     from mip.data.pools import save_pool
@@ -211,7 +226,7 @@ def test_records_from_a_filtered_pool_are_replayed_from_that_pool(results, tmp_p
     assert records and all(r.pool_filtered and r.pool_version == kept.version for r in records)
     attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
                            results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
-                           pools_dir=str(results / "pools"), max_replays=1)
+                           pools_dir=str(results / "pools"), max_replays=1, weights=str(tiny_weights))
     attr.where.pool = "filtered"
     out = attribute(attr)
     summary = json.loads((out / "summary.json").read_text())

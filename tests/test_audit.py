@@ -59,6 +59,7 @@ def test_audit_through_a_server_reports_a_verdict_per_cell(tmp_path, results):
     assert "setting: audit" in saved and "\naudit:" not in saved and "audit_reviews" in saved
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_audit_offline_with_the_embedded_model(tmp_path, results):
     data = reviews(tmp_path / "small.csv", rows=30)

@@ -18,6 +18,22 @@ from .conftest import RAW, REPO, needs_raw, run_py
 
 
 @needs_raw
+def test_core_grid_sweep_is_21_jobs_and_270_experiments(results):
+    """The preset's sweep shape, quickly: the counts depend on the patterns, seeds, labels and
+    order seeds, not on n or the tokenizer (the full grid, n = 2,000 counted with SmolLM2's
+    tokenizer, is the slow test below)."""
+    proc = run_py("-m", "+experiment=core", "model=mock", "n=20", "dry_run=true", f"data_dir={RAW}", "progress=false")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = [json.loads(p.read_text()) for p in results.rglob("job.json")]
+    assert len(jobs) == 21
+    assert sum(j["experiments"] for j in jobs) == 270 == len({k for j in jobs for k in j["keys"]})  # none twice
+    assert all(j["dry_run"] and set(j["per_task"]) == {"math", "ner", "occurrence", "sentiment", "wsd"} for j in jobs)
+    assert "21 job(s), 270 experiments" in proc.stdout
+    assert not list(results.rglob("store/*"))  # nothing was called or stored
+
+
+@pytest.mark.slow
+@needs_raw
 def test_core_grid_multirun_is_21_jobs_and_270_experiments(results):
     proc = run_py("-m", "+experiment=core", "model=smollm2_135m", "pattern=glob(*)", "seed=0,1,2", "dry_run=true",
                   f"data_dir={RAW}", "progress=false")
@@ -81,6 +97,7 @@ def test_two_jobs_on_one_store_at_once(results):
     assert len(list(Store(results / "store"))) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_demo_with_the_real_smollm2_model(results):
     """The embedded model end to end, on a tiny setting: records with real outputs."""

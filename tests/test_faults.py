@@ -21,6 +21,7 @@ from .conftest import REPO, compose, run_py
 from .fake_server import FakeServer
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_ten_kills_with_64_requests_in_flight(results):
     """Kill -9 at random moments while 64 requests are in flight; after a rerun every

@@ -163,6 +163,7 @@ def test_two_filter_runs_at_once_ask_each_instance_once(tmp_path):
     assert len(list(folder.glob("*.json"))) == 60
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_stage_with_real_smollm2_through_transformers_serve(tmp_path, smollm2_server):
     done = subprocess.run([sys.executable, str(REPO / "filter.py"), "task=arith", "task.arith.pool_size=4",
@@ -175,6 +176,7 @@ def test_stage_with_real_smollm2_through_transformers_serve(tmp_path, smollm2_se
     assert "filtered pool" in done.stdout and "keeps" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_stage_offline_with_the_embedded_model_in_process(tmp_path):
     cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=4", "filter_models=[smollm2_135m]", "max_tokens=12")

@@ -11,6 +11,7 @@ from mip.store import Store
 from .conftest import run_py
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("transport", ["aiohttp", "openai"])
 def test_job_through_transformers_serve_then_rerun_calls_nothing(results, smollm2_server, transport):

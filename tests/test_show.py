@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -10,20 +12,39 @@ import sys
 import pytest
 
 from mip.store import Store
-from mip.show import clipped
+from mip.show import clipped, main
 
 from .conftest import REPO, run_py
 
 
-def show(*args: str):
+def show_command(*args: str) -> subprocess.CompletedProcess:
+    """`python -m mip.show args`, as a user types it."""
     return subprocess.run([sys.executable, "-m", "mip.show", *args], cwd=REPO, env=os.environ.copy(),
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.fixture
-def job(results):
-    proc = run_py("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first", "progress=false")
+def show(*args: str) -> subprocess.CompletedProcess:
+    """mip.show's main with the same arguments, in this process: what the command prints and
+    returns less an interpreter start (the first test runs the command itself)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["mip.show", *args], code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """One run.py job (the mock model, two records) for the module; each test gets a copy."""
+    results = tmp_path_factory.mktemp("show") / "results"
+    proc = run_py("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first", "progress=false",
+                  env={"MIP_RESULTS_DIR": str(results)})
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return results
+
+
+@pytest.fixture
+def job(made, results):
+    shutil.copytree(made, results)
     records = sorted(Store(results / "store"), key=lambda r: r.key)
     assert len(records) == 2
     (folder,) = [p.parent for p in results.rglob("job.json")]
@@ -33,7 +54,7 @@ def job(results):
 def test_a_key_prints_the_rebuilt_prompt_every_attempt_and_the_verdict(job):
     _, records = job
     record = records[0]
-    proc = show(record.key)
+    proc = show_command(record.key)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert f"== record {record.key}" in out and "hash checked" in out

@@ -1,13 +1,16 @@
 """The analysis finds an order effect that is known to be there, and none where there is none.
 
 A simulated model that reads only the first k instances runs the core grid (all seven
-patterns, both labels, seeds 0–2, random over order seeds 0–2) through the real run.py →
-store → analyze.py path; the report's CSV tables must equal what the pattern definitions
-predict (mip.models.simulated.expected), and the unbiased simulated model must show Δ = 0.
+patterns, both labels, seeds 0–2, random over order seeds 0–2) through run_job → store →
+analyze; the report's CSV tables must equal what the pattern definitions predict
+(mip.models.simulated.expected), and the unbiased simulated model must show Δ = 0. The slow
+test at the end runs the same sweep through the real run.py -m → analyze.py path and checks
+that it writes the same tables.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -17,7 +20,11 @@ import pytest
 from mip.instances import PATTERNS
 from mip.models.simulated import SimulatedConfig, expected, expected_summary, respond
 
-from .conftest import REPO, run_py
+from mip.analysis import analyze
+from mip.job import run_job
+from mip.report import figures
+
+from .conftest import REPO, compose, run_py, unencoded, vary
 
 N, P, K = 20, 0.6, 9
 
@@ -42,19 +49,27 @@ def test_expected_follows_the_pattern_definitions():
     assert expected_summary(N, P, None)["delta"] == 0.0
 
 
+MODELS = ("simulated_first_k", "simulated_unbiased")
+SEEDS = (0, 1, 2)
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
+    """The sweep's 42 jobs and their report, in this process: what `run.py -m` and analyze.py
+    make (the slow test at the end checks that), without 84 Hydra compositions and two interpreters."""
     results = tmp_path_factory.mktemp("simulated")
-    env = {"MIP_RESULTS_DIR": str(results)}
-    proc = run_py("-m", "model=simulated_first_k,simulated_unbiased", "task=arith", f"n={N}", f"p={P}", "pattern=glob(*)",
-                  "seed=0,1,2", "budget=smoke", "progress=false", env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = results / "report"
-    proc = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{results / 'store'}]", f"out_dir={out}",
-                           f"core=[{N},{P}]"], cwd=REPO, capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, **env})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+    for model in MODELS:
+        base = compose(f"model={model}", "task=arith", f"n={N}", f"p={P}", "budget=smoke", "progress=false",
+                       f"paths.results_dir={results}")
+        for pattern in PATTERNS:
+            for seed in SEEDS:
+                summary = run_job(vary(base, pattern=pattern, seed=seed), results / "jobs" / f"{model}-{pattern}-{seed}")
+                assert summary.ok, summary.errors
+    cfg = compose(f"results=[{results / 'store'}]", f"out_dir={results / 'report'}", f"core=[{N},{P}]",
+                  config_name="analyze")
+    with pytest.MonkeyPatch.context() as patch:  # these tests read tables; the slow test below encodes the figures
+        patch.setattr(figures, "save", unencoded)
+        return analyze(cfg).parent
 
 
 def _table(report, name):
@@ -101,3 +116,25 @@ def test_report_marks_simulated_models(report):
     text = (report / "report.md").read_text()
     assert "Simulated models" in text and "simulated_first_k" in text
     assert set(PATTERNS) <= set(_table(report, f"patterns_by_model_n{N}_p{P}")["pattern"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_run_py_and_analyze_py_write_the_same_tables(report, tmp_path_factory):
+    """The same sweep through the real entry points: `run.py -m` (Hydra's sweep, one job per
+    model, pattern and seed) and analyze.py write the tables the fixture's in-process path wrote."""
+    results = tmp_path_factory.mktemp("simulated_cli")
+    env = {"MIP_RESULTS_DIR": str(results)}
+    proc = run_py("-m", f"model={','.join(MODELS)}", "task=arith", f"n={N}", f"p={P}", "pattern=glob(*)",
+                  f"seed={','.join(map(str, SEEDS))}", "budget=smoke", "progress=false", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list(results.rglob("job.json"))) == len(MODELS) * len(PATTERNS) * len(SEEDS)
+    out = results / "report"
+    proc = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{results / 'store'}]", f"out_dir={out}",
+                           f"core=[{N},{P}]"], cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **env})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    mine = sorted(p.relative_to(report) for p in report.rglob("*.csv"))
+    assert mine and sorted(p.relative_to(out) for p in out.rglob("*.csv")) == mine
+    for path in mine:
+        pd.testing.assert_frame_equal(pd.read_csv(out / path), pd.read_csv(report / path), obj=str(path))

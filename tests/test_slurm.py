@@ -9,6 +9,7 @@ from mip.store import Store
 from .conftest import run_py
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_two_job_sweep_on_slurm_then_the_same_command_calls_nothing(results, slurm, tmp_path):
     log = tmp_path / "calls.log"
