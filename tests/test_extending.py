@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from mip.config import ModelConfig
+from mip.config import ModelConfig, register
 from mip.instances import REGISTRY, Pattern, arrange, regions
 from mip.job import run_job
 from mip.models import BACKENDS, Backend, Completion, Request
@@ -70,6 +70,7 @@ context_window: 100000
 
 def test_a_new_backend_is_one_module_one_registry_entry_and_one_yaml_file(tmp_path, monkeypatch):
     monkeypatch.setitem(BACKENDS, "echo", f"{__name__}:Echo")
+    register()  # what an entry point does at start, after the registry holds the new backend
     (tmp_path / "conf" / "model").mkdir(parents=True)
     (tmp_path / "conf" / "model" / "echo.yaml").write_text(ECHO_YAML)
     searchpath = f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
