@@ -63,6 +63,7 @@ def test_ten_kills_with_64_requests_in_flight(results):
     assert landed >= 5  # kills really landed mid-job
 
 
+@pytest.mark.slow
 def test_two_jobs_of_a_submitit_local_sweep_share_one_store(results):
     proc = run_py("-m", "hydra/launcher=submitit_local", "model=mock", "model.mock.latency_s=0.02", "task=arith",
                   "n=20", "p=0.6", "pattern=majority_first,majority_last,majority_edges", "progress=false", timeout=600)
