@@ -84,14 +84,7 @@ def schema_has(schema: type, key: str) -> bool:
     for part in key.split("."):
         hint = _field_type(hint)
         if dataclasses.is_dataclass(hint):
-            # A model config is typed by its backend's schema, a subclass of the field's type:
-            # before composition the backend is not known, so any backend's field is accepted
-            # here and composition checks it against the chosen one.
-            hints = {}
-            from mip.config import ModelConfig
-
-            for kind in [hint, *_subclasses(hint)] if hint is ModelConfig else [hint]:
-                hints = {**typing.get_type_hints(kind), **hints}
+            hints = _field_hints(hint)
             if part not in hints:
                 return False
             hint = hints[part]
@@ -109,15 +102,23 @@ def _subclasses(schema: type) -> list[type]:
     return found
 
 
-def schema_keys(schema: type, prefix: str = "") -> list[str]:
-    """Every dotted field name of a dataclass schema (not below ``dict`` fields)."""
+def _field_hints(schema: type) -> dict[str, Any]:
+    """The fields a command line may set under a node of type ``schema``. A model config is
+    typed by its backend's schema, a subclass of ModelConfig: before composition the backend
+    is not known, so any backend's field is accepted here and composition checks it against
+    the chosen one."""
     from mip.config import ModelConfig
 
     hints: dict[str, Any] = {}
     for kind in [schema, *_subclasses(schema)] if schema is ModelConfig else [schema]:
         hints = {**typing.get_type_hints(kind), **hints}
+    return hints
+
+
+def schema_keys(schema: type, prefix: str = "") -> list[str]:
+    """Every dotted field name of a dataclass schema (not below ``dict`` fields)."""
     keys = []
-    for name, hint in hints.items():
+    for name, hint in _field_hints(schema).items():
         keys.append(prefix + name)
         if dataclasses.is_dataclass(inner := _field_type(hint)):
             keys += schema_keys(inner, f"{prefix}{name}.")
