@@ -73,7 +73,7 @@ NEXT_STEPS = """Next:
   python -m mip.show {output_dir}
       the prompt, every output and the verdict of this job's records
   python run.py -m +experiment=demo
-      all seven order patterns on the embedded model (18 experiments, a few minutes)
+      all seven order patterns on the embedded model (14 experiments, a few minutes)
   python run.py -m +experiment=core model=gpt_oss_120b data_dir=../shared/data/raw dry_run=true
       count the paper's core grid for an API model, its prompt tokens and cost; calls nothing
   python run.py -m +experiment=core model=qwen36_35b hydra/launcher=slurm_gpu
@@ -83,12 +83,13 @@ NEXT_STEPS = """Next:
 REPO_CONF = __import__("pathlib").Path(__file__).resolve().parents[1] / "conf"
 
 
-def compose_repo(*overrides: str) -> Any:
-    """The repository's ``conf/`` composed with ``overrides``, as run.py composes it (a DictConfig)."""
+def compose_repo(*overrides: str, config_name: str = "config") -> Any:
+    """The repository's ``conf/`` composed with ``overrides``, as run.py (or, with
+    ``config_name``, analyze.py or attribute.py) composes it (a DictConfig)."""
     from hydra import compose, initialize_config_dir
 
     from mip.config import register
 
     register()
     with initialize_config_dir(config_dir=str(REPO_CONF), version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+        return compose(config_name, overrides=list(overrides))
