@@ -176,6 +176,11 @@ class ModelConfig:
     price_input_per_mtok: Optional[float] = None
     """USD per million prompt tokens, for dry-run cost estimates; null when unknown."""
     price_output_per_mtok: Optional[float] = None
+    prompt_tokens_per_s: Optional[float] = None
+    """Local models: prompt tokens one GPU (the CPU when ``device`` is cpu) reads per second
+    under batched load, for dry-run GPU time; null when unknown. Set your measured rate."""
+    output_tokens_per_s: Optional[float] = None
+    """Local models: output tokens one GPU (the CPU when ``device`` is cpu) writes per second under batched load."""
     # --- vllm
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     """Passed to vllm.LLM (tensor_parallel_size, max_model_len, gpu_memory_utilization, …)."""
