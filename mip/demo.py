@@ -150,33 +150,35 @@ def summary(results: Path) -> str:
 
 
 def run_all(results: Path, times: dict[str, float]) -> None:
+    """The four steps, each after the command that does the same."""
     from mip.summary import describe
 
-    log, store = results / "demo" / "jobs.log", results / "store"
+    log, store, demo, simulated = results / "demo" / "jobs.log", results / "store", results / "demo", ",".join(SIMULATED)
     with step("SmolLM2's 7 jobs", "python run.py -m +experiment=demo", "the same jobs, here in one process", times, log):
-        real = real_model(results)
-    print("== sweep summary ==\n" + describe(real), flush=True)
-    with step("its report", f"python analyze.py results=[{store}] out_dir={results / 'demo' / 'report'} core=[10,0.6] "
-              "where.model=smollm2_135m", "the report of SmolLM2's records", times, log):
+        jobs = real_model(results)
+    print("== sweep summary ==\n" + describe(jobs), flush=True)
+    command = f"python analyze.py results=[{store}] out_dir={demo / 'report'} core=[10,0.6] where.model=smollm2_135m"
+    with step("its report", command, "the report of SmolLM2's records", times, log):
         path = report(results, "report", "[10,0.6]", "smollm2_135m")
     print(f"Report: {path}")
-    with step("the replay", f"python attribute.py model=smollm2_135m task=arith results=[{store}] max_replays=1 checkpointing=false "
-              f"out_dir={results / 'demo' / 'attribution'}", "one Input × Gradient replay", times, log):
+    command = (f"python attribute.py model=smollm2_135m task=arith results=[{store}] max_replays=1 checkpointing=false "
+               f"out_dir={demo / 'attribution'}")
+    with step("the replay", command, "one Input × Gradient replay", times, log):
         path = replay(results)
     print(f"Attribution: {path}")
-    with step("the simulated 42 jobs", f"python run.py -m model={','.join(SIMULATED)} task=arith n=20 p=0.6 'pattern=glob(*)' seed=0,1,2 "
-              "budget=smoke", "simulated models, not LLMs: 42 jobs", times, log):
-        simulated = simulated_models(results)
-    print("== sweep summary ==\n" + describe(simulated), flush=True)
-    with step("their report", f"python analyze.py results=[{store}] out_dir={results / 'demo' / 'simulated'} core=[20,0.6] "
-              f"where.model=[{','.join(SIMULATED)}]", "the simulated models' report", times, log):
-        path = report(results, "simulated", "[20,0.6]", f"[{','.join(SIMULATED)}]")
+    command = f"python run.py -m model={simulated} task=arith n=20 p=0.6 'pattern=glob(*)' seed=0,1,2 budget=smoke"
+    with step("the simulated 42 jobs", command, "simulated models, not LLMs: 42 jobs", times, log):
+        jobs = simulated_models(results)
+    print("== sweep summary ==\n" + describe(jobs), flush=True)
+    command = f"python analyze.py results=[{store}] out_dir={demo / 'simulated'} core=[20,0.6] where.model=[{simulated}]"
+    with step("their report", command, "the simulated models' report", times, log):
+        path = report(results, "simulated", "[20,0.6]", f"[{simulated}]")
     print(f"Report: {path}")
 
 
 def main() -> None:
     # Before torch loads: OpenMP threads that spin while they wait made two torch threads on a
-    # busy two-core machine 5-10x slower than one (README, "The demo"); waiting passively keeps
+    # busy two-core machine 5-10x slower than one (README, "How long"); waiting passively keeps
     # the second core's gain when the machine is idle.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
