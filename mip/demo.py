@@ -1,5 +1,6 @@
 """The embedded demo (``make run``): a real model's verdicts, the report, an attribution
-replay and a known order effect, offline on a laptop CPU in two to three minutes.
+replay and a known order effect, offline on a laptop CPU: 110 s on an idle 2-core machine,
+up to 174 s when other work shared it (README, "How long").
 
     python -m mip.demo            # what `make run` runs; results under $MIP_RESULTS_DIR or results/
 
@@ -20,7 +21,8 @@ The steps run here, in one process, through the same functions as those commands
 the records, keys and reports are the ones the commands write, so running a printed command
 afterwards finds its experiments stored. In one process the model loads once, the 14
 prompts of the seven jobs share one batch (:mod:`mip.job.prefetch`), which on a CPU takes
-about a third as long as seven batches of two, and 49 jobs skip 49 Hydra compositions.
+about a third as long as seven batches of two (from the time of one decoding step), and 49
+jobs skip 49 Hydra compositions.
 ``results/demo`` (job folders, reports, attribution) is rewritten on each run; the store is kept.
 
 It ends with a short summary of what the numbers show, and what they cannot show.
@@ -75,7 +77,7 @@ def real_model(results: Path) -> Path:
     base = compose("config", "+experiment=demo", f"paths.results_dir={results}", "progress=false")
     configs = [dataclasses.replace(base, pattern=PatternConfig(name=p)) for p in PATTERNS]
     backend = build_backend(configs[0].model, configs[0].paths.cache_dir)
-    print("  SmolLM2-135M answers the prompts of all seven jobs in one batch (about a minute on an idle 2-core CPU) …",
+    print("  SmolLM2-135M answers the prompts of all seven jobs in one batch (about 90 s on an idle 2-core CPU) …",
           flush=True)
     start = time.monotonic()
     print(f"  {prefetch_jobs(configs, backend)} answered in {time.monotonic() - start:.0f} s", flush=True)
