@@ -177,17 +177,18 @@ NEXT_STEPS = """Next:
   python -m mip.show {output_dir}
       the prompt, every output and the verdict of this job's records
   python run.py -m +experiment=demo
-      all seven order patterns on the embedded model (18 experiments, a few minutes)
+      all seven order patterns on the embedded model (14 experiments, a few minutes)
   python run.py -m +experiment=core model=gpt_oss_120b data_dir=../shared/data/raw dry_run=true
       count the paper's core grid for an API model, its prompt tokens and cost; calls nothing
   python run.py -m +experiment=core model=qwen36_35b hydra/launcher=slurm_gpu
       run the paper's core grid (README: "Running the paper's experiments")"""
 
 
-def compose_conf(conf_dir: str | os.PathLike, *overrides: str) -> Any:
+def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str = "config") -> Any:
     """The primary config of the config folder ``conf_dir`` (the repository's ``conf/``, which
     the caller names: the package never looks for it) composed with ``overrides``, as run.py
-    composes it (a DictConfig)."""
+    composes it, or with
+    ``config_name``, as analyze.py or attribute.py composes theirs (a DictConfig)."""
     from hydra import compose, initialize_config_dir
 
     from mip.config import register
@@ -198,4 +199,4 @@ def compose_conf(conf_dir: str | os.PathLike, *overrides: str) -> Any:
                                 "folder or pass --conf <repository>/conf.")
     register()
     with initialize_config_dir(config_dir=folder, version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+        return compose(config_name, overrides=list(overrides))

@@ -72,6 +72,8 @@ NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
         "chars_per_token": "estimates tokens before a call",
         "price_input_per_mtok": "dry-run cost",
         "price_output_per_mtok": "dry-run cost",
+        "prompt_tokens_per_s": "dry-run GPU time",
+        "output_tokens_per_s": "dry-run GPU time",
         "max_batch_size": "hf: batching under greedy decoding",
         "max_batch_tokens": "hf: batching under greedy decoding",
         "device": "where the weights run",

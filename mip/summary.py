@@ -39,7 +39,8 @@ def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
     return counts
 
 
-LOCAL_BACKENDS = ("hf", "vllm", "mock")
+LOCAL_BACKENDS = ("hf", "vllm")
+TEST_BACKENDS = ("mock", "simulated")
 
 
 def _job(manifest: Path) -> dict:
@@ -70,12 +71,14 @@ def _records_by_key(store: Store, keys: set[str]) -> Iterable[Record]:
 
 
 def cost_lines(jobs: list[dict]) -> list[str]:
-    """Per model: experiments, prompt tokens, and the expected cost where prices are set."""
+    """Per model: experiments, prompt tokens, and the expected cost where prices are set, or
+    for a model run on one's own GPU (or CPU) the time it takes at the config's throughput."""
     table = pd.DataFrame([{"model": j.get("model", "?"), "experiments": j["experiments"],
                            "to run": j["experiments"] - j["already_stored"], "prompt tokens": j["prompt_tokens"],
                            "max output tokens": j.get("max_output_tokens", 0),
                            "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
-                           "local": j.get("backend") in LOCAL_BACKENDS} for j in jobs])
+                           "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
+                           "device": j.get("device") or "GPU", "backend": j.get("backend")} for j in jobs])
     lines = []
     dry = all(j.get("dry_run") for j in jobs)
     for model, g in table.groupby("model", sort=True):
@@ -83,17 +86,37 @@ def cost_lines(jobs: list[dict]) -> list[str]:
         what = (f"{g['to run'].sum()} to run, {done} already stored" if dry
                 else f"{g['to run'].sum()} run by this command, {done} found already stored")
         line = f"  {model}: {g['experiments'].sum()} experiments ({what}), {g['prompt tokens'].sum():,} prompt tokens"
-        price_in, price_out = g["in"].iloc[0], g["out"].iloc[0]
-        if pd.notna(price_in) and pd.notna(price_out):
-            cost_in = g["prompt tokens"].sum() / 1e6 * price_in
-            cost_out = g["max output tokens"].sum() / 1e6 * price_out
-            line += f"; expected cost ${cost_in:,.2f} input + at most ${cost_out:,.2f} output (whole budget used)"
-        elif g["local"].all():
-            line += "; runs locally, no per-token price"
-        else:
-            line += "; cost unknown (set model.price_input_per_mtok and model.price_output_per_mtok)"
-        lines.append(line)
+        lines.append(f"{line}; {_cost(str(model), g)}")
     return lines
+
+
+def _cost(model: str, g: pd.DataFrame) -> str:
+    """The cost of one model's jobs: money at the config's prices, time at its throughput,
+    or what to set."""
+    first = g.iloc[0]
+    prompt, output = int(g["prompt tokens"].sum()), int(g["max output tokens"].sum())
+    if pd.notna(first["in"]) and pd.notna(first["out"]):
+        return (f"expected cost ${prompt / 1e6 * first['in']:,.2f} input + at most ${output / 1e6 * first['out']:,.2f} "
+                "output (whole budget used)")
+    device = first["device"]
+    if pd.notna(first["rate in"]) and pd.notna(first["rate out"]):
+        hours = (prompt / first["rate in"] + output / first["rate out"]) / 3600
+        return (f"{_hours(hours, device)} if every experiment uses its whole budget ({prompt:,} prompt tokens at "
+                f"{first['rate in']:,.0f}/s + {output:,} output tokens at {first['rate out']:,.0f}/s on one {device}, "
+                f"the rates in conf/model/{model}.yaml; set model.prompt_tokens_per_s and model.output_tokens_per_s to "
+                "your measured rates)")
+    if first["backend"] in TEST_BACKENDS:
+        return "no cost (a scripted or simulated model, not an LLM)"
+    if first["backend"] in LOCAL_BACKENDS:
+        return (f"{device} time unknown (set model.prompt_tokens_per_s and model.output_tokens_per_s: tokens per "
+                f"second on one {device})")
+    return "cost unknown (set model.price_input_per_mtok and model.price_output_per_mtok)"
+
+
+def _hours(hours: float, device: str) -> str:
+    if hours >= 1:
+        return f"≈ {hours:,.1f} {device}-h"
+    return f"≈ {round(hours * 60)} {device}-min" if hours * 60 >= 0.5 else f"under one {device}-minute"
 
 
 def unstored_jobs(folder: Path) -> int:

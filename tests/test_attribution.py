@@ -119,6 +119,22 @@ def test_every_instance_gets_its_own_tokens_and_no_instruction_token(tokenizer, 
         assert all(enc["offset_mapping"][t][0] < end and enc["offset_mapping"][t][1] > start for t in group)
 
 
+def test_what_follows_the_answer_is_not_replayed_and_changes_nothing(tiny):
+    output = '{"answer": "place"} and then a long list of every instance, which the label cannot see'
+    prepared = tiny.prepare(wsd_prompt(), TEXTS, output, None, WSD, "place")
+    for ids, positions in prepared.responses.values():
+        assert len(prepared.prompt_ids) + len(ids) == max(positions) + 1  # the label's last token ends it
+    score, _, _ = tiny.token_ixg(prepared)
+    tiny.model.eval()
+    with torch.no_grad():
+        def logp(label):  # the whole output, as the model wrote it
+            ids, offsets = tiny._encode(tiny.templated(wsd_prompt()) + output.replace("place", label))
+            out = torch.log_softmax(tiny.model(torch.tensor([ids])).logits[0], -1)
+            return sum(float(out[p - 1, ids[p]]) for p in prepared.responses[label][1])
+
+        assert score == pytest.approx(logp("programming_language") - logp("place"), rel=1e-9)
+
+
 def test_multi_token_labels_are_found(tiny):
     prepared = tiny.prepare(wsd_prompt(), TEXTS, '{"answer": "programming_language"}', None, WSD, "programming_language")
     assert len(prepared.responses["programming_language"][1]) > 1

@@ -1,7 +1,6 @@
 """The package never reads the repository's conf/: the entry points compose the config and
 pass it in (run.py, analyze.py, attribute.py, filter.py, audit.py), and the package's own
-commands (mip.show, mip.serve) read the config folder they are given. mip/demo.py is the
-exception: it runs the entry points from the repository folder."""
+commands (mip.show, mip.serve, mip.demo) read the config folder they are given."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ CONF_PATH = re.compile(r"""REPO_CONF|/\s*["']conf["']|\w\(\s*["']conf["']|["']co
 
 def test_no_module_builds_a_path_to_conf():
     found = [f"{path.relative_to(REPO)}:{number}: {line.strip()}"
-             for path in sorted((REPO / "mip").rglob("*.py")) if path.name != "demo.py"
+             for path in sorted((REPO / "mip").rglob("*.py"))
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if CONF_PATH.search(line) and not line.lstrip().startswith("#")]
     assert not found, "\n".join(found)

@@ -208,7 +208,10 @@ class Attributor:
                 positions = [len(prompt_ids) + i for i, (x, y) in enumerate(r_offsets) if y > x and x < b and y > a]
             if not positions:
                 raise ReplaySkip("the answer label has no token of its own")
-            responses[label] = (ids[len(prompt_ids):], positions)
+            # What follows the label cannot change its probability (causal attention): it is not
+            # replayed. A model that answers first and then lists every instance (SmolLM2 in the
+            # demo) costs half as much to replay.
+            responses[label] = (ids[len(prompt_ids): max(positions) + 1], positions)
         return Prepared(list(prompt_ids), groups, (y0, y1), selected, responses)
 
     def prompt_embeddings(self, prepared: Prepared) -> Any:

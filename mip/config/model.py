@@ -46,11 +46,21 @@ class ModelConfig:
     price_input_per_mtok: Optional[float] = None
     """USD per million prompt tokens, for dry-run cost estimates; null when unknown."""
     price_output_per_mtok: Optional[float] = None
+    prompt_tokens_per_s: Optional[float] = None
+    """Local models: prompt tokens one GPU (the CPU when ``device`` is cpu) reads per second
+    under batched load, for dry-run GPU time; null when unknown. Set your measured rate."""
+    output_tokens_per_s: Optional[float] = None
+    """Local models: output tokens one GPU (the CPU when ``device`` is cpu) writes per second under batched load."""
 
     @property
     def reserved_answer_tokens(self) -> Optional[int]:
         """Output tokens kept for the answer out of the budget (App. C.2); None: no split."""
         return None
+
+    @property
+    def runs_on(self) -> str:
+        """Where a local model's time is spent, for dry-run time estimates: GPU or CPU."""
+        return "GPU"
 
 
 @dataclass
@@ -65,6 +75,10 @@ class HFModelConfig(ModelConfig):
     max_batch_size: int = 16
     max_batch_tokens: int = 65536
     """Padded (prompt + new) tokens one generation batch may hold."""
+
+    @property
+    def runs_on(self) -> str:
+        return "CPU" if self.device == "cpu" else "GPU"
 
 
 @dataclass

@@ -122,6 +122,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
         model=cfg.model.name, price_input_per_mtok=cfg.model.price_input_per_mtok,
         price_output_per_mtok=cfg.model.price_output_per_mtok, max_output_tokens=len(todo) * _budget_each(cfg),
+        backend=cfg.model.backend, device=cfg.model.runs_on,
+        prompt_tokens_per_s=cfg.model.prompt_tokens_per_s, output_tokens_per_s=cfg.model.output_tokens_per_s,
         keys=[p.key for p in plans],
     )
     write_manifest(output_dir, cfg, git, summary)

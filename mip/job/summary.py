@@ -32,6 +32,12 @@ class JobSummary:
     model: str = ""
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
+    backend: str = ""
+    device: str = "GPU"
+    """Where a local model runs, for its time estimate: GPU, or CPU (``device: cpu`` outside vLLM)."""
+    prompt_tokens_per_s: float | None = None
+    output_tokens_per_s: float | None = None
+    """Throughput of one GPU (or the CPU) from the model config, for dry-run time estimates."""
     max_output_tokens: int = 0
     """Output tokens if every experiment still to run used its whole budget (a cost bound)."""
     left_to_other_jobs: int = 0
