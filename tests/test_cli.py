@@ -14,21 +14,51 @@ import pytest
 
 from mip.store import Store
 
-from .conftest import RAW, REPO, needs_raw, run_py
+from mip.instances import PATTERNS
+
+from .conftest import RAW, REPO, compose, needs_raw, run_py, vary
+
+
+def core_sweep_jobs(*overrides: str) -> list[str]:
+    """The jobs Hydra's basic sweeper makes of ``+experiment=core``: its sweep parameters parsed
+    and expanded (``glob(*)`` against the pattern group) by Hydra's own parser and splitter, as
+    ``run.py -m`` expands them."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from .conftest import registered
+
+    registered()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=["+experiment=core", *overrides], return_hydra_config=True)
+        parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
+        parsed = parser.parse_overrides([f"{k}={v}" for k, v in cfg.hydra.sweeper.params.items()])
+        return [" ".join(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
 @needs_raw
 def test_core_grid_sweep_is_21_jobs_and_270_experiments(results):
-    """The preset's sweep shape, quickly: the counts depend on the patterns, seeds, labels and
-    order seeds, not on n or the tokenizer (the full grid, n = 2,000 counted with SmolLM2's
-    tokenizer, is the slow test below)."""
-    proc = run_py("-m", "+experiment=core", "model=mock", "n=20", "dry_run=true", f"data_dir={RAW}", "progress=false")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    jobs = [json.loads(p.read_text()) for p in results.rglob("job.json")]
-    assert len(jobs) == 21
-    assert sum(j["experiments"] for j in jobs) == 270 == len({k for j in jobs for k in j["keys"]})  # none twice
-    assert all(j["dry_run"] and set(j["per_task"]) == {"math", "ner", "occurrence", "sentiment", "wsd"} for j in jobs)
-    assert "21 job(s), 270 experiments" in proc.stdout
+    """The preset's sweep shape, quickly and in-process: Hydra's sweeper expands it, each job is
+    the composed config with its pattern and seed, run dry. The counts depend on the patterns,
+    seeds, labels and order seeds, not on n or the tokenizer (`run.py -m` itself over the full
+    grid, n = 2,000 counted with SmolLM2's tokenizer, is the slow test below)."""
+    from mip.job import run_job
+    from mip.summary import describe
+
+    jobs = core_sweep_jobs()
+    assert len(jobs) == len(set(jobs)) == 21
+    assert {j.split()[0] for j in jobs} == {f"pattern={p}" for p in PATTERNS}
+    base = compose("+experiment=core", "model=mock", "n=20", "dry_run=true", f"data_dir={RAW}", "progress=false")
+    for job in jobs:
+        pattern, seed = (part.split("=")[1] for part in job.split())
+        run_job(vary(base, pattern=pattern, seed=int(seed)), results / "jobs" / job.replace(" ", ","))
+    manifests = [json.loads(p.read_text()) for p in results.rglob("job.json")]
+    assert sum(j["experiments"] for j in manifests) == 270 == len({k for j in manifests for k in j["keys"]})  # none twice
+    assert all(j["dry_run"] and set(j["per_task"]) == {"math", "ner", "occurrence", "sentiment", "wsd"} for j in manifests)
+    assert describe(results / "jobs").startswith("21 job(s), 270 experiments")
     assert not list(results.rglob("store/*"))  # nothing was called or stored
 
 
