@@ -159,16 +159,54 @@ API_MODELS = sorted(f.stem for f in (REPO / "conf" / "model").glob("*.yaml")
                     if "openrouter.ai" in f.read_text() or "googleapis.com" in f.read_text())
 
 
+# Where a price may come from: the router the configs go through, and the model makers' own pages.
+# A subdomain counts (api-docs.deepseek.com is deepseek.com); a look-alike host does not
+# (openrouter.onee.io is not openrouter.ai). Any other source must be called an "unofficial copy".
+OFFICIAL_PRICE_DOMAINS = ("openrouter.ai", "ai.google.dev", "cloud.google.com", "deepseek.com", "openai.com",
+                          "x.ai", "alibabacloud.com", "minimax.io")
+
+
+def _price_note(text):
+    """The comment lines from "# Prices looked up" down to the first price key."""
+    block = text.split("# Prices looked up", 1)[1].split("price_input_per_mtok:", 1)[0]
+    return "# Prices looked up" + block
+
+
+def _is_official(host):
+    return any(host == d or host.endswith("." + d) for d in OFFICIAL_PRICE_DOMAINS)
+
+
 @pytest.mark.parametrize("model", API_MODELS)
 def test_every_api_model_has_a_dated_price_or_says_how_to_set_one(model):
-    """A dry run's cost needs both prices; each comes with the page and the day it was read."""
+    """A dry run's cost needs both prices; each comes with the page and the day it was read.
+
+    The page is the router's or the maker's own; a copy on any other site is named and called an
+    unofficial copy, so nobody mistakes it for the listing it copies.
+    """
+    import re
+    from urllib.parse import urlparse
+
     text = (REPO / "conf" / "model" / f"{model}.yaml").read_text()
     cfg = compose(f"model={model}").model
     assert (cfg.price_input_per_mtok is None) == (cfg.price_output_per_mtok is None)
     if cfg.price_input_per_mtok is None:
         assert "model.price_input_per_mtok=" in text
-    else:
-        assert "2026-12-01" in text and "https://" in text.split("Prices looked up", 1)[1]
+        return
+    note = _price_note(text)
+    assert re.search(r"\b20\d\d-\d\d-\d\d\b", note), "a price needs the day it was read"
+    hosts = [urlparse(u.rstrip(".,;:")).hostname for u in re.findall(r"https://[^\s)]+", note)]
+    assert hosts, "a price needs the page it came from"
+    unofficial = [h for h in hosts if not _is_official(h)]
+    assert not unofficial or "unofficial copy" in note, f"{unofficial} not on the allow-list and not called an unofficial copy"
+
+
+@pytest.mark.parametrize("host,official", [
+    ("openrouter.ai", True), ("api-docs.deepseek.com", True), ("ai.google.dev", True),
+    ("openrouter.onee.io", False), ("openrouter-de-02.msndr.net", False), ("openrouter.haiouai.com", False),
+    ("cloudprice.net", False), ("notopenrouter.ai", False),
+])
+def test_price_source_allow_list_matches_domains_not_look_alikes(host, official):
+    assert _is_official(host) is official
 
 
 def test_the_local_server_config_makes_one_attempt():
