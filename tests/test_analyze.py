@@ -85,9 +85,11 @@ def test_report_has_every_table_and_figure(store, tmp_path):
     assert fake_cov["experiments"].sum() == 36  # every valid run is in a bin, traceless ones in "no trace"
 
 
-def test_analyze_cli_writes_the_report(store, tmp_path):
+def test_analyze_cli_writes_the_report(tmp_path):
+    """analyze.py end to end on a small store (every table and figure is the test above's)."""
+    grid(tmp_path, ["model=mock"], [(10, 0.6)], patterns=["majority_first", "majority_middle"], seeds=(0,))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{store / 'store'}]", f"out_dir={out}"],
+    proc = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{tmp_path / 'store'}]", f"out_dir={out}"],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (out / "report.md").is_file() and "Report:" in proc.stdout
