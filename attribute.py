@@ -7,6 +7,10 @@
 
 import sys
 
+from mip.cli import quiet_library_bars
+
+quiet_library_bars()  # before transformers is imported
+
 import hydra
 from omegaconf import DictConfig, OmegaConf
 

@@ -8,6 +8,10 @@ Later runs use the filtered pools by default (run.py use_filtered=false for the 
 
 import sys
 
+from mip.cli import quiet_library_bars
+
+quiet_library_bars()  # before transformers is imported
+
 import hydra
 from hydra import compose
 from hydra.errors import MissingConfigException

@@ -26,7 +26,6 @@ from typing import Any, Optional
 
 import pandas as pd
 from pydantic import BaseModel, Field
-from tqdm.auto import tqdm
 
 from mip import prompts, scoring
 from mip.claims import claim_experiments
@@ -37,6 +36,7 @@ from mip.models import Backend, Request, build_backend
 from mip.store import JsonFolder
 from mip.job.provenance import git_commit
 from mip.models.calls import CallStats, call_with_retries
+from mip import progress
 
 FILTER_TEMPLATE_VERSION = 1
 ANSWER_KINDS = ("label", "number", "count")
@@ -165,7 +165,7 @@ def _ask(cfg: FilterConfig, model: ModelConfig, backend: Backend, store: FilterS
     git = git_commit().get("commit")
     backend.check()
     by_key = {r.id: (r, t, x, v) for r, t, x, v in todo}
-    bar = tqdm(total=len(todo), desc=f"filter/{model.name}", unit="inst", disable=not cfg.progress, file=sys.stderr)
+    bar = progress.bar(len(todo), f"filter/{model.name}", "inst", cfg.progress)
     try:
         for completion in call_with_retries(backend, [r for r, *_ in todo], cfg.infra_retries, stats):
             request, task, instance, version = by_key[completion.id]

@@ -112,7 +112,9 @@ def test_a_filtered_pool_smaller_than_the_set_is_refused_with_numbers(tmp_path):
     kept = report["pools"]["arith"]["kept"]
     run = compose("model=mock", "task=arith", "task.arith.pool_size=20", "n=20", "p=0.6", "progress=false",
                   f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
-    with pytest.raises(ValueError, match=r"filtered by mock.*needs 12 instances .* holds only \d+"):
+    # The message gives the numbers and the way out: the unfiltered pool, or a larger filtered one.
+    with pytest.raises(ValueError, match=r"filtered by mock.*needs 12 instances .* holds only \d+.*"
+                                         r"; pass use_filtered=false to draw from the unfiltered pool, or filter a larger one"):
         run_job(run, tmp_path / "job")
     assert sum(kept.values()) < 20
 

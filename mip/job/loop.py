@@ -14,11 +14,8 @@ Before each request goes out the loop checks that this job still holds the exper
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from collections import Counter
-
-from tqdm.auto import tqdm
 
 import mip
 from mip import prompts, scoring
@@ -32,6 +29,8 @@ from mip.job.tokens import counted, output_room, overflows
 from mip.keys import KEY_SCHEME, attempts_allowed
 from mip.models import Backend, Completion, Request
 from mip.models.calls import CallStats, call_with_retries
+from mip import progress
+from mip.progress import Progress
 from mip.records import Attempt, Record, counted_attempt
 from mip.store import Store
 from mip.strategies import Landed, strategy_for
@@ -82,8 +81,7 @@ class JobLoop:
 
     # ------------------------------------------------------------------ the rounds
     def run(self, todo: list[Planned]) -> None:
-        bar = tqdm(total=len(todo), desc=f"{self.cfg.model.name}/{self.cfg.pattern.name}", unit="exp",
-                   disable=not self.cfg.progress, file=sys.stderr)
+        bar = progress.bar(len(todo), f"{self.cfg.model.name}/{self.cfg.pattern.name}", "exp", self.cfg.progress)
         try:
             live: Iterable[tuple[Planned, int]] = self._open(counted(self.backend, todo, self.summary,
                                                                      self.cfg.model.chars_per_token), bar)
@@ -110,7 +108,7 @@ class JobLoop:
             except OSError as e:
                 raise self._store_error(e) from e
 
-    def _open(self, plans: Iterable[tuple[Planned, int]], bar: tqdm) -> Iterator[tuple[Planned, int]]:
+    def _open(self, plans: Iterable[tuple[Planned, int]], bar: Progress) -> Iterator[tuple[Planned, int]]:
         """The experiments still to call. One that does not fit the context window is stored
         as input_overflow (decomposed batches are checked one by one instead); one whose paid
         attempts already hold its verdict (a job killed before storing it) is stored from them."""
@@ -139,7 +137,7 @@ class JobLoop:
     def _final(self, attempts: list[Attempt]) -> bool:
         return attempts[-1].verdict.valid or len(attempts) >= self.allowed
 
-    def _land(self, result: Landed, bar: tqdm) -> None:
+    def _land(self, result: Landed, bar: Progress) -> None:
         """Keep one attempt: in the record when it is final, else under ``.attempts/``."""
         plan = result.plan
         attempts = self.attempts.setdefault(plan.key, [])
@@ -152,7 +150,7 @@ class JobLoop:
         except OSError as e:
             raise self._store_error(e) from e
 
-    def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], bar: tqdm,
+    def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], bar: Progress,
                predictions: list[str | None] | None = None) -> None:
         counted = counted_attempt(attempts)
         verdict, answer = (counted.verdict, counted.answer) if counted else (Verdict.INVALID, None)

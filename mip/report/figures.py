@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mip.instances import COUNTERPARTS, PATTERNS, regions, split_counts  # noqa: E402
+from mip.report.titles import fit  # noqa: E402
 from mip.scoring import InvalidKind, Verdict  # noqa: E402
 
 REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
@@ -22,7 +23,7 @@ REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last"
 def save(fig: plt.Figure, folder: Path, name: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
-    fig.tight_layout()
+    fit(fig)  # tight layout, long titles wrapped so that none is cut off
     for path in paths:
         fig.savefig(path, dpi=150)
     plt.close(fig)
@@ -136,6 +137,7 @@ def error_types(frame: pd.DataFrame) -> plt.Figure:
         bottom += 100 * shares[kind].to_numpy()
     for i, model in enumerate(shares.index):
         ax.annotate(f"n={counts[model]}", (i, bottom[i] + 1), ha="center", fontsize=7)
+    ax.set_ylim(0, 1.15 * max(bottom.max(), 1) + 2)  # room for each "n=": one outside the axes is not drawn
     ax.set_ylabel("share of experiments (%)")
     ax.set_title("Error types per model (mistakes and invalid outputs by kind)")
     ax.legend(fontsize=7)
