@@ -66,6 +66,25 @@ def step(label: str, command: str, note: str, times: dict[str, float], log: Path
     times[label] = time.monotonic() - start
 
 
+@contextlib.contextmanager
+def progress_lines() -> Iterator[None]:
+    """The batch's decoding steps (logger ``mip.progress``, a line every 10 s) on the screen."""
+    import logging
+
+    logger, handler = logging.getLogger("mip.progress"), logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("    %(message)s"))
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
 def real_model(results: Path, conf: Path) -> Path:
     """SmolLM2's seven pattern jobs, their first requests generated in one batch."""
     from mip.config import PatternConfig
@@ -80,7 +99,8 @@ def real_model(results: Path, conf: Path) -> Path:
     print("  SmolLM2-135M answers the prompts of all seven jobs in one batch (about 90 s on an idle 2-core CPU) …",
           flush=True)
     start = time.monotonic()
-    print(f"  {prefetch_jobs(configs, backend)} answered in {time.monotonic() - start:.0f} s", flush=True)
+    with progress_lines():
+        print(f"  {prefetch_jobs(configs, backend)} answered in {time.monotonic() - start:.0f} s", flush=True)
     folder = results / "demo" / "jobs" / "smollm2_135m"
     for cfg in configs:
         run_job(cfg, folder / cfg.pattern.name, backend=backend)
