@@ -3,7 +3,8 @@
     python run.py                                              # a small job on the embedded model
     python run.py -m +experiment=demo                          # the embedded demo, all seven patterns
     python run.py task=sentiment n=100 p=0.7 data_dir=../shared/data/raw
-    python run.py -m +experiment=core dry_run=true             # count the paper's core grid
+    # count the paper's core grid, its prompt tokens and cost, without a call:
+    python run.py -m +experiment=core model=gpt_oss_120b data_dir=../shared/data/raw dry_run=true
 """
 
 import logging

@@ -180,7 +180,7 @@ NEXT_STEPS = """Next:
       all seven order patterns on the embedded model (14 experiments, a few minutes)
   python run.py -m +experiment=core model=gpt_oss_120b data_dir=../shared/data/raw dry_run=true
       count the paper's core grid for an API model, its prompt tokens and cost; calls nothing
-  python run.py -m +experiment=core model=qwen36_35b hydra/launcher=slurm_gpu
+  python run.py -m +experiment=core model=qwen36_35b data_dir=../shared/data/raw hydra/launcher=slurm_gpu
       run the paper's core grid (README: "Running the paper's experiments")"""
 
 

@@ -167,7 +167,8 @@ def summary(results: Path) -> str:
                   f"{results / 'demo' / 'simulated' / 'report.md'}",
               f"Attribution: {results / 'demo' / 'attribution'} (replays.jsonl, figures/)",
               "Read one record with its prompt: python -m mip.show <key from the report or job.json>",
-              "Count the paper's grid without a call: python run.py -m +experiment=core model=gpt_oss_120b dry_run=true"]
+              "Count the paper's grid without a call: python run.py -m +experiment=core model=gpt_oss_120b "
+              "data_dir=../shared/data/raw dry_run=true"]
     return "\n".join(lines)
 
 

@@ -43,7 +43,8 @@ class SummaryCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Refuse a sweep with a model whose context window is smaller than a budget,
-        here on the login node, before any job is launched."""
+        here on the login node, before any job is launched; a dry run too, which says what
+        the real sweep would say."""
         _check_writable(config)
         from hydra import compose
         from omegaconf import OmegaConf
@@ -51,8 +52,6 @@ class SummaryCallback(Callback):
         from mip.job.tokens import budget_error
 
         overrides = list(config.hydra.overrides.task) + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
-        if any("dry_run=true" == o.replace(" ", "") for o in overrides):
-            return
         models = _choices(overrides, "model") or [config.hydra.runtime.choices.model]
         budgets = _choices(overrides, "budget") or [config.hydra.runtime.choices.budget]
         fixed = [o for o in config.hydra.overrides.task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget."))]

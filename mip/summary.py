@@ -72,9 +72,13 @@ def _records_by_key(store: Store, keys: set[str]) -> Iterable[Record]:
 
 def cost_lines(jobs: list[dict]) -> list[str]:
     """Per model: experiments, prompt tokens, and the expected cost where prices are set, or
-    for a model run on one's own GPU (or CPU) the time it takes at the config's throughput."""
+    for a model run on one's own GPU (or CPU) the time it takes at the config's throughput.
+    Prompts a dry run found overflowing the context window are never sent: they are named and
+    left out of cost and time."""
     table = pd.DataFrame([{"model": j.get("model", "?"), "experiments": j["experiments"],
                            "to run": j["experiments"] - j["already_stored"], "prompt tokens": j["prompt_tokens"],
+                           "overflow": j.get("overflowing", 0) if j.get("dry_run") else 0,
+                           "sent tokens": j["prompt_tokens"] - (j.get("overflow_prompt_tokens", 0) if j.get("dry_run") else 0),
                            "max output tokens": j.get("max_output_tokens", 0),
                            "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
                            "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
@@ -86,15 +90,21 @@ def cost_lines(jobs: list[dict]) -> list[str]:
         what = (f"{g['to run'].sum()} to run, {done} already stored" if dry
                 else f"{g['to run'].sum()} run by this command, {done} found already stored")
         line = f"  {model}: {g['experiments'].sum()} experiments ({what}), {g['prompt tokens'].sum():,} prompt tokens"
-        lines.append(f"{line}; {_cost(str(model), g)}")
+        if overflow := int(g["overflow"].sum()):
+            line += (f"; {overflow} overflow the context window (input_overflow without a call: not sent, not "
+                     f"counted); for the {g['to run'].sum() - overflow} sent ({g['sent tokens'].sum():,} prompt "
+                     f"tokens): {_cost(str(model), g)}")
+        else:
+            line += f"; {_cost(str(model), g)}"
+        lines.append(line)
     return lines
 
 
 def _cost(model: str, g: pd.DataFrame) -> str:
-    """The cost of one model's jobs: money at the config's prices, time at its throughput,
-    or what to set."""
+    """The cost of one model's jobs, over the prompts that are sent: money at the config's
+    prices, time at its throughput, or what to set."""
     first = g.iloc[0]
-    prompt, output = int(g["prompt tokens"].sum()), int(g["max output tokens"].sum())
+    prompt, output = int(g["sent tokens"].sum()), int(g["max output tokens"].sum())
     if pd.notna(first["in"]) and pd.notna(first["out"]):
         return (f"expected cost ${prompt / 1e6 * first['in']:,.2f} input + at most ${output / 1e6 * first['out']:,.2f} "
                 "output (whole budget used)")
@@ -110,7 +120,33 @@ def _cost(model: str, g: pd.DataFrame) -> str:
     if first["backend"] in LOCAL_BACKENDS:
         return (f"{device} time unknown (set model.prompt_tokens_per_s and model.output_tokens_per_s: tokens per "
                 f"second on one {device})")
-    return "cost unknown (set model.price_input_per_mtok and model.price_output_per_mtok)"
+    return (f"cost unknown: no public price shipped in conf/model/{model}.yaml; set model.price_input_per_mtok and "
+            "model.price_output_per_mtok (USD per million tokens)")
+
+
+def dry_tables(jobs: list[dict]) -> list[str]:
+    """Per model, a dry run's count per task (a job's totals where its manifest has no
+    ``per_task``): experiments to run, prompt tokens, how many would overflow the context
+    window (stored as input_overflow without a call) and output tokens at most."""
+    rows = []
+    for j in jobs:
+        per_task = j.get("per_task") or {"(all)": {"experiments": j["experiments"] - j["already_stored"],
+                                                  "prompt_tokens": j["prompt_tokens"],
+                                                  "overflowing": j.get("overflowing", 0),
+                                                  "max_output_tokens": j.get("max_output_tokens", 0)}}
+        rows += [{"model": j.get("model", "?"), "task": task, **counts} for task, counts in per_task.items()]
+    if not rows:
+        return []
+    names = {"experiments": "to run", "prompt_tokens": "prompt tokens",
+             "overflowing": "overflow (no call)", "max_output_tokens": "output tokens at most"}
+    lines = []
+    for model, g in pd.DataFrame(rows).groupby("model", sort=True):
+        table = g.groupby("task", sort=True)[list(names)].sum()
+        if len(table) > 1:
+            table.loc["all"] = table.sum()
+        table = table.rename(columns=names).map(lambda v: f"{int(v):,}").reset_index()
+        lines += [f"  {model}, per task:", *("    " + row for row in table.to_string(index=False).splitlines())]
+    return lines
 
 
 def _hours(hours: float, device: str) -> str:
@@ -148,6 +184,7 @@ def describe(folder: Path) -> str:
              + (" (estimated)" if estimated else " (tokenizer-counted)")]
     lines += cost_lines(jobs)
     if all(j["dry_run"] for j in jobs):
+        lines += dry_tables(jobs)
         lines.append("Dry run: no model was called.")
     else:
         lines.append(verdict_table(records).to_string())

@@ -66,7 +66,7 @@ def test_core_grid_sweep_is_21_jobs_and_270_experiments(results):
 @needs_raw
 def test_core_grid_multirun_is_21_jobs_and_270_experiments(results):
     proc = run_py("-m", "+experiment=core", "model=smollm2_135m", "pattern=glob(*)", "seed=0,1,2", "dry_run=true",
-                  f"data_dir={RAW}", "progress=false")
+                  "budget=smoke", f"data_dir={RAW}", "progress=false")  # 20k is refused: SmolLM2's window is 8,192
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = [json.loads(p.read_text()) for p in results.rglob("job.json")]
     assert len(jobs) == 21
@@ -74,6 +74,49 @@ def test_core_grid_multirun_is_21_jobs_and_270_experiments(results):
     assert all(j["dry_run"] and not j["tokens_estimated"] for j in jobs)
     assert "21 job(s), 270 experiments" in proc.stdout
     assert not list(results.rglob("store/*"))  # nothing was called or stored
+
+
+PAPER_TASKS = {"all", "math", "ner", "occurrence", "sentiment", "wsd"}
+
+
+def _uses_a_paper_task(command: str) -> bool:
+    """Whether ``python run.py …`` reads the paper's data: a task=… of the paper, or a preset
+    whose task is one (conf/experiment/<name>.yaml)."""
+    for arg in command.split():
+        name, _, value = arg.lstrip("+").partition("=")
+        if name == "task" and set(value.split(",")) & PAPER_TASKS:
+            return True
+        if name == "experiment":
+            preset = (REPO / "conf" / "experiment" / f"{value}.yaml").read_text()
+            if re.search(rf"override /task: ({'|'.join(PAPER_TASKS)})\b", preset):
+                return True
+    return False
+
+
+def test_every_printed_command_on_the_paper_data_names_data_dir(tmp_path):
+    """The commands the demo and plain run.py end with work offline as printed: one on the
+    paper's tasks reads the shared data (unset, it would go to the hub, which has no WSD)."""
+    from mip.cli import NEXT_STEPS
+    from mip.demo import summary
+
+    text = summary(tmp_path) + "\n" + NEXT_STEPS
+    commands = [line[line.index("python run.py"):] for line in text.splitlines() if "python run.py" in line]
+    paper = [c for c in commands if _uses_a_paper_task(c)]
+    assert len(paper) >= 3 and not _uses_a_paper_task("python run.py -m +experiment=demo")
+    assert [c for c in paper if "data_dir=" not in c] == []
+
+
+def test_a_dry_run_is_refused_as_the_real_run_is_when_the_budget_passes_the_context_window(results):
+    """model=smollm2_135m budget=20k: the real run is refused, so the dry run says the same, in
+    one line with exit code 2, instead of counting output tokens that can never be asked for."""
+    real = run_py("model=smollm2_135m", "budget=20k")
+    dry = run_py("model=smollm2_135m", "budget=20k", "dry_run=true")
+    sweep = run_py("-m", "model=smollm2_135m", "budget=20k", "pattern=random,majority_first", "dry_run=true")
+    message = ("error: Budget 20k (20000 output tokens) is larger than the context window of smollm2_135m (8192); "
+               "choose a smaller budget (e.g. budget=smoke) or another model.")
+    assert (real.returncode, real.stderr.strip()) == (dry.returncode, dry.stderr.strip()) == (2, message)
+    assert sweep.returncode == 2 and sweep.stderr.strip() == f"{message} Nothing was launched."
+    assert "output tokens" not in dry.stdout + sweep.stdout and not list(results.rglob("job.json"))
 
 
 def test_bad_p_is_refused_clearly(results):

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from mip.job import run_job
-from mip.summary import cost_lines, describe
+from mip.summary import cost_lines, describe, dry_tables
 
 from .conftest import REPO, compose
 
@@ -47,13 +47,70 @@ def _job(**fields):
     ({"backend": "hf", "device": "CPU", "prompt_tokens_per_s": 1e4, "output_tokens_per_s": 1e4}, "≈ 7 CPU-min"),
     ({"backend": "vllm", "device": "GPU"}, "GPU time unknown (set model.prompt_tokens_per_s"),
     ({"backend": "simulated"}, "no cost (a scripted or simulated model, not an LLM)"),
-    ({"backend": "openai_compat"}, "cost unknown (set model.price_input_per_mtok"),
+    ({"backend": "openai_compat"}, "cost unknown: no public price shipped in conf/model/m.yaml; set "
+     "model.price_input_per_mtok and model.price_output_per_mtok (USD per million tokens)"),
     ({"backend": "openai_compat", "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0,
       "prompt_tokens_per_s": 1000, "output_tokens_per_s": 100}, "expected cost $3.60 input + at most $1.44 output"),
 ])
 def test_each_kind_of_model_says_what_it_costs_or_what_to_set(fields, expected):
     (line,) = cost_lines([_job(**fields)])
     assert expected in line
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0}, "expected cost $2.00 input + at most $1.44 output"),
+    ({"backend": "vllm", "prompt_tokens_per_s": 1000, "output_tokens_per_s": 100},
+     "≈ 2.6 GPU-h if every experiment uses its whole budget (2,000,000 prompt tokens at 1,000/s"),
+])
+def test_prompts_that_overflow_are_named_and_left_out_of_cost_and_time(fields, expected):
+    """Overflowing prompts are stored as input_overflow without a call: they cost nothing."""
+    (line,) = cost_lines([_job(overflowing=2, overflow_prompt_tokens=1_600_000, **fields)])
+    assert ("2 overflow the context window (input_overflow without a call: not sent, not counted); for the 8 sent "
+            "(2,000,000 prompt tokens): ") in line and expected in line
+
+
+def test_a_dry_run_with_overflowing_prompts_prices_only_those_it_would_send(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    text = _dry(tmp_path, "gpt_oss_120b", "model.context_window=2048")
+    line = next(x for x in text.splitlines() if x.startswith("  gpt_oss_120b:"))
+    assert "2 overflow the context window" in line and "for the 0 sent (0 prompt tokens): expected cost $0.00 input" in line
+
+
+def test_the_sweep_summary_of_a_dry_run_has_a_table_per_model_and_task(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    text = _dry(tmp_path, "gpt_oss_120b", "model.context_window=2048")
+    header, row = text.splitlines()[text.splitlines().index("  gpt_oss_120b, per task:") + 1:][:2]
+    assert header.split() == ["task", "to", "run", "prompt", "tokens", "overflow", "(no", "call)", "output", "tokens",
+                              "at", "most"]
+    assert row.split()[:2] == ["arith", "2"] and row.split()[3:] == ["2", "0"]
+
+
+def test_the_dry_run_table_sums_jobs_per_task_and_adds_a_total():
+    jobs = [_job(model=m, per_task={t: {"experiments": 2, "prompt_tokens": 1000, "overflowing": o,
+                                        "max_output_tokens": 40_000 * (2 - o)} for t, o in (("math", 1), ("ner", 0))})
+            for m in ("a", "a", "b")] + [_job(model="c", overflowing=3)]  # c: a manifest without per_task
+    lines = dry_tables(jobs)
+    table = lines[lines.index("  a, per task:") + 1:lines.index("  b, per task:")]
+    assert [r.split() for r in table[1:]] == [["math", "4", "2,000", "2", "80,000"], ["ner", "4", "2,000", "0", "160,000"],
+                                             ["all", "8", "4,000", "2", "240,000"]]
+    assert lines[-1].split() == ["(all)", "10", "3,600,000", "3", "720,000"]
+
+
+def test_a_local_server_on_the_cpu_says_cpu_time_and_counts_with_the_served_tokenizer(tmp_path):
+    """smollm2_135m_server runs on the CPU (its config's device) and counts prompt tokens with
+    the tokenizer of the folder it serves, as smollm2_135m does in-process."""
+    import os
+    from pathlib import Path
+
+    from mip.models.hf_local import converted_dir
+
+    model = compose("model=smollm2_135m_server").model
+    folder = converted_dir(compose("model=smollm2_135m").model, Path(os.environ.get("MIP_CACHE_DIR", "~/.cache/mip")).expanduser())
+    assert model.runs_on == "CPU" and Path(model.tokenizer).expanduser() == folder
+    text = _dry(tmp_path, "smollm2_135m_server")
+    line = next(x for x in text.splitlines() if x.startswith("  smollm2_135m_server:"))
+    assert "on one CPU" in line and "GPU" not in line
+    assert "(tokenizer-counted)" in text
 
 
 LOCAL = sorted(f.stem for f in (REPO / "conf" / "model").glob("*.yaml")

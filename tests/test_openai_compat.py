@@ -20,7 +20,9 @@ from .fake_server import KINDS, FakeServer, majority_answer
 
 
 def config(tmp_path, server: FakeServer, *overrides: str):
+    # The fake server is not SmolLM2: no local tokenizer (the config names the folder the real server serves).
     return compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                   "model.tokenizer=null",
                    "task=arith", "setting=smoke", "budget=smoke", "progress=false", "model.request_timeout_s=2",
                    "model.client_max_retries=3", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}",
                    *overrides)

@@ -258,9 +258,12 @@ def test_n_larger_than_the_pool_names_the_numbers(tmp_path):
         run_job(cfg, tmp_path / "job")
 
 
-def test_a_budget_larger_than_the_context_window_is_refused_before_any_work(tmp_path):
-    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=8192", "budget=20k")
-    with pytest.raises(ValueError, match="larger than the context window"):
+@pytest.mark.parametrize("dry", ["false", "true"])
+def test_a_budget_larger_than_the_context_window_is_refused_before_any_work(tmp_path, dry):
+    """A dry run is refused as the real run is: it must not count a grid that cannot run."""
+    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=8192", "budget=20k", f"dry_run={dry}")
+    with pytest.raises(ValueError, match=r"^Budget 20k \(20000 output tokens\) is larger than the context window of "
+                                         r"mock \(8192\); choose a smaller budget"):
         run_job(cfg, tmp_path / "job")
     assert not (tmp_path / "job").exists()
 
@@ -319,6 +322,7 @@ def test_a_dry_run_needs_no_key_no_vllm_and_counts_what_overflows(tmp_path, monk
                   f"paths.cache_dir={tmp_path / 'cache'}")
     summary = run_job(cfg, tmp_path / "job")
     assert summary.experiments == 2 and summary.overflowing == 2 and summary.max_output_tokens == 0
+    assert summary.overflow_prompt_tokens == summary.prompt_tokens > 0  # never sent: kept apart from the cost
     assert summary.tokens_from  # says how tokens were counted
     assert summary.per_task == {"arith": {"experiments": 2, "prompt_tokens": summary.prompt_tokens, "overflowing": 2,
                                           "max_output_tokens": 0}}

@@ -136,10 +136,17 @@ class OpenAICompatModelConfig(ModelConfig):
     budget_split: BudgetSplitConfig = field(default_factory=BudgetSplitConfig)
     server_tokenize: bool = False
     """Count prompt tokens with the server's ``/tokenize`` endpoint (``vllm serve`` has one)."""
+    device: Optional[str] = None
+    """A local server's device (``cpu``, ``cuda``), for dry-run time at ``prompt_tokens_per_s`` and
+    ``output_tokens_per_s``; null for a hosted API or a GPU server."""
 
     @property
     def reserved_answer_tokens(self) -> Optional[int]:
         return self.budget_split.answer_tokens
+
+    @property
+    def runs_on(self) -> str:
+        return "CPU" if self.device == "cpu" else "GPU"
 
 
 @dataclass

@@ -46,7 +46,7 @@ def validate(cfg: Config) -> None:
     if cfg.budget.max_tokens < 1:
         raise ValueError(f"budget.max_tokens must be positive, got {cfg.budget.max_tokens}.")
     too_big = budget_error(cfg.model.name, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
-    if too_big and not cfg.dry_run:
+    if too_big:  # a dry run too: it must say what the real run would say, not count a grid that cannot run
         raise ValueError(too_big)
     split = cfg.model.reserved_answer_tokens
     if split is not None and not 0 < split < cfg.budget.max_tokens:
@@ -162,7 +162,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
 
 def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Backend | OfflineTokenizer) -> None:
     """Count what the job would send: prompt tokens, the prompts that would overflow the
-    context window (input_overflow verdicts to come), output tokens at most."""
+    context window (input_overflow verdicts to come, never sent: their tokens are kept apart
+    so that cost and time count only what is sent), output tokens at most."""
     for plan, n_tokens in counted(counter, todo, summary, cfg.model.chars_per_token):
         task = summary.per_task.setdefault(plan.experiment.task, dict.fromkeys(
             ("experiments", "prompt_tokens", "overflowing", "max_output_tokens"), 0))
@@ -170,6 +171,7 @@ def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Bac
         task["prompt_tokens"] += n_tokens
         if overflows(n_tokens, cfg.model.context_window) and cfg.strategy.name != "decomposed":
             task["overflowing"] += 1
+            summary.overflow_prompt_tokens += n_tokens
         else:
             task["max_output_tokens"] += _budget_each(cfg)
         plan.release()

@@ -25,6 +25,9 @@ class JobSummary:
     """How prompt tokens were counted (a tokenizer, the server, or estimated from characters)."""
     overflowing: int = 0
     """Experiments whose prompt does not fit the context window: input_overflow, found before any call."""
+    overflow_prompt_tokens: int = 0
+    """Dry runs: the prompt tokens of the overflowing experiments (in ``prompt_tokens``), which
+    are never sent and so count in no cost or time estimate."""
     per_task: dict[str, dict[str, int]] = field(default_factory=dict)
     """Dry runs: per task, the experiments to run, their prompt tokens, how many overflow, and
     output tokens at most."""
@@ -34,7 +37,8 @@ class JobSummary:
     price_output_per_mtok: float | None = None
     backend: str = ""
     device: str = "GPU"
-    """Where a local model runs, for its time estimate: GPU, or CPU (``device: cpu`` outside vLLM)."""
+    """Where a local model runs, for its time estimate: GPU, or CPU (``device: cpu`` of an hf model
+    or of a local server's config)."""
     prompt_tokens_per_s: float | None = None
     output_tokens_per_s: float | None = None
     """Throughput of one GPU (or the CPU) from the model config, for dry-run time estimates."""

@@ -47,7 +47,8 @@ class OfflineTokenizer:
         return self._tokenizer
 
     def _candidates(self) -> list[str]:
-        names = [n for n in (self.model.tokenizer, self.model.model_id) if n and n not in ("auto", "mock")]
+        names = [str(Path(n).expanduser()) if n.startswith("~") else n
+                 for n in (self.model.tokenizer, self.model.model_id) if n and n not in ("auto", "mock")]
         if isinstance(self.model, HFModelConfig) and self.model.gguf_package:
             from mip.models.hf_local import converted_dir
 

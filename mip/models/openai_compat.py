@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
 import time
 import urllib.error
@@ -127,7 +128,7 @@ class OpenAICompatBackend(Backend):
             try:
                 from transformers import AutoTokenizer
 
-                self._tokenizer = AutoTokenizer.from_pretrained(self.cfg.tokenizer)
+                self._tokenizer = AutoTokenizer.from_pretrained(os.path.expanduser(self.cfg.tokenizer))
             except Exception:  # noqa: BLE001 - no transformers or no tokenizer offline: estimate
                 self._tokenizer = False
                 return None
