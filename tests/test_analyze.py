@@ -42,7 +42,7 @@ def grid(tmp_path, model_args, cells, patterns=PATTERNS, seeds=(0, 1), variants=
 def store(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("analysis")
     with FakeServer(reasoning_shape="reasoning") as server:
-        served = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+        served = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                   "model.context_window=100000", "model.name=fake"]
         grid(tmp, served, [(10, 0.6), (20, 0.7)])
         grid(tmp, served, [(10, 0.6)], patterns=["majority_first", "majority_middle"], variants=("hint",))

@@ -45,7 +45,7 @@ def test_audit_through_a_server_reports_a_verdict_per_cell(tmp_path, results):
         proc = audit(f"audit.data={data}", *COLUMNS, "audit.question=Determine the majority parity label among the "
                      "values of all provided arithmetic expressions.", "audit.n=[10,20]", "audit.p=[0.6]",
                      "audit.seeds=[0,1,2]", "model=smollm2_135m_server", f"model.base_url={server.base_url}",
-                     "model.model_id=fake-model", "budget=smoke", "progress=false")
+                     "model.model_id=fake-model", "model.tokenizer=null", "budget=smoke", "progress=false")
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (results / "audit" / "reviews" / "audit.md").read_text()
     assert report.count("**Verdict:") == 2

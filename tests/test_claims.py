@@ -120,7 +120,7 @@ def test_the_same_command_twice_at_once_pays_each_experiment_once(results):
     """Two run.py processes of one command, the second started while the first is calling:
     every experiment is requested once, stored once, and both exit cleanly."""
     with FakeServer(latency_s=0.5) as server:  # 60 experiments, 2 at a time: the first job runs ≈ 15 s
-        args = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+        args = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                 "model.max_concurrency=2", "task=arith", "n=20", "p=0.6", "pattern=random",
                 f"order_seeds=[{','.join(map(str, range(30)))}]", "budget=smoke", "progress=false"]
         folder = results / "store" / "smollm2_135m_server" / "arith"

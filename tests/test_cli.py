@@ -267,7 +267,7 @@ def test_a_sweep_with_unstored_experiments_finishes_then_exits_non_zero(results)
 
     with FakeServer() as server:
         server.faults = {"500": 1000}
-        proc = run_py("-m", "model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+        proc = run_py("-m", "model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                       "model.client_max_retries=0", "infra_retries=0", "task=arith", "setting=smoke", "budget=smoke",
                       "pattern=majority_first,majority_last", "progress=false")
     assert proc.returncode == 1

@@ -3,6 +3,7 @@ GPU (or the CPU) for local models at their configs' throughput."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
@@ -125,3 +126,14 @@ def test_every_local_model_ships_a_throughput_and_says_where_it_comes_from(model
     note = text.split("Dry-run", 1)[1]
     assert "2026-12-02" in note or "assumed" in note.lower()
     assert "https://" in note or "Measured" in note or "smollm2_135m.yaml" in note
+
+
+def test_a_tokenizer_folder_not_on_this_machine_is_an_estimate_without_importing_transformers(tmp_path):
+    """A server config names the folder it serves; where that folder is missing (a fresh
+    machine), counting falls back to the estimate at once, not after importing transformers."""
+    code = ("import sys; from mip.models.tokenizer import load_tokenizer; "
+            f"assert load_tokenizer({str(tmp_path / 'absent')!r}) is None and load_tokenizer('~/absent/mip') is None; "
+            "assert load_tokenizer(None) is None and load_tokenizer('auto') is None; "
+            "assert 'transformers' not in sys.modules, 'transformers was imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

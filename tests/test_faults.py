@@ -30,7 +30,7 @@ def test_ten_kills_with_64_requests_in_flight(results):
     checks = []  # (server log length at a kill, prompt hashes stored at that kill)
     landed = 0
     with FakeServer(latency_s=0.3) as server:
-        args = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+        args = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                 "model.max_concurrency=64", "task=arith", "n=20", "p=0.6", "pattern=random",
                 f"order_seeds=[{','.join(map(str, range(300)))}]", "budget=smoke", "progress=false"]
         folder = results / "store" / "smollm2_135m_server" / "arith"

@@ -17,7 +17,7 @@ TRANSPORTS = ["aiohttp", "openai"]
 
 
 def config(tmp_path, server, transport, *more):
-    return compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+    return compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                    "model.api_key_env=MIP_HOSTILE_KEY", f"model.transport={transport}", "model.request_timeout_s=2",
                    "model.client_max_retries=0", "infra_retries=0", "model.max_response_bytes=1000000",
                    "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first", "progress=false",

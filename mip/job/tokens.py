@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mip import prompts
 from mip.config import HFModelConfig, ModelConfig
 from mip.models import Backend
+from mip.models.tokenizer import chat_token_counts, load_tokenizer
 
 if TYPE_CHECKING:
     from mip.experiments import Planned
@@ -36,19 +37,14 @@ class OfflineTokenizer:
         if self._tokenizer is None:
             self._tokenizer = False
             for name in self._candidates():
-                try:
-                    from transformers import AutoTokenizer
-
-                    self._tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
+                self._tokenizer = load_tokenizer(name) or False
+                if self._tokenizer:
                     self.source = f"counted with the tokenizer of {name}"
                     break
-                except Exception:  # noqa: BLE001 - not on this machine, or no transformers: estimate
-                    continue
         return self._tokenizer
 
     def _candidates(self) -> list[str]:
-        names = [str(Path(n).expanduser()) if n.startswith("~") else n
-                 for n in (self.model.tokenizer, self.model.model_id) if n and n not in ("auto", "mock")]
+        names = [n for n in (self.model.tokenizer, self.model.model_id) if n and n not in ("auto", "mock")]
         if isinstance(self.model, HFModelConfig) and self.model.gguf_package:
             from mip.models.hf_local import converted_dir
 
@@ -60,9 +56,7 @@ class OfflineTokenizer:
         tokenizer = self._load()
         if not tokenizer:
             return None
-        chats = [tokenizer.apply_chat_template([{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True)
-                 if tokenizer.chat_template else t for t in texts]
-        return [len(ids) for ids in tokenizer(chats, add_special_tokens=False)["input_ids"]]
+        return chat_token_counts(tokenizer, texts)
 
 
 def estimate_tokens(text: str, chars_per_token: float) -> int:

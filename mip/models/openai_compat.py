@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import queue
 import time
 import urllib.error
@@ -48,6 +47,7 @@ from mip.models.base import Backend, BackendContext, BackendSetupError, Completi
 from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
+from mip.models.tokenizer import chat_token_counts, load_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
 
 CHECK_DEADLINE_S = 30.0  # the model listing and token counts: one deadline over the whole exchange
@@ -125,18 +125,10 @@ class OpenAICompatBackend(Backend):
         if not self.cfg.tokenizer or self._tokenizer is False:
             return None
         if self._tokenizer is None:
-            try:
-                from transformers import AutoTokenizer
-
-                self._tokenizer = AutoTokenizer.from_pretrained(os.path.expanduser(self.cfg.tokenizer))
-            except Exception:  # noqa: BLE001 - no transformers or no tokenizer offline: estimate
-                self._tokenizer = False
+            self._tokenizer = load_tokenizer(self.cfg.tokenizer, offline=False) or False
+            if self._tokenizer is False:
                 return None
-        texts = [
-            self._tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
-            for p in prompts
-        ]
-        return [len(ids) for ids in self._tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        return chat_token_counts(self._tokenizer, prompts)
 
     def _server_counts(self, prompts: Sequence[str]) -> list[int]:
         root = self._root.removesuffix("/v1")
