@@ -11,13 +11,15 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mip.instances import PATTERNS
 from mip.records import Record
 from mip.scoring import OUTCOMES, Verdict, outcome
 from mip.store import QUARANTINE, Store, quarantined
+
+if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py (~0.6 s of each start)
+    import pandas as pd
 
 VERDICT_COLUMNS = OUTCOMES
 
@@ -25,6 +27,8 @@ VERDICT_COLUMNS = OUTCOMES
 def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
     """Experiments per pattern by verdict (invalid split by kind), with valid-only and
     all-experiment accuracy in percent (a pattern with no valid answer has no valid-only accuracy)."""
+    import pandas as pd
+
     rows = [{"pattern": r.experiment.pattern, "verdict": outcome(r.verdict, r.invalid_kind)} for r in records]
     if not rows:
         return pd.DataFrame(columns=["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc %", "acc % (all)"])
@@ -75,6 +79,8 @@ def cost_lines(jobs: list[dict]) -> list[str]:
     for a model run on one's own GPU (or CPU) the time it takes at the config's throughput.
     Prompts a dry run found overflowing the context window are never sent: they are named and
     left out of cost and time."""
+    import pandas as pd
+
     table = pd.DataFrame([{"model": j.get("model", "?"), "experiments": j["experiments"],
                            "to run": j["experiments"] - j["already_stored"], "prompt tokens": j["prompt_tokens"],
                            "overflow": j.get("overflowing", 0) if j.get("dry_run") else 0,
@@ -103,6 +109,8 @@ def cost_lines(jobs: list[dict]) -> list[str]:
 def _cost(model: str, g: pd.DataFrame) -> str:
     """The cost of one model's jobs, over the prompts that are sent: money at the config's
     prices, time at its throughput, or what to set."""
+    import pandas as pd
+
     first = g.iloc[0]
     prompt, output = int(g["sent tokens"].sum()), int(g["max output tokens"].sum())
     if pd.notna(first["in"]) and pd.notna(first["out"]):
@@ -128,6 +136,8 @@ def dry_tables(jobs: list[dict]) -> list[str]:
     """Per model, a dry run's count per task (a job's totals where its manifest has no
     ``per_task``): experiments to run, prompt tokens, how many would overflow the context
     window (stored as input_overflow without a call) and output tokens at most."""
+    import pandas as pd
+
     rows = []
     for j in jobs:
         per_task = j.get("per_task") or {"(all)": {"experiments": j["experiments"] - j["already_stored"],
