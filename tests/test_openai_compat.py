@@ -255,7 +255,7 @@ def test_requests_are_taken_as_slots_free(tmp_path):
     """The backend takes the next request only when it has room: the runner builds each
     prompt while earlier requests are in flight, never all of them up front."""
     with FakeServer(latency_s=0.3) as server:
-        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                         "model.max_concurrency=4").model
         backend = build_backend(model, tmp_path)
         taken = []
@@ -281,7 +281,7 @@ def test_generate_runs_where_an_event_loop_already_runs(tmp_path):
     import threading
 
     with FakeServer(latency_s=0.05) as server:
-        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                         "model.max_concurrency=4").model
         backend = build_backend(model, tmp_path)
         requests = [Request(f"r{i}", f"Instance 1: What is {i} + 0?", 8) for i in range(10)]
@@ -303,7 +303,7 @@ def test_two_streams_of_one_backend_interleave(tmp_path):
     """Each stream gets its own completions, also when the loop, turned for one, finishes
     the other's requests first."""
     with FakeServer(latency_s=0.02) as server:
-        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+        model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                         "model.max_concurrency=3").model
         backend = build_backend(model, tmp_path)
         a = backend.generate(Request(f"a{i}", f"Instance 1: What is {i} + 0?", 8) for i in range(12))
@@ -325,7 +325,7 @@ def test_an_https_proxy_from_the_environment_is_used(tmp_path, monkeypatch):
         monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
-        cfg = compose("model=smollm2_135m_server", "model.base_url=http://upstream.invalid/v1", "model.model_id=fake-model",
+        cfg = compose("model=smollm2_135m_server", "model.base_url=http://upstream.invalid/v1", "model.model_id=fake-model", "model.tokenizer=null",
                       "task=arith", "setting=smoke", "budget=smoke", "progress=false", "pattern=majority_first",
                       f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
         summary = run_job(cfg, tmp_path / "job")

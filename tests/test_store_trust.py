@@ -20,7 +20,7 @@ from .fake_server import FakeServer
 
 
 def server_args(server: FakeServer, *more: str) -> list[str]:
-    return ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+    return ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
             "task=arith", "n=20", "p=0.6", "budget=smoke", "progress=false", *more]
 
 

@@ -14,7 +14,7 @@ from .fake_server import FakeServer
 
 
 def config(tmp_path, server, *overrides):
-    return compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+    return compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                    "task=arith", "n=20", "p=0.6", "budget=smoke", "progress=false", "model.request_timeout_s=2",
                    f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
 

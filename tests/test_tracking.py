@@ -38,7 +38,7 @@ def test_offline_run_holds_every_experiment_and_no_secret(tmp_path, wandb_env, m
     secret = "sk-planted-WANDB-77aa"
     monkeypatch.setenv("MIP_TEST_API_KEY", secret)
     with FakeServer(reasoning_shape="reasoning_content") as server:
-        cfg = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+        cfg = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                       "model.api_key_env=MIP_TEST_API_KEY", "task=arith", "setting=smoke", "budget=smoke",
                       "pattern=random", "logger=wandb", "logger.group=test-sweep", "progress=false",
                       f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
