@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 EXTRAS ?= hf,serve,dev
 # pytest-xdist workers for `make test`: one more than the CPU cores, since many tests wait on a
-# server or a subprocess (on 2 cores, measured: 3 workers 213 s, 2 workers 306 s, 4 workers 241 s).
+# server or a subprocess (on 2 cores, measured: 3 workers 213 s, 4 workers 241 s).
 # Each test module runs whole on one worker, so its module-scoped fixtures are built once.
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 

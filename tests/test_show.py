@@ -129,3 +129,25 @@ def test_a_record_from_a_filtered_pool_is_rebuilt_from_that_pool(results):
     shown = show(record.key)
     assert shown.returncode == 0, shown.stderr
     assert "(filtered)" in shown.stdout and "hash checked" in shown.stdout
+
+
+def test_a_store_folder_given_as_the_target_lists_its_records(job, results):
+    _, records = job
+    proc = show(str(results / "store"))
+    assert proc.returncode == 0, proc.stderr
+    assert "2 records:" in proc.stdout and all(r.key in proc.stdout for r in records)
+
+
+def test_a_reasoning_trace_and_its_token_count_are_printed(job):
+    from mip.show import render
+
+    _, records = job
+    record = records[0]
+    attempt = record.attempts[0]
+    stage = attempt.stages[0].model_copy(update={"reasoning": "First I count the instances labelled even.",
+                                                 "reasoning_tokens": 9})
+    traced = record.model_copy(update={"attempts": [attempt.model_copy(update={"stages": [stage]})]})
+    text = render(traced, "the prompt", False)
+    assert "reasoning:" in text and "First I count the instances labelled even." in text
+    assert "reasoning 9" in text
+    assert "reasoning:" not in render(record, "the prompt", False)  # no trace, no heading
