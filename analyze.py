@@ -14,6 +14,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mip.analysis import analyze
+from mip.cli import check_overrides
 from mip.config import AnalyzeConfig, register
 from mip.results import ResultsError
 from mip.slices import SliceError
@@ -33,4 +34,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py")
     main()

@@ -7,7 +7,7 @@
 
 import sys
 
-from mip.cli import quiet_library_bars
+from mip.cli import check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
@@ -33,4 +33,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_overrides(sys.argv[1:], AttributeConfig, "attribute.py")
     main()

@@ -8,7 +8,7 @@ Later runs use the filtered pools by default (run.py use_filtered=false for the 
 
 import sys
 
-from mip.cli import quiet_library_bars
+from mip.cli import check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
@@ -50,4 +50,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_overrides(sys.argv[1:], FilterConfig, "filter.py")
     main()

@@ -11,7 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
-from mip.cli import NEXT_STEPS, check_keys, check_sweep_preset, quiet_library_bars
+from mip.cli import NEXT_STEPS, check_keys, check_overrides, check_sweep_preset, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
@@ -69,4 +69,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",))
     main()

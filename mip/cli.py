@@ -136,18 +136,20 @@ def close_keys(key: str, schema: type) -> list[str]:
     return found
 
 
-def check_overrides(args: list[str], schema: type, program: str, refused: dict[str, str] | None = None) -> None:
+def check_overrides(args: list[str], schema: type, program: str, refused: dict[str, str] | None = None,
+                    groups: tuple[str, ...] = ()) -> None:
     """Exit with a one-line error for a command-line override whose key ``schema`` lacks, or
     whose first part ``refused`` names (with what to write instead). Called before Hydra
     composes: its own message for a typo runs over several lines and suggests ``+key=…``,
-    which only adds the typo to the config."""
+    which only adds the typo to the config. ``groups``: config groups that are no field
+    (``+experiment=core``), which Hydra checks itself."""
     for arg in args:
         if arg.startswith("-") or "=" not in arg:  # Hydra's flags (--help, -m, --cfg job)
             continue
         key = arg.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
-        if key.startswith("hydra") or "/" in key:  # Hydra's own settings and groups
-            continue
         top = key.split(".", 1)[0]
+        if key.startswith("hydra") or "/" in key or top in groups:  # Hydra's own settings and groups
+            continue
         if refused and top in refused:
             problem = f"{key!r} cannot be overridden here: {refused[top]}."
         elif not schema_has(schema, key):

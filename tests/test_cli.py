@@ -199,10 +199,22 @@ def test_plain_run_py_runs_a_small_job_offline_and_names_the_next_commands(resul
 
 def test_an_unknown_key_added_with_plus_is_named(results):
     proc = run_py("+nn=10", "model=mock")
-    assert proc.returncode == 2 and "unknown config key 'nn'" in proc.stderr
+    assert proc.returncode == 2 and "unknown key 'nn' (did you mean n?)" in proc.stderr
     nested = run_py("+model.temprature=0", "model=mock")
     assert nested.returncode == 2 and "'model.temprature'" in nested.stderr
     assert not list(results.rglob("job.json"))
+
+
+@pytest.mark.parametrize("program, typo, meant", [("run.py", "nn=10", "n"), ("analyze.py", "wher.model=x", "where.model"),
+                                                  ("attribute.py", "max_replay=1", "max_replays"),
+                                                  ("filter.py", "filter_model=[x]", "filter_models")])
+def test_a_typo_is_one_line_naming_the_key_meant_in_every_entry_point(program, typo, meant):
+    proc = subprocess.run([sys.executable, str(REPO / program), typo], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    key = typo.split("=")[0]
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"error: unknown key {key!r} (did you mean {meant}?); "
+                                   f"`python {program} --help` lists the options."), proc.stderr
 
 
 def test_unknown_keys_are_those_the_backends_schema_lacks():
