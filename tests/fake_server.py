@@ -27,9 +27,10 @@ import hashlib
 import json
 import random
 import re
-import threading
 import time
 from collections import Counter
+
+from .local_server import LocalServer
 
 KINDS = ("429", "500", "503", "stall", "reset", "error200", "truncated", "empty")
 
@@ -47,9 +48,10 @@ def majority_answer(prompt: str) -> str:
     return "-1" if even == odd else (even_label if even > odd else odd_label)
 
 
-class FakeServer:
+class FakeServer(LocalServer):
     def __init__(self, model: str = "fake-model", reasoning_shape: str = "reasoning", latency_s: float = 0.0,
                  stall_s: float = 30.0, seed: int = 0, retry_after: str = "0.1"):
+        super().__init__()
         self.model = model
         self.reasoning_shape = reasoning_shape
         self.latency_s = latency_s
@@ -61,28 +63,12 @@ class FakeServer:
         self.rng = random.Random(seed)
         self.calls: Counter = Counter()  # per prompt hash
         self.log: list[tuple[str, str]] = []  # (prompt hash, outcome)
-        self.headers_seen: list[dict[str, str]] = []
         self.batch_fault: str | None = None  # decomposed answers: missing, duplicate, extra
         self.in_flight = 0
         self.max_in_flight = 0
         self.bodies: list[dict] = []
         self.answered: Counter = Counter()  # per prompt hash: replies sent whole (what a client pays for)
         self.hold_call: int | None = None  # that call of every prompt (2: the second) waits for release()
-        self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self.port = 0
-
-    # ------------------------------------------------------------------ lifecycle
-    def __enter__(self) -> FakeServer:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
 
     def release(self) -> None:
         """Let the held calls (``hold_call``) go on."""
@@ -92,47 +78,11 @@ class FakeServer:
     def held(self) -> int:
         return self._held
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self._main())
-        self._loop.close()
-
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
+    def started(self) -> None:
         self._released = asyncio.Event()
         self._held = 0
-        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = server.sockets[0].getsockname()[1]
-        self._ready.set()
-        await self._stop.wait()
-        server.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
     # ------------------------------------------------------------------ HTTP
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                with self._lock:
-                    self.headers_seen.append(headers)
-                if not await self._route(method, path, body, writer, reader):
-                    return
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            writer.close()
-
     async def _send(self, writer, status: int, payload: bytes, extra: str = "", length: int | None = None) -> None:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
                   503: "Service Unavailable"}.get(status, "X")
@@ -141,7 +91,7 @@ class FakeServer:
         writer.write(head.encode() + payload)
         await writer.drain()
 
-    async def _route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
+    async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
         if method == "GET" and path.endswith("/models"):
             await self._send(writer, 200, json.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}).encode())
             return True

@@ -19,84 +19,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 
 from .fake_server import majority_answer
+from .local_server import LocalServer
 
 
-class _Base:
-    def __init__(self) -> None:
-        self.headers_seen: list[dict[str, str]] = []
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self.port = 0
-
-    def __enter__(self):
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self._main())
-        self._loop.close()
-
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
-        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = server.sockets[0].getsockname()[1]
-        self._ready.set()
-        await self._stop.wait()
-        server.close()
-        for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
-            task.cancel()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                self.headers_seen.append(headers)
-                if not await self.route(method, path, body, writer):
-                    return
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            writer.close()
-
-    async def route(self, method: str, path: str, body: bytes, writer) -> bool:
-        raise NotImplementedError
-
-
-class Recorder(_Base):
+class Recorder(LocalServer):
     """Another origin: answers everything like a plain server and keeps what it was sent."""
 
-    async def route(self, method: str, path: str, body: bytes, writer) -> bool:
+    async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
         payload = b'{"object": "list", "data": [{"id": "fake-model"}]}'
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(payload), payload))
         await writer.drain()
         return True
 
 
-class HostileServer(_Base):
+class HostileServer(LocalServer):
     def __init__(self, mode: str, other: Recorder | None = None, on_models: bool = False, max_s: float = 20.0,
                  oversize_bytes: int = 3 * 2**20):
         super().__init__()
         self.mode, self.other, self.on_models, self.max_s, self.oversize_bytes = mode, other, on_models, max_s, oversize_bytes
 
-    async def route(self, method: str, path: str, body: bytes, writer) -> bool:
+    async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
         models = method == "GET" and path.endswith("/models")
         if models and not self.on_models:
             await self._json(writer, {"object": "list", "data": [{"id": "fake-model"}]})

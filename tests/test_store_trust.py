@@ -152,8 +152,6 @@ def test_records_are_flushed_to_disk_before_they_count(tmp_path, monkeypatch):
 def test_damaged_filter_answers_are_asked_again_and_answers_belong_to_their_pool(results, tmp_path):
     from mip.filtering import FilterResult, FilterStore
 
-    from .conftest import compose  # noqa: F401
-
     store = FilterStore(tmp_path)
     common = dict(model="m", task="arith", prompt_hash="h", output="1", parsed="1", truth="1", correct=True,
                   created_at="2026-12-01T00:00:00+00:00")
