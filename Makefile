@@ -33,12 +33,14 @@ serve: install
 	HF_HUB_OFFLINE=1 $(PY) -m mip.serve
 
 # The fast tier: pyproject's addopts deselect the slow, GPU and paid-API tests.
+# PYTHONDONTWRITEBYTECODE emptied: the tests start ~100 Python processes, each of which would
+# otherwise compile mip's modules again (~0.2 s apiece); __pycache__/ is ignored by git.
 test: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(WORKERS) --dist loadscope
+	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist loadscope
 
 # The real-component tier: SmolLM2, `transformers serve`, SLURM, the full sweeps, kill storms.
 test-slow: install
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "slow and not gpu and not paid and not manual"
+	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "slow and not gpu and not paid and not manual"
 
 test-all: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ""
