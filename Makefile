@@ -40,7 +40,7 @@ test: install
 
 # The real-component tier: SmolLM2, `transformers serve`, SLURM, the full sweeps, kill storms.
 test-slow: install
-	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "slow and not gpu and not paid and not manual"
+	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "slow and not gpu and not paid"
 
 test-all: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ""

@@ -135,7 +135,6 @@ def test_wandb_failing_mid_run_says_so_once_and_records_complete(tmp_path, monke
 
 
 @pytest.mark.slow
-@pytest.mark.manual
 @pytest.mark.timeout(3600)
 def test_newcomer_clones_and_runs_make_run(tmp_path):
     """The README's main command on a fresh clone, as written (the pip cache may be reused)."""
