@@ -43,10 +43,6 @@ def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
     return counts
 
 
-LOCAL_BACKENDS = ("hf", "vllm")
-TEST_BACKENDS = ("mock", "simulated")
-
-
 def _job(manifest: Path) -> dict:
     """A job's manifest, with its model's backend from the job's config.yaml beside it."""
     job = json.loads(manifest.read_text(encoding="utf-8"))
@@ -56,6 +52,15 @@ def _job(manifest: Path) -> dict:
 
         job["backend"] = ((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model") or {}).get("backend")
     return job
+
+
+def _cost_basis(job: dict) -> str:
+    """How a job's model cost is counted (a manifest written before jobs said so: from its backend)."""
+    if job.get("cost_basis"):
+        return job["cost_basis"]
+    from mip.models import BACKENDS, backend_class
+
+    return backend_class(job["backend"]).cost_basis if job.get("backend") in BACKENDS else "price"
 
 
 def records_of(manifests: Iterable[Path]) -> tuple[list[Record], list[dict]]:
@@ -88,7 +93,7 @@ def cost_lines(jobs: list[dict]) -> list[str]:
                            "max output tokens": j.get("max_output_tokens", 0),
                            "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
                            "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
-                           "device": j.get("device") or "GPU", "backend": j.get("backend")} for j in jobs])
+                           "device": j.get("device") or "GPU", "cost": _cost_basis(j)} for j in jobs])
     lines = []
     dry = all(j.get("dry_run") for j in jobs)
     for model, g in table.groupby("model", sort=True):
@@ -123,9 +128,9 @@ def _cost(model: str, g: pd.DataFrame) -> str:
                 f"{first['rate in']:,.0f}/s + {output:,} output tokens at {first['rate out']:,.0f}/s on one {device}, "
                 f"the rates in conf/model/{model}.yaml; set model.prompt_tokens_per_s and model.output_tokens_per_s to "
                 "your measured rates)")
-    if first["backend"] in TEST_BACKENDS:
+    if first["cost"] == "none":
         return "no cost (a scripted or simulated model, not an LLM)"
-    if first["backend"] in LOCAL_BACKENDS:
+    if first["cost"] == "time":
         return (f"{device} time unknown (set model.prompt_tokens_per_s and model.output_tokens_per_s: tokens per "
                 f"second on one {device})")
     return (f"cost unknown: no public price shipped in conf/model/{model}.yaml; set model.price_input_per_mtok and "

@@ -50,6 +50,9 @@ def _job(**fields):
     ({"backend": "simulated"}, "no cost (a scripted or simulated model, not an LLM)"),
     ({"backend": "openai_compat"}, "cost unknown: no public price shipped in conf/model/m.yaml; set "
      "model.price_input_per_mtok and model.price_output_per_mtok (USD per million tokens)"),
+    # A backend added later says how it costs in the manifest (Backend.cost_basis), not by name here.
+    ({"backend": "my_local_engine", "cost_basis": "time", "device": "GPU"}, "GPU time unknown"),
+    ({"backend": "my_replay", "cost_basis": "none"}, "no cost (a scripted or simulated model"),
     ({"backend": "openai_compat", "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0,
       "prompt_tokens_per_s": 1000, "output_tokens_per_s": 100}, "expected cost $3.60 input + at most $1.44 output"),
 ])

@@ -115,3 +115,10 @@ def test_a_sweep_s_jobs_load_the_weights_once(tmp_path, monkeypatch):
     assert first.model is second.model and len(loads) == 1
     first.close()
     assert _hf(tmp_path).model is second.model and len(loads) == 1
+
+
+def test_strategies_whose_first_request_needs_a_call_give_none_ahead(tmp_path):
+    for override in ("strategy=decomposed", "prompt_variant=self_prompt"):
+        cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=random", "budget=smoke", override,
+                      f"paths.results_dir={tmp_path}")
+        assert first_requests(cfg, Counting(cfg.model)) == []

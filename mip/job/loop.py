@@ -37,6 +37,12 @@ from mip.strategies import Landed, strategy_for
 from mip.tracking import Tracker
 
 
+def request_for(cfg: Config, key: str, prompt: str, prompt_tokens: int) -> Request:
+    """The request a job sends for ``prompt``: its output limit is the budget, never past
+    what the context window leaves."""
+    return Request(key, prompt, output_room(prompt_tokens, cfg.model.context_window, cfg.budget.max_tokens))
+
+
 class JobLoop:
     """The call loop of one job: attempts in rounds, each stored as it lands."""
 
@@ -64,8 +70,7 @@ class JobLoop:
 
     # ------------------------------------------------------------------ what strategies use
     def request(self, key: str, prompt: str, prompt_tokens: int) -> Request:
-        room = output_room(prompt_tokens, self.cfg.model.context_window, self.cfg.budget.max_tokens)
-        return Request(key, prompt, room)
+        return request_for(self.cfg, key, prompt, prompt_tokens)
 
     def calls(self, requests: Iterable[Request]) -> Iterator[Completion]:
         """Completions through the one retry wrapper; calls and errors go into the summary."""

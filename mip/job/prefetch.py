@@ -23,34 +23,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mip.config import Config
-from mip.experiments import plan_job
-from mip.job.run import load_pools, validate
-from mip.job.tokens import output_room, overflows
+from mip.job.loop import request_for
+from mip.job.run import load_pools, pending, validate
+from mip.job.tokens import overflows
 from mip.models import Backend, Request
 from mip.store import Store
+from mip.strategies import strategy_for
 
 
 def first_requests(cfg: Config, backend: Backend) -> list[Request]:
     """The requests job ``cfg`` will send first: one per experiment not yet stored whose
-    prompt fits the context window, with the output room the job gives it. Only a single
-    call per attempt can be known ahead (``single_call``, ``count_report``); any other
-    strategy or self-prompting gives none."""
+    prompt fits the context window, built as the job builds them. Only a strategy whose
+    first request is known before any call has them (:attr:`mip.strategies.Strategy.ahead`)."""
     validate(cfg)
-    if cfg.strategy.name not in ("single_call", "count_report") or cfg.prompt_variant.name == "self_prompt":
+    if not strategy_for(cfg).ahead:
         return []
-    store = Store(cfg.paths.store_dir)
-    plans = plan_job(cfg, load_pools(cfg))
-    stored = {task: store.keys(cfg.model.name, task) for task in cfg.task}
-    todo = [p for p in plans if p.key not in stored[p.experiment.task]]
-    if not todo:
-        return []
-    counts = backend.count_tokens([p.prompt for p in todo]) or [None] * len(todo)
+    _, _, todo = pending(cfg, Store(cfg.paths.store_dir), load_pools(cfg))
+    counts = backend.count_tokens([p.prompt for p in todo]) if todo else None
     requests = []
-    for plan, n_tokens in zip(todo, counts):
-        if n_tokens is None or overflows(n_tokens, cfg.model.context_window):
-            continue
-        room = output_room(n_tokens, cfg.model.context_window, cfg.budget.max_tokens)
-        requests.append(Request(plan.key, plan.prompt, room))
+    for plan, n_tokens in zip(todo, counts or ()):
+        if not overflows(n_tokens, cfg.model.context_window):
+            requests.append(request_for(cfg, plan.key, plan.prompt, n_tokens))
         plan.release()
     return requests
 

@@ -30,7 +30,7 @@ from mip.job.loop import JobLoop
 from mip.job.provenance import git_commit, write_manifest
 from mip.job.summary import JobSummary, StoreError
 from mip.job.tokens import OfflineTokenizer, budget_error, counted, overflows
-from mip.models import Backend, build_backend, check_schema
+from mip.models import Backend, backend_class, build_backend, check_schema
 from mip.records import Attempt
 from mip.store import Store
 from mip.strategies import STRATEGIES
@@ -103,6 +103,14 @@ class _Stored:
         return set(self.valid)
 
 
+def pending(cfg: Config, store: Store, pools: dict[str, Pool]) -> tuple[list[Planned], _Stored, list[Planned]]:
+    """The job's plans, what of them is stored (read back valid) and what is still to call."""
+    plans = plan_job(cfg, pools)
+    stored = _Stored(store, cfg.model.name, plans)
+    valid = stored()
+    return plans, stored, [p for p in plans if p.key not in valid]
+
+
 def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None) -> JobSummary:
     """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
     validate(cfg)
@@ -112,17 +120,15 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     pools = load_pools(cfg)
     for pool in pools.values():
         print(pool.summary(), file=sys.stderr)
-    plans = plan_job(cfg, pools)
     store = Store(cfg.paths.store_dir)
-    stored_keys = _Stored(store, cfg.model.name, plans)
-    stored = stored_keys()
-    todo = [p for p in plans if p.key not in stored]
+    plans, stored_keys, todo = pending(cfg, store, pools)
+    stored = set(stored_keys.valid)  # as the job found it, before it claims
     summary = JobSummary(
         output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
         already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
         model=cfg.model.name, price_input_per_mtok=cfg.model.price_input_per_mtok,
         price_output_per_mtok=cfg.model.price_output_per_mtok, max_output_tokens=len(todo) * _budget_each(cfg),
-        backend=cfg.model.backend, device=cfg.model.runs_on,
+        backend=cfg.model.backend, cost_basis=backend_class(cfg.model.backend).cost_basis, device=cfg.model.runs_on,
         prompt_tokens_per_s=cfg.model.prompt_tokens_per_s, output_tokens_per_s=cfg.model.output_tokens_per_s,
         keys=[p.key for p in plans],
     )

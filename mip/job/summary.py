@@ -36,6 +36,9 @@ class JobSummary:
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
     backend: str = ""
+    cost_basis: str = "price"
+    """How the model's cost is counted: an API's price, a local model's time, or none
+    (:attr:`mip.models.Backend.cost_basis`)."""
     device: str = "GPU"
     """Where a local model runs, for its time estimate: GPU, or CPU (``device: cpu`` of an hf model
     or of a local server's config)."""

@@ -78,6 +78,11 @@ class Backend(ABC):
     #: ``/model_schema/<backend>``): a subclass of ModelConfig with the backend's own fields.
     schema: ClassVar[type[ModelConfig]] = ModelConfig
 
+    #: How a dry run counts what this backend's calls cost: ``"price"`` (an API's price per
+    #: token, from the model config), ``"time"`` (the GPU or CPU time of a model run here, from
+    #: its throughput) or ``"none"`` (a scripted or simulated model).
+    cost_basis: ClassVar[str] = "price"
+
     #: Whether the backend applies the retry rules to each request itself (then the wrapper,
     #: :mod:`mip.models.calls`, does not retry its errors again).
     retries_each_request: bool = False

@@ -104,6 +104,7 @@ def converted_dir(cfg: HFModelConfig, cache_dir: Path) -> Path:
 
 class HFBackend(Backend):
     schema = HFModelConfig
+    cost_basis = "time"
 
     def __init__(self, cfg: HFModelConfig, context: BackendContext):
         self.cfg = cfg

@@ -21,6 +21,7 @@ _CHOICES = re.compile(r'Choose exactly one label from: "([^"]+)", "([^"]+)"')
 
 class MockBackend(Backend):
     schema = MockModelConfig
+    cost_basis = "none"
 
     def __init__(self, cfg: MockModelConfig, context: BackendContext | None = None):
         self.cfg = cfg

@@ -83,6 +83,7 @@ def respond(prompt: str, rule: SimulatedConfig) -> tuple[str, str]:
 
 
 class SimulatedBackend(Backend):
+    cost_basis = "none"
     def __init__(self, cfg: ModelConfig, context: BackendContext | None = None):
         if "simulated" not in cfg.name:
             raise BackendSetupError(f"Model {cfg.name!r}: a simulated model's name must say 'simulated'.")

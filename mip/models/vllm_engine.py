@@ -50,6 +50,7 @@ def reasoning_splitter(vllm: Any, name: str | None, tokenizer: Any, cfg: VLLMMod
 
 class VLLMBackend(Backend):
     schema = VLLMModelConfig
+    cost_basis = "time"
 
     def __init__(self, cfg: VLLMModelConfig, context: BackendContext | None = None):
         self.cfg = cfg

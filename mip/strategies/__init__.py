@@ -42,6 +42,10 @@ class Landed:
 
 
 class Strategy(Protocol):
+    ahead: bool
+    """Whether an experiment's first request is known before any call (a batching backend
+    can then generate it ahead, :mod:`mip.job.prefetch`)."""
+
     def attempts(self, job: JobLoop, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
         """One attempt for each experiment of ``live`` (pulled as requests go out), yielded
         as it lands. An experiment whose calls kept failing is not yielded: the loop leaves

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 
 class Decomposed:
+    ahead = False
+
     def __init__(self, batch_size: int, max_reasks: int):
         self.batch_size, self.max_reasks = batch_size, max_reasks
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 
 class SelfPrompting:
+    ahead = False
+
     def attempts(self, job: JobLoop, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
         live = list(live)  # every experiment takes part in stage one, also those it ends
         per_token = job.cfg.model.chars_per_token

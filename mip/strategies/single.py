@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 
 class SingleCall:
+    ahead = True  # one request per attempt, known before any call
+
     def __init__(self, counts: bool = False):
         self.counts = counts
 
