@@ -105,6 +105,62 @@ def run_py(*args: str, env: dict | None = None, timeout: int = 900):
     )
 
 
+@dataclasses.dataclass
+class Ran:
+    """What an entry point run in this process returned and printed (CompletedProcess's fields)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_entry(program: str, *args: str, env: dict | None = None) -> Ran:
+    """``python <program> args`` (or, with ``program="-m"``, ``python -m <module> args``) run in
+    this process, from the repository root, as the interpreter would run it (``__main__``, its
+    argv, its exit code, what it prints).
+
+    For checks that end early (a refusal, a typo, an empty store): an interpreter's start and
+    mip's imports cost ~1.5 s of CPU each, most of such a test. Tests of what needs a process
+    of its own (a kill, two jobs at once, a fresh start) use :func:`run_py`. Hydra's global
+    state and the logging handlers a run configures are undone afterwards."""
+    import contextlib
+    import io
+    import logging
+    import runpy
+
+    from hydra.core.global_hydra import GlobalHydra
+
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    saved = (list(sys.argv), dict(os.environ), os.getcwd(), list(root.handlers), root.level)
+    module = args[0] if program == "-m" else None
+    sys.argv = [module or str(REPO / program), *args[1 if module else 0:]]
+    os.environ.update(env or {})
+    os.chdir(REPO)
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            if module:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(str(REPO / program), run_name="__main__")
+    except SystemExit as e:
+        if isinstance(e.code, str):  # sys.exit("message"): printed, exit code 1
+            err.write(e.code + "\n")
+        code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+    finally:
+        sys.argv[:] = saved[0]
+        os.environ.clear()
+        os.environ.update(saved[1])
+        os.chdir(saved[2])
+        for handler in [h for h in root.handlers if h not in saved[3]]:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(saved[4])
+        GlobalHydra.instance().clear()
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
 def free_port() -> int:
     import socket
 

@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+from mip.attribution.ixg import Attributor, ReplaySkip, answer_span, instance_spans, tokens_per_instance
+from mip.attribution.profiles import profile, region_shares
+from mip.data import build_pool
+from mip.experiments import build_prompt
+from mip.models.hf_local import converted_dir
 
-from mip.attribution.ixg import Attributor, ReplaySkip, answer_span, instance_spans, tokens_per_instance  # noqa: E402
-from mip.attribution.profiles import profile, region_shares  # noqa: E402
-from mip.data import build_pool  # noqa: E402
-from mip.experiments import build_prompt  # noqa: E402
-from mip.models.hf_local import converted_dir  # noqa: E402
+from .conftest import RAW, compose, needs_raw
 
-from .conftest import RAW, compose, needs_raw  # noqa: E402
+torch: Any = None
+transformers: Any = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stack():
+    """torch and transformers, imported when this module's tests run rather than when every
+    test worker collects it (~3 s of CPU each)."""
+    global torch, transformers
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, run_entry
 from .fake_server import FakeServer
 
 
@@ -20,9 +20,13 @@ def reviews(path, labels=("neg", "pos"), rows=60):
     return path
 
 
-def audit(*args, env=None, timeout=900):
+def audit(*args, env=None, timeout=900, process=False):
+    """``python audit.py args``: in this process (:func:`run_entry`), or with ``process`` in an
+    interpreter of its own."""
     import os
 
+    if not process:
+        return run_entry("audit.py", *args, env=env)
     return subprocess.run([sys.executable, str(REPO / "audit.py"), *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
@@ -45,7 +49,7 @@ def test_audit_through_a_server_reports_a_verdict_per_cell(tmp_path, results):
         proc = audit(f"audit.data={data}", *COLUMNS, "audit.question=Determine the majority parity label among the "
                      "values of all provided arithmetic expressions.", "audit.n=[10,20]", "audit.p=[0.6]",
                      "audit.seeds=[0,1,2]", "model=smollm2_135m_server", f"model.base_url={server.base_url}",
-                     "model.model_id=fake-model", "model.tokenizer=null", "budget=smoke", "progress=false")
+                     "model.model_id=fake-model", "model.tokenizer=null", "budget=smoke", "progress=false", process=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (results / "audit" / "reviews" / "audit.md").read_text()
     assert report.count("**Verdict:") == 2
@@ -64,7 +68,7 @@ def test_audit_through_a_server_reports_a_verdict_per_cell(tmp_path, results):
 def test_audit_offline_with_the_embedded_model(tmp_path, results):
     data = reviews(tmp_path / "small.csv", rows=30)
     proc = audit(f"audit.data={data}", *COLUMNS, "audit.n=[10]", "audit.p=[0.6]", "audit.seeds=[0]",
-                 "model=smollm2_135m", "budget=smoke", "budget.max_tokens=16", "progress=false")
+                 "model=smollm2_135m", "budget=smoke", "budget.max_tokens=16", "progress=false", process=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "**Verdict:" in (results / "audit" / "small" / "audit.md").read_text()
 

@@ -16,7 +16,7 @@ from mip.store import Store
 
 from mip.instances import PATTERNS
 
-from .conftest import RAW, REPO, compose, needs_raw, run_py, vary
+from .conftest import RAW, REPO, compose, needs_raw, run_entry, run_py, vary
 
 
 def core_sweep_jobs(*overrides: str) -> list[str]:
@@ -109,9 +109,9 @@ def test_every_printed_command_on_the_paper_data_names_data_dir(tmp_path):
 def test_a_dry_run_is_refused_as_the_real_run_is_when_the_budget_passes_the_context_window(results):
     """model=smollm2_135m budget=20k: the real run is refused, so the dry run says the same, in
     one line with exit code 2, instead of counting output tokens that can never be asked for."""
-    real = run_py("model=smollm2_135m", "budget=20k")
-    dry = run_py("model=smollm2_135m", "budget=20k", "dry_run=true")
-    sweep = run_py("-m", "model=smollm2_135m", "budget=20k", "pattern=random,majority_first", "dry_run=true")
+    real = run_entry("run.py", "model=smollm2_135m", "budget=20k")
+    dry = run_entry("run.py", "model=smollm2_135m", "budget=20k", "dry_run=true")
+    sweep = run_entry("run.py", "-m", "model=smollm2_135m", "budget=20k", "pattern=random,majority_first", "dry_run=true")
     message = ("error: Budget 20k (20000 output tokens) is larger than the context window of smollm2_135m (8192); "
                "choose a smaller budget (e.g. budget=smoke) or another model.")
     assert (real.returncode, real.stderr.strip()) == (dry.returncode, dry.stderr.strip()) == (2, message)
@@ -120,17 +120,17 @@ def test_a_dry_run_is_refused_as_the_real_run_is_when_the_budget_passes_the_cont
 
 
 def test_bad_p_is_refused_clearly(results):
-    proc = run_py("model=mock", "task=arith", "p=0.45", "n=20")
+    proc = run_entry("run.py", "model=mock", "task=arith", "p=0.45", "n=20")
     assert proc.returncode != 0 and "strictly between 0.5 and 1" in proc.stderr
 
 
 def test_non_integer_majority_is_refused_clearly(results):
-    proc = run_py("model=mock", "task=arith", "p=0.55", "n=10")
+    proc = run_entry("run.py", "model=mock", "task=arith", "p=0.55", "n=10")
     assert proc.returncode != 0 and "n·p must be a whole number" in proc.stderr
 
 
 def test_missing_data_files_are_named(results, tmp_path):
-    proc = run_py("model=mock", "task=ner", f"data_dir={tmp_path}", "setting=smoke")
+    proc = run_entry("run.py", "model=mock", "task=ner", f"data_dir={tmp_path}", "setting=smoke")
     assert proc.returncode != 0 and "ner/train-en.tsv" in proc.stderr
 
 
@@ -198,9 +198,9 @@ def test_plain_run_py_runs_a_small_job_offline_and_names_the_next_commands(resul
 
 
 def test_an_unknown_key_added_with_plus_is_named(results):
-    proc = run_py("+nn=10", "model=mock")
+    proc = run_entry("run.py", "+nn=10", "model=mock")
     assert proc.returncode == 2 and "unknown key 'nn' (did you mean n?)" in proc.stderr
-    nested = run_py("+model.temprature=0", "model=mock")
+    nested = run_entry("run.py", "+model.temprature=0", "model=mock")
     assert nested.returncode == 2 and "'model.temprature'" in nested.stderr
     assert not list(results.rglob("job.json"))
 
@@ -209,8 +209,7 @@ def test_an_unknown_key_added_with_plus_is_named(results):
                                                   ("attribute.py", "max_replay=1", "max_replays"),
                                                   ("filter.py", "filter_model=[x]", "filter_models")])
 def test_a_typo_is_one_line_naming_the_key_meant_in_every_entry_point(program, typo, meant):
-    proc = subprocess.run([sys.executable, str(REPO / program), typo], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    proc = run_entry(program, typo)
     key = typo.split("=")[0]
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"error: unknown key {key!r} (did you mean {meant}?); "
@@ -234,13 +233,13 @@ def test_unknown_keys_are_those_the_backends_schema_lacks():
 
 
 def test_a_backend_overridden_away_from_its_schema_is_refused(results):
-    proc = run_py("model=mock", "model.backend=hf", "task=arith", "setting=smoke", "budget=smoke", "progress=false")
+    proc = run_entry("run.py", "model=mock", "model.backend=hf", "task=arith", "setting=smoke", "budget=smoke", "progress=false")
     assert proc.returncode == 2 and "reads a HFModelConfig" in proc.stderr and "/model_schema/hf@_here_" in proc.stderr
     assert not list(results.rglob("store/*"))
 
 
 def test_a_sweeping_preset_without_multirun_is_refused(results):
-    proc = run_py("+experiment=demo")
+    proc = run_entry("run.py", "+experiment=demo")
     assert proc.returncode == 2 and "add -m" in proc.stderr and "python run.py -m +experiment=demo" in proc.stderr
     assert not list(results.rglob("job.json"))
 
@@ -269,7 +268,7 @@ def test_summary_without_a_folder_prints_its_usage():
 
 
 def test_a_budget_over_the_context_window_is_refused_before_the_sweep(results):
-    proc = run_py("-m", "model=smollm2_135m", "budget=smoke,20k", "task=arith", "setting=smoke")
+    proc = run_entry("run.py", "-m", "model=smollm2_135m", "budget=smoke,20k", "task=arith", "setting=smoke")
     assert proc.returncode == 2 and "larger than the context window" in proc.stderr
     assert not list(results.rglob("job.json"))  # nothing was launched
 

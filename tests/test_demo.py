@@ -10,6 +10,7 @@ import sys
 
 import pandas as pd
 import pytest
+from PIL import Image
 
 from mip.demo import summary
 
@@ -52,6 +53,13 @@ def test_the_demo_ends_with_what_the_numbers_show_and_where_everything_is(result
     for report in (demo / "report" / "report.md", demo / "simulated" / "report.md"):
         assert f"Report: {report}" in out and report.is_file()
     assert list((demo / "attribution" / "figures").glob("profile_*.png"))
+    for report in (demo / "report", demo / "simulated"):  # every figure a report links, encoded
+        linked = re.findall(r"\((figures/[^)]+\.png)\)", (report / "report.md").read_text())
+        assert len(linked) >= 5
+        for png in linked:
+            with Image.open(report / png) as image:
+                assert image.format == "PNG" and min(image.size) > 300
+            assert (report / png).with_suffix(".pdf").read_bytes().startswith(b"%PDF")
     assert f"Attribution: {demo / 'attribution'}" in out and "python -m mip.show" in out
     assert "The demo took" in out  # the time itself is not asserted
     assert not proc.stderr.strip() or "Traceback" not in proc.stderr

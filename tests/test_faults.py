@@ -17,7 +17,7 @@ import pytest
 from mip.store import Store
 from mip.job import StoreError, run_job
 
-from .conftest import REPO, compose, run_py
+from .conftest import REPO, compose, run_entry, run_py
 from .fake_server import FakeServer
 
 
@@ -99,7 +99,7 @@ def test_a_full_disk_stops_with_a_clear_error_and_keeps_what_is_written(tmp_path
 def test_an_unwritable_store_folder_is_a_clear_error(results):
     blocker = results.parent / "not-a-folder"
     blocker.write_text("a file where a folder should be")
-    proc = run_py("model=mock", "task=arith", "setting=smoke", f"paths.store_dir={blocker}/store")
+    proc = run_entry("run.py", "model=mock", "task=arith", "setting=smoke", f"paths.store_dir={blocker}/store")
     assert proc.returncode != 0
     assert "writable folder" in proc.stderr and "Traceback" not in proc.stderr
 

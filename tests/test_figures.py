@@ -114,3 +114,15 @@ def test_a_zero_bar_is_labelled_and_a_missing_one_says_n_a_at_its_own_tick():
     labels = {(round(t.xy[0], 3), t.get_text()) for t in ax.texts}
     assert (round(ticks[1] - width / 2, 3), "0% (4)") in labels  # b's 0 % bar under majority_first
     assert (round(ticks[1] + width / 2, 3), "n/a") in labels  # b has no majority_middle value
+
+
+def test_save_encodes_a_png_and_a_pdf(tmp_path):
+    """What a report writes for each figure (the slow test_every_figure_is_encoded_as_png_and_pdf
+    opens every one of a report; the fast report tests draw them without encoding)."""
+    from PIL import Image
+
+    fig = figures.error_types(frame(cell(0, "majority_first", ["correct", "invalid"], invalid_kind=None)))
+    png, pdf = figures.save(fig, tmp_path / "figures", "fig_errors")
+    with Image.open(png) as image:
+        assert image.format == "PNG" and min(image.size) > 300
+    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 1000

@@ -76,12 +76,12 @@ def test_the_server_check_has_one_deadline_and_a_size_limit(tmp_path, mode):
 
 
 def test_an_unwritable_results_folder_is_one_line_before_any_job_folder(tmp_path):
-    from .conftest import run_py
+    from .conftest import run_entry
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where a folder should be")
     for mode in ([], ["-m"]):
-        proc = run_py(*mode, "model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first",
+        proc = run_entry("run.py", *mode, "model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first",
                       env={"MIP_RESULTS_DIR": str(blocker / "results")})
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert f"cannot write to the results folder {blocker / 'results'}" in proc.stderr

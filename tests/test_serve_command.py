@@ -11,13 +11,12 @@ import urllib.request
 
 import pytest
 
-from .conftest import REPO, free_port
+from .conftest import REPO, free_port, run_entry
 
 
 def test_the_command_serves_the_converted_folder_on_the_server_configs_port(monkeypatch):
     monkeypatch.delenv("MIP_SERVER_URL", raising=False)
-    proc = subprocess.run([sys.executable, "-m", "mip.serve", "--print"], cwd=REPO, capture_output=True, text=True,
-                          timeout=300, env=os.environ.copy())
+    proc = run_entry("-m", "mip.serve", "--print")
     assert proc.returncode == 0, proc.stderr[-2000:]
     words = proc.stdout.split()
     assert words[1] == "serve" and (words[words.index("--host") + 1], words[words.index("--port") + 1]) == ("127.0.0.1", "8000")
@@ -27,9 +26,7 @@ def test_the_command_serves_the_converted_folder_on_the_server_configs_port(monk
 
 
 def test_a_remote_server_url_is_refused(monkeypatch):
-    env = {**os.environ, "MIP_SERVER_URL": "http://gpu-node-3:8000/v1"}
-    proc = subprocess.run([sys.executable, "-m", "mip.serve", "--print"], cwd=REPO, capture_output=True, text=True,
-                          timeout=300, env=env)
+    proc = run_entry("-m", "mip.serve", "--print", env={"MIP_SERVER_URL": "http://gpu-node-3:8000/v1"})
     assert proc.returncode != 0 and "not this machine" in proc.stderr
 
 

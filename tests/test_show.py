@@ -14,7 +14,7 @@ import pytest
 from mip.store import Store
 from mip.show import clipped, main
 
-from .conftest import REPO, run_py
+from .conftest import REPO, run_entry
 
 
 def show_command(*args: str) -> subprocess.CompletedProcess:
@@ -36,8 +36,8 @@ def show(*args: str) -> subprocess.CompletedProcess:
 def made(tmp_path_factory):
     """One run.py job (the mock model, two records) for the module; each test gets a copy."""
     results = tmp_path_factory.mktemp("show") / "results"
-    proc = run_py("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first", "progress=false",
-                  env={"MIP_RESULTS_DIR": str(results)})
+    proc = run_entry("run.py", "model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first",
+                     "progress=false", env={"MIP_RESULTS_DIR": str(results)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     return results
 
@@ -122,7 +122,8 @@ def test_a_record_from_a_filtered_pool_is_rebuilt_from_that_pool(results):
     keep = {x.id: i % 3 != 0 for i, x in enumerate(pool.instances)}  # drop a third: a pool of its own version
     filtered = filtered_pool(pool, {"m": keep}, ["m"])
     save_pool(filtered, filtered_path(results, "arith", pool.version))
-    proc = run_py("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_last", "progress=false")
+    proc = run_entry("run.py", "model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_last",
+                     "progress=false")
     assert proc.returncode == 0, proc.stderr[-2000:]
     (record,) = [r for r in Store(results / "store") if r.experiment.majority_label == "odd_number"]
     assert record.pool_filtered and record.pool_version == filtered.version
