@@ -127,6 +127,7 @@ def run_entry(program: str, *args: str, env: dict | None = None) -> Ran:
     import io
     import logging
     import runpy
+    import warnings
 
     from hydra.core.global_hydra import GlobalHydra
 
@@ -141,7 +142,9 @@ def run_entry(program: str, *args: str, env: dict | None = None) -> Ran:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             if module:
-                runpy.run_module(module, run_name="__main__", alter_sys=True)
+                with warnings.catch_warnings():  # a test module imported it: runs it afresh as __main__ all the same
+                    warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)
+                    runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
                 runpy.run_path(str(REPO / program), run_name="__main__")
     except SystemExit as e:
