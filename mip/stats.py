@@ -5,7 +5,8 @@ All functions take the analysis table of :mod:`mip.results` and are pure.
 - Valid-only accuracy per selection seed: correct / valid, pooled over tasks, majority
   labels and patterns (random over its order seeds); mean ± standard deviation (ddof = 1)
   over seeds.
-- All-experiment accuracy (invalid counts as wrong) and invalid rate by kind.
+- All-experiment accuracy (invalid counts as wrong) and invalid rate by kind. The accuracy
+  metrics are registered in :data:`METRICS`.
 - Best and worst pattern π⁺, π⁻ by mean accuracy; Δ = mean over seeds of
   Acc_s(π⁺) − Acc_s(π⁻) with the sd of the paired differences. A seed without a valid
   experiment of either pattern drops out of the pairing; Δ is marked † with one paired
@@ -20,7 +21,7 @@ All functions take the analysis table of :mod:`mip.results` and are pure.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,14 +43,38 @@ def _rate(num: pd.Series, den: pd.Series) -> pd.Series:
     return num / den.where(den > 0)
 
 
+@dataclass(frozen=True)
+class Metric:
+    """An accuracy metric: a rate per selection seed from one group's counts (columns
+    ``correct``, ``valid``, ``experiments``; undefined where it divides by 0), averaged over
+    seeds. Table 2 reports its mean ± sd and its Δ between π⁺ and π⁻ (:func:`model_table`)."""
+
+    suffix: str
+    """Its columns: ``acc<suffix>``, ``acc<suffix>_sd``, ``delta<suffix>`` … (the first metric's: none)."""
+    label: str
+    rate: Callable[[pd.DataFrame], pd.Series]
+
+
+#: The accuracy metrics, the paper's first: valid-only (§3.4) and all-experiment, invalid
+#: counting as wrong (App. D.1–D.2). A new metric is one entry here: Table 2 and its numbers get
+#: its accuracy and Δ, the budgets figure a panel.
+METRICS: dict[str, Metric] = {
+    "valid_only": Metric("", "valid-only accuracy", lambda c: _rate(c["correct"], c["valid"])),
+    "all": Metric("_all", "all-experiment accuracy", lambda c: _rate(c["correct"], c["experiments"])),
+}
+
+
 def per_seed(frame: pd.DataFrame, by: Sequence[str] = ("model",), metric: str = "valid_only") -> pd.DataFrame:
-    """Accuracy per seed within each group ``by``: columns ``acc``, ``valid``, ``experiments``."""
+    """Accuracy per seed within each group ``by`` by one of :data:`METRICS`: columns ``acc``,
+    ``correct``, ``valid``, ``experiments``."""
+    if metric not in METRICS:
+        raise ValueError(f"Unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
     keys = [*by, "seed"]
     g = frame.groupby(keys, dropna=False)
     # ``experiments`` present: counts already summed per cell (model_table's sufficient statistics).
     size = g["experiments"].sum() if "experiments" in frame else g.size()
     out = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": size})
-    out["acc"] = _rate(out["correct"], out["valid"] if metric == "valid_only" else out["experiments"])
+    out["acc"] = METRICS[metric].rate(out)
     return out.reset_index()
 
 
@@ -102,14 +127,19 @@ def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
                float(paired.std(ddof=1)) if len(paired) > 1 else None, len(paired), marker)
 
 
-MODEL_TABLE = ["experiments", "valid", "sets", "acc", "acc_sd", "delta", "delta_sd", "delta_marker", "paired_seeds",
-               "best", "worst", "acc_all", "acc_all_sd", "delta_all", "delta_all_sd", "delta_all_marker",
-               "invalid_rate", "invalid_rate_sd"]
+def model_columns() -> list[str]:
+    """The columns of :func:`model_table`, after its ``by`` columns."""
+    columns = ["experiments", "valid", "sets"]
+    for i, m in enumerate(METRICS.values()):
+        columns += [f"acc{m.suffix}", f"acc{m.suffix}_sd", f"delta{m.suffix}", f"delta{m.suffix}_sd", f"delta{m.suffix}_marker"]
+        if i == 0:
+            columns += ["paired_seeds", "best", "worst"]
+    return [*columns, "invalid_rate", "invalid_rate_sd"]
 
 
 def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
-    """Table 2 / Table 6: per group ``by`` (a model, or a whole slice), valid-only and
-    all-experiment accuracy, Δ, invalid rate, and the instance sets behind them."""
+    """Table 2 / Table 6: per group ``by`` (a model, or a whole slice), each metric's accuracy
+    and Δ (π⁺ and π⁻ by the first, valid-only), the invalid rate, and the instance sets behind them."""
     by = list(by)
     # Every number below is a function of the counts per group, seed and pattern: sum once
     # (50,000 records → a few hundred cells), then work on the cells.
@@ -119,22 +149,18 @@ def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataF
     rows = []
     for key, group in cells.groupby(by, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        valid_acc = accuracy(group, by).iloc[0]
-        all_acc = accuracy(group, by, "all").iloc[0]
-        gap, gap_all = best_worst_gap(group), best_worst_gap(group, "all")
+        row = dict(zip(by, key))
+        for i, (name, m) in enumerate(METRICS.items()):
+            acc, gap = accuracy(group, by, name).iloc[0], best_worst_gap(group, name)
+            if i == 0:
+                row.update(experiments=int(acc["experiments"]), valid=int(acc["valid"]),
+                           sets=int(sets.get(key if len(by) > 1 else key[0], 0)),
+                           paired_seeds=gap.paired_seeds, best=gap.best, worst=gap.worst)
+            row.update({f"acc{m.suffix}": acc["acc_mean"], f"acc{m.suffix}_sd": acc["acc_sd"],
+                        f"delta{m.suffix}": gap.delta, f"delta{m.suffix}_sd": gap.sd, f"delta{m.suffix}_marker": gap.marker})
         invalid = per_seed(group, by).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]
-        rows.append({
-            **dict(zip(by, key)),
-            "experiments": int(valid_acc["experiments"]), "valid": int(valid_acc["valid"]),
-            "sets": int(sets.get(key if len(by) > 1 else key[0], 0)),
-            "acc": valid_acc["acc_mean"], "acc_sd": valid_acc["acc_sd"],
-            "delta": gap.delta, "delta_sd": gap.sd, "delta_marker": gap.marker, "paired_seeds": gap.paired_seeds,
-            "best": gap.best, "worst": gap.worst,
-            "acc_all": all_acc["acc_mean"], "acc_all_sd": all_acc["acc_sd"],
-            "delta_all": gap_all.delta, "delta_all_sd": gap_all.sd, "delta_all_marker": gap_all.marker,
-            "invalid_rate": invalid.mean(), "invalid_rate_sd": invalid.std(ddof=1),
-        })
-    return pd.DataFrame(rows, columns=[*by, *MODEL_TABLE])
+        rows.append({**row, "invalid_rate": invalid.mean(), "invalid_rate_sd": invalid.std(ddof=1)})
+    return pd.DataFrame(rows, columns=[*by, *model_columns()])
 
 
 def sets_by(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:

@@ -1,6 +1,7 @@
 """The README's "Extending" section, done exactly as it says: a new pattern is one registry
 entry, a new backend one module (with its config schema), one registry entry and one YAML
-file, a new task one YAML file."""
+file, a new task one YAML file, a new strategy one class, one registry entry and one YAML
+file, a new metric one registry entry."""
 
 from __future__ import annotations
 
@@ -97,3 +98,72 @@ def test_a_new_task_is_one_yaml_file(tmp_path):
     summary = run_job(cfg, tmp_path / "job")
     assert summary.stored_now == 2
     assert {r.experiment.task for r in Store(cfg.paths.store_dir)} == {"my_reviews"}
+
+
+def test_a_new_metric_is_one_entry_and_reaches_table_2_and_the_budgets_figure(monkeypatch):
+    """Chance-level accuracy: an invalid answer counts as half right."""
+    from mip import stats
+    from mip.report import figures, tables
+
+    from .test_stats import cell, frame
+
+    chance = stats.Metric("_chance", "chance-level accuracy",
+                          lambda c: (c["correct"] + (c["experiments"] - c["valid"]) / 2) / c["experiments"])
+    monkeypatch.setitem(stats.METRICS, "chance", chance)
+    rows = frame(cell(0, "majority_first", ["correct", "invalid", "incorrect", "correct"])
+                 + cell(0, "majority_last", ["incorrect", "incorrect", "invalid", "correct"]))
+    models = stats.model_table(rows)
+    row = models.iloc[0]
+    assert row["acc_chance"] == pytest.approx((2.5 / 4 + 1.5 / 4) / 2)  # one seed: the mean of its two patterns
+    assert row["delta_chance"] == pytest.approx(2.5 / 4 - 1.5 / 4)  # π⁺ majority_first, π⁻ majority_last
+    assert row["acc"] == pytest.approx((2 / 3 + 1 / 3) / 2)  # the paper's metrics are unchanged
+    shown = tables.table2(models)
+    assert list(shown.columns[1:8]) == ["Acc (%)", "Δ (pp)", "π⁺ / π⁻", "Acc_all (%)", "Δ_all (pp)",
+                                        "Acc_chance (%)", "Δ_chance (pp)"]
+    assert shown["Acc_chance (%)"][0] == "50.0"
+    panels = figures.budgets(stats.model_table(rows, ["model", "budget"])).axes
+    assert [ax.get_ylabel() for ax in panels] == ["valid-only accuracy (%)", "all-experiment accuracy (%)",
+                                                  "chance-level accuracy (%)", "invalid rate (%)"]
+
+
+class AskTwice:
+    """A strategy in one module: each attempt asks the same prompt twice and keeps the
+    second answer (what a self-consistency check would build on)."""
+
+    ahead = False
+
+    def attempts(self, job, live):
+        from mip import scoring
+        from mip.records import Attempt
+        from mip.strategies import Landed, stage_of
+
+        for plan, n_tokens in live:
+            stages, answer = [], None
+            for name in ("first", "second"):
+                request = job.request(f"{plan.key}#{name}", plan.prompt, n_tokens)
+                (completion,) = job.calls([request])
+                if completion.error:
+                    break
+                stages.append(stage_of(name, request, completion, prompt_sha=plan.prompt_sha))
+                answer = scoring.parse_answer(completion.output, plan.task.labels)
+            else:
+                verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason)
+                yield Landed(plan, n_tokens, Attempt(index=job.next_index(plan.key), stages=stages, answer=answer,
+                                                     verdict=verdict, invalid_kind=kind))
+
+
+def test_a_new_strategy_is_one_class_one_registry_entry_and_one_yaml_file(tmp_path, monkeypatch):
+    from mip.strategies import STRATEGIES
+
+    monkeypatch.setitem(STRATEGIES, "ask_twice", lambda cfg: AskTwice())
+    (tmp_path / "conf" / "strategy").mkdir(parents=True)
+    (tmp_path / "conf" / "strategy" / "ask_twice.yaml").write_text("name: ask_twice\n")
+    cfg = small(tmp_path, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "strategy=ask_twice",
+                "pattern=majority_first")
+    summary = run_job(cfg, tmp_path / "job")
+    assert summary.stored_now == 2 and summary.calls == 4
+    records = list(Store(cfg.paths.store_dir))
+    assert all([s.name for s in r.attempts[0].stages] == ["first", "second"] for r in records)
+    assert {r.experiment.strategy for r in records} == {"ask_twice"}
+    single = run_job(small(tmp_path, "pattern=majority_first"), tmp_path / "single")
+    assert single.stored_now == 2  # another strategy is another experiment: its own keys

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from mip import stats  # noqa: E402
 from mip.instances import COUNTERPARTS, PATTERNS, regions, split_counts  # noqa: E402
 from mip.report.titles import fit  # noqa: E402
 from mip.scoring import InvalidKind, Verdict  # noqa: E402
@@ -228,11 +229,11 @@ def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> 
 
 
 def budgets(table: pd.DataFrame) -> plt.Figure:
-    """Fig. 9–11: valid-only accuracy, all-experiment accuracy and invalid rate per budget."""
-    metrics = [("acc", "valid-only accuracy"), ("acc_all", "all-experiment accuracy"), ("invalid_rate", "invalid rate")]
+    """Fig. 9–11: each metric's accuracy (valid-only, all-experiment, …) and the invalid rate per budget."""
+    metrics = [(f"acc{m.suffix}", m.label) for m in stats.METRICS.values()] + [("invalid_rate", "invalid rate")]
     if table.empty:
         return no_data("Output-token budgets compared")
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.5))
     budgets_ = sorted(table["budget"].unique())
     models = sorted(table["model"].unique())
     width = 0.8 / len(budgets_)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mip import stats
+
 
 def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
     """``78.4 ± 3.1`` in percent; ``–`` when undefined."""
@@ -29,16 +31,21 @@ def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
 
 
 def table2(models: pd.DataFrame) -> pd.DataFrame:
-    """Table 2 / Table 6: accuracy, Δ and invalid rate per model (valid-only and all-experiment)."""
+    """Table 2 / Table 6: each metric's accuracy and Δ (valid-only first, with π⁺ / π⁻, then
+    all-experiment and any other of :data:`mip.stats.METRICS`) and the invalid rate per model."""
     extra = {c.capitalize(): models[c] for c in ("budget", "pool", "prompt_variant") if c in models}
+    metrics: dict[str, list[str]] = {}
+    for i, m in enumerate(stats.METRICS.values()):
+        x = m.suffix
+        metrics[f"Acc{x} (%)"] = [pct(a, s) for a, s in zip(models[f"acc{x}"], models[f"acc{x}_sd"])]
+        metrics[f"Δ{x} (pp)"] = [pct(d, s, k) for d, s, k in zip(models[f"delta{x}"], models[f"delta{x}_sd"],
+                                                                 models[f"delta{x}_marker"])]
+        if i == 0:
+            metrics["π⁺ / π⁻"] = [f"{b} / {w}" for b, w in zip(models["best"], models["worst"])]
     return pd.DataFrame({
         "Model": models["model"],
         **extra,
-        "Acc (%)": [pct(m, s) for m, s in zip(models["acc"], models["acc_sd"])],
-        "Δ (pp)": [pct(d, s, k) for d, s, k in zip(models["delta"], models["delta_sd"], models["delta_marker"])],
-        "π⁺ / π⁻": [f"{b} / {w}" for b, w in zip(models["best"], models["worst"])],
-        "Acc_all (%)": [pct(m, s) for m, s in zip(models["acc_all"], models["acc_all_sd"])],
-        "Δ_all (pp)": [pct(d, s, k) for d, s, k in zip(models["delta_all"], models["delta_all_sd"], models["delta_all_marker"])],
+        **metrics,
         "Invalid (%)": [pct(m, s) for m, s in zip(models["invalid_rate"], models["invalid_rate_sd"])],
         "Experiments": models["experiments"],
         "Sets": models["sets"],
