@@ -22,7 +22,7 @@ import numpy as np
 from mip import prompts
 from mip.config import Config, StrategyConfig, TaskConfig
 from mip.data import Instance, Pool
-from mip.instances import arrangement, pattern_of, order_seeds_for, picked, select, shuffle_within_labels
+from mip.instances import arrangement, order_seeds_for, pattern_of, picked, select, shuffle_within_labels, structured
 from mip.keys import answer_settings, encode_settings, experiment_key, task_settings
 from mip.columns import JsonColumn
 from mip.records import Attempt, Experiment, Record, counted_attempt
@@ -137,8 +137,7 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
         task_keyed = encode_settings({**settings, "task": task_settings(task)})
         for majority_label in task.labels:
             majority, minority = (np.asarray(x, dtype=np.intp) for x in instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed))
-            structured = cfg.pattern.name != "random"
-            shuffles = cfg.shuffle_seeds if structured and cfg.shuffle_seeds else [None]
+            shuffles = cfg.shuffle_seeds if structured(cfg.pattern.name) and cfg.shuffle_seeds else [None]
             for order_seed, shuffle_seed in ((o, s) for o in order_seeds_for(cfg.pattern.name, cfg.order_seeds) for s in shuffles):
                 experiment = Experiment(
                     model=cfg.model.name,

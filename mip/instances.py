@@ -77,6 +77,16 @@ def pattern_of(name: str) -> Pattern:
     return REGISTRY[name]
 
 
+def structured(name: str) -> bool:
+    """Whether ``name`` is a registered pattern with a block layout; random (a shuffle by the
+    order seed, run under every order seed) and names that are no pattern are not.
+
+    >>> structured("majority_first"), structured("random"), structured("structured patterns pooled")
+    (True, False, False)
+    """
+    return name in REGISTRY and REGISTRY[name].layout is not None
+
+
 def split_counts(n: int, p: float) -> tuple[int, int]:
     """Return ``(n_maj, n_min)`` with ``n_maj = p·n`` (§3.3).
 
@@ -192,14 +202,14 @@ def arrangement(n_maj: int, n_min: int, pattern: str, order_seed: int | None = N
     >>> arrangement(4, 2, "majority_middle").tolist()
     [4, 0, 1, 2, 3, 5]
     """
-    if pattern == "random" and order_seed is not None:
+    if pattern_of(pattern).layout is None and order_seed is not None:
         return _shuffled(np.arange(n_maj + n_min), order_seed)  # the very draw arrange() makes
     return np.asarray(arrange(range(n_maj), range(n_maj, n_maj + n_min), pattern, order_seed), dtype=np.intp)
 
 
 def order_seeds_for(pattern: str, order_seeds: Sequence[int]) -> list[int | None]:
-    """The order seeds a pattern runs under: all of them for random, none otherwise."""
-    return list(order_seeds) if pattern == "random" else [None]
+    """The order seeds a pattern runs under: all of them for random (no block layout), none otherwise."""
+    return list(order_seeds) if pattern_of(pattern).layout is None else [None]
 
 
 def shuffle_within_labels(majority: Sequence[T], minority: Sequence[T], shuffle_seed: int) -> tuple[Sequence[T], Sequence[T]]:

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import pytest
 from hydra.errors import ConfigCompositionException
@@ -39,6 +40,12 @@ def test_a_new_pattern_is_one_registry_entry(tmp_path, monkeypatch):
     for record in records:  # the instances came in the registered layout
         minority = [label != record.experiment.majority_label for label in record.instance_labels]
         assert minority == [True] * 2 + [False] * 6 + [True] * 2
+    # The attribution profile shades its regions from the same layout.
+    from mip.attribution.figures import profile_figure
+
+    (ax,) = profile_figure(np.ones(10), 1, "minority_edges", 10, 0.6, pd.DataFrame({"correct": [True]})).axes
+    assert len(ax.patches) == 3 and [t.get_text() for t in ax.get_legend().get_texts()] == ["minority", "majority",
+                                                                                          "uniform"]
 
 
 @dataclass

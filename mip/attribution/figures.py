@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mip.instances import regions, split_counts  # noqa: E402
+from mip.instances import regions, split_counts, structured  # noqa: E402
 
 COLOURS = {"majority": "#9ecae1", "minority": "#fdae6b", "alternating": "#d9d9d9", "mixed": "#ffffff"}
 
@@ -18,8 +18,7 @@ COLOURS = {"majority": "#9ecae1", "minority": "#fdae6b", "alternating": "#d9d9d9
 def profile_figure(curve: np.ndarray, bin_size: int, pattern: str, n: int, p: float, replays: pd.DataFrame) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(8, 3))
     x = (np.arange(len(curve)) * bin_size) + (bin_size + 1) / 2
-    if pattern in {"majority_first", "majority_last", "majority_edges", "majority_middle", "soft_majority_edges",
-                   "soft_majority_middle"}:
+    if structured(pattern):  # a registered pattern with a block layout: its regions shaded
         n_maj, n_min = split_counts(n, p)
         for start, end, kind in regions(pattern, n_maj, n_min):
             ax.axvspan(start + 0.5, end + 0.5, color=COLOURS[kind], alpha=0.5, linewidth=0, label=kind)

@@ -17,7 +17,7 @@ from mip.config import AttributeConfig, HFModelConfig
 from mip import slices
 from mip.data import build_pool
 from mip.data.pools import Pool, load_pool
-from mip.instances import PATTERNS
+from mip.instances import PATTERNS, structured
 from mip.experiments import rebuild_prompt
 from mip.records import Record, counted_attempt
 from mip.scoring import Verdict
@@ -191,7 +191,7 @@ def write_outputs(replays: pd.DataFrame, out: Path, skipped: Counter, cfg: Attri
             for pattern, sub in group.groupby("pattern"):
                 curve = profile(sub, "binned", bin_size)
                 save(profile_figure(curve, bin_size, pattern, n, p, sub), out / "figures", f"profile_{pattern}_{tag}")
-            pooled = group[group["pattern"] != "random"]
+            pooled = group[group["pattern"].map(structured)]
             if not pooled.empty:
                 curve = profile(pooled, "binned", bin_size)
                 save(profile_figure(curve, bin_size, "structured patterns pooled", n, p, pooled),

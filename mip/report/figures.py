@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mip import stats  # noqa: E402
-from mip.instances import COUNTERPARTS, PATTERNS, regions, split_counts  # noqa: E402
+from mip.instances import COUNTERPARTS, PATTERNS, regions, split_counts, structured  # noqa: E402
 from mip.report.titles import fit  # noqa: E402
 from mip.scoring import InvalidKind, Verdict  # noqa: E402
 
@@ -263,7 +263,7 @@ def mention_rates(rates: pd.DataFrame, n: int, p: float) -> plt.Figure:
     fig, axes = plt.subplots(len(patterns), 1, figsize=(8, 1.6 * len(patterns) + 0.5), sharex=True, squeeze=False)
     n_maj, n_min = split_counts(n, p)
     # Block boundaries from the one definition of each pattern's layout (mip.instances.regions).
-    bounds = {x: [end for _, end, _ in regions(x, n_maj, n_min)[:-1]] for x in PATTERNS if x != "random"}
+    bounds = {x: [end for _, end, _ in regions(x, n_maj, n_min)[:-1]] for x in PATTERNS if structured(x)}
     for ax, pattern in zip(axes[:, 0], patterns):
         for model, sub in rates[rates["pattern"] == pattern].groupby("model"):
             ax.plot(sub["position"], 100 * sub["rate"], linewidth=0.8, label=f"{model} (n={int(sub['experiments'].iloc[0])})")
