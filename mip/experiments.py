@@ -4,7 +4,7 @@ A job is one (model, pattern, seed, budget, prompt variant, setting) over its ta
 both majority labels and, for ``random``, every order seed (DESIGN.md §2).
 
 >>> plans = plan_job(cfg, pools)          # doctest: +SKIP
->>> len(plans)                            # 5 tasks × 2 labels × 3 order seeds for random
+>>> len(plans)                            # 5 tasks × 2 labels × 3 order seeds for random  # doctest: +SKIP
 30
 
 Exercised by ``pytest tests/test_experiments.py``.

@@ -9,7 +9,7 @@ each backend's schema), budget, strategy, prompt-variant and setting configs and
 one that is in neither, so a field added later cannot slip past the key.
 
 >>> settings = {**answer_settings(cfg), "task": task_settings(task)}    # doctest: +SKIP
->>> key = experiment_key(experiment, pool.version, settings)
+>>> key = experiment_key(experiment, pool.version, settings)   # doctest: +SKIP
 
 Key schemes: 1 (mip ≤ 0.2) hashed a hand-picked subset (model id, backend, GGUF file,
 dtype, budget tokens, attempts, template version), which missed reasoning settings,

@@ -7,7 +7,7 @@ runs, count once. Columns: the experiment fields, ``verdict``, ``invalid_kind``,
 ``output``, token counts and ``cost``.
 
 >>> frame = load_local(["results/store"])          # doctest: +SKIP
->>> frame.groupby("pattern").correct.mean()
+>>> frame.groupby("pattern").correct.mean()   # doctest: +SKIP
 
 Exercised by ``pytest tests/test_results.py``.
 """

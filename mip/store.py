@@ -19,7 +19,7 @@ Two more folders live beside the records, both hidden from readers of records:
   list them.
 
 >>> store = Store("results/store")                    # doctest: +SKIP
->>> store.put(record); store.valid_keys("smollm2_135m", "arith", wanted)
+>>> store.put(record); store.valid_keys("smollm2_135m", "arith", wanted)   # doctest: +SKIP
 
 Exercised by ``pytest tests/test_store.py``.
 """

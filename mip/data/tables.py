@@ -1,7 +1,7 @@
 """A user's table read from disk: the one reader behind the ``table`` loader and the audit.
 
 >>> from mip.data.tables import read_table               # doctest: +SKIP
->>> frame = read_table("reviews.csv")                   # .csv .tsv .jsonl .json .parquet
+>>> frame = read_table("reviews.csv")                   # .csv .tsv .jsonl .json .parquet  # doctest: +SKIP
 
 Whatever is wrong with the file (missing, empty, a format it cannot read, contents that do
 not parse) comes back as one :class:`~mip.data.sources.DataError` line naming the file and

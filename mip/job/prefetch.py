@@ -10,8 +10,8 @@ for later (:meth:`mip.models.hf_local.HFBackend.prefetch`); each job then runs a
 (:func:`mip.job.run_job`), with the same backend, and gets its completions without waiting.
 
 >>> backend = build_backend(configs[0].model, configs[0].paths.cache_dir)   # doctest: +SKIP
->>> prefetch_jobs(configs, backend)
->>> for cfg in configs:
+>>> prefetch_jobs(configs, backend)   # doctest: +SKIP
+>>> for cfg in configs:   # doctest: +SKIP
 ...     run_job(cfg, folder / cfg.pattern.name, backend=backend)
 
 Nothing is stored here: the jobs store, score and record as they always do, and a request

@@ -4,7 +4,7 @@ Providers import their heavy libraries only when built, so ``mip`` imports witho
 torch, transformers or vLLM installed.
 
 >>> backend = build_backend(model_cfg, cache_dir="~/.cache/mip")   # doctest: +SKIP
->>> for completion in backend.generate([Request("r1", "Say hi", max_tokens=8)]): ...
+>>> for completion in backend.generate([Request("r1", "Say hi", max_tokens=8)]): ...   # doctest: +SKIP
 """
 
 from __future__ import annotations

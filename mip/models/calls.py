@@ -9,7 +9,7 @@ errors of a backend that does not retry, and the requests a crash of the backend
 short — is retried here, ``infra_retries`` times.
 
 >>> stats = CallStats()                                            # doctest: +SKIP
->>> for completion in call_with_retries(backend, requests, retries=3, stats=stats): ...
+>>> for completion in call_with_retries(backend, requests, retries=3, stats=stats): ...   # doctest: +SKIP
 
 Exercised by ``pytest tests/test_runner.py -k retries``.
 """
