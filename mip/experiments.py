@@ -7,14 +7,14 @@ both majority labels and, for ``random``, every order seed (DESIGN.md §2).
 >>> len(plans)                            # 5 tasks × 2 labels × 3 order seeds for random  # doctest: +SKIP
 30
 
-Exercised by ``pytest tests/test_experiments.py``.
+Exercised by ``pytest tests/test_runner.py tests/test_prompts.py``.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from functools import cached_property, partial
 
 import numpy as np
@@ -26,6 +26,7 @@ from mip.instances import arrangement, order_seeds_for, pattern_of, picked, sele
 from mip.keys import answer_settings, encode_settings, experiment_key, task_settings
 from mip.columns import JsonColumn
 from mip.records import Attempt, Experiment, Record, counted_attempt
+from mip.strategies import strategy_class
 
 
 @dataclass
@@ -43,7 +44,8 @@ class Planned:
     pool: Pool
     arrangement: Callable[[], Sequence[int]]
     """Returns the presented instances as positions in the pool, in prompt order."""
-    batch_size: int = StrategyConfig.batch_size
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    """The job's strategy settings (its own prompt, if it has one, is built from them)."""
 
     @cached_property
     def positions(self) -> np.ndarray:
@@ -78,7 +80,7 @@ class Planned:
         e = self.experiment
         if e.prompt_variant == "self_prompt":
             return None
-        return build_prompt(self.task, e.prompt_variant, self.texts, strategy=e.strategy, batch_size=self.batch_size)
+        return build_prompt(self.task, e.prompt_variant, self.texts, strategy=self.strategy)
 
     @cached_property
     def prompt_sha(self) -> str | None:
@@ -102,26 +104,19 @@ def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -
 
 
 def build_prompt(task: TaskConfig, variant: str, texts: list[str], instruction: str | None = None,
-                 strategy: str = "single_call", batch_size: int = StrategyConfig.batch_size) -> str:
-    """The final prompt; self-prompting needs stage one's ``instruction``. For the
-    decomposed strategy, the first round's batch prompts joined (what the hash covers)."""
-    if strategy == "decomposed":
-        return BATCH_SEPARATOR.join(decomposed_prompts(task, texts, range(len(texts)), batch_size))
+                 strategy: StrategyConfig | None = None) -> str:
+    """The final prompt (what a record's hash covers): the strategy's own where it has one
+    (:meth:`mip.strategies.Strategy.planned_prompt`), else the prompt variant's;
+    self-prompting needs stage one's ``instruction``."""
+    strategy = strategy or StrategyConfig()
+    own = strategy_class(strategy.name).planned_prompt(task, variant, texts, strategy)
+    if own is not None:
+        return own
     if variant == "self_prompt":
         if instruction is None:
             raise ValueError("A self-prompting prompt needs the instruction written in stage one.")
         return prompts.self_prompt(instruction, texts)
-    return prompts.standard_prompt(task.prompt, task.labels, texts, variant, report_counts=strategy == "count_report")
-
-
-BATCH_SEPARATOR = "\n\n=====\n\n"
-
-
-def decomposed_prompts(task: TaskConfig, texts: list[str], positions, batch_size: int) -> list[str]:
-    """Batch prompts over the given 0-based positions, ``batch_size`` instances each."""
-    positions = list(positions)
-    return [prompts.batch_prompt(task.prompt, task.labels, [(i + 1, texts[i]) for i in positions[j:j + batch_size]])
-            for j in range(0, len(positions), batch_size)]
+    return prompts.standard_prompt(task.prompt, task.labels, texts, variant)
 
 
 def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
@@ -158,7 +153,7 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
                     repeated += 1
                     continue
                 arrangement = partial(arranged, majority, minority, cfg.pattern.name, order_seed, shuffle_seed)
-                plans[key] = Planned(experiment, key, task, pool, arrangement, cfg.strategy.batch_size)
+                plans[key] = Planned(experiment, key, task, pool, arrangement, cfg.strategy)
     if repeated:
         print(f"{repeated} experiment(s) named more than once (a seed repeated in order_seeds or shuffle_seeds) run "
               "once each.", file=sys.stderr)
@@ -212,10 +207,11 @@ def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
         raise ValueError(f"Record {record.key} names instance {e} that pool {pool.version} does not hold.") from None
     counted = counted_attempt(record.attempts)
     experiment = record.experiment
-    strategy = record.config.get("strategy")
-    batch_size = int(strategy.get("batch_size", StrategyConfig.batch_size)) if isinstance(strategy, dict) \
-        else StrategyConfig.batch_size
-    plan = Planned(experiment, record.key, task, pool, lambda: positions, batch_size)
+    saved = record.config.get("strategy")
+    saved = saved if isinstance(saved, dict) else {}
+    known = {f.name for f in fields(StrategyConfig)}
+    strategy = StrategyConfig(**{"name": experiment.strategy, **{k: v for k, v in saved.items() if k in known and k != "name"}})
+    plan = Planned(experiment, record.key, task, pool, lambda: positions, strategy)
     prompt = final_prompt(plan, counted)
     if prompts.prompt_hash(prompt) != record.prompt_hash:
         raise ValueError(f"The rebuilt prompt of record {record.key} does not match its stored hash.")

@@ -19,6 +19,7 @@ from mip.instances import REGISTRY, Pattern, arrange, regions
 from mip.job import run_job
 from mip.models import BACKENDS, Backend, Completion, Request
 from mip.store import Store
+from mip.strategies import Strategy
 
 from .conftest import REPO, compose
 
@@ -133,11 +134,9 @@ def test_a_new_metric_is_one_entry_and_reaches_table_2_and_the_budgets_figure(mo
                                                   "chance-level accuracy (%)", "invalid rate (%)"]
 
 
-class AskTwice:
+class AskTwice(Strategy):
     """A strategy in one module: each attempt asks the same prompt twice and keeps the
     second answer (what a self-consistency check would build on)."""
-
-    ahead = False
 
     def attempts(self, job, live):
         from mip import scoring
@@ -162,7 +161,7 @@ class AskTwice:
 def test_a_new_strategy_is_one_class_one_registry_entry_and_one_yaml_file(tmp_path, monkeypatch):
     from mip.strategies import STRATEGIES
 
-    monkeypatch.setitem(STRATEGIES, "ask_twice", lambda cfg: AskTwice())
+    monkeypatch.setitem(STRATEGIES, "ask_twice", f"{__name__}:AskTwice")
     (tmp_path / "conf" / "strategy").mkdir(parents=True)
     (tmp_path / "conf" / "strategy" / "ask_twice.yaml").write_text("name: ask_twice\n")
     cfg = small(tmp_path, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "strategy=ask_twice",

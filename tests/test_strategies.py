@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -124,3 +126,18 @@ def test_strategies_appear_as_rows_with_their_costs_and_count_errors(tmp_path):
     cost = pd.read_csv(tmp_path / "report" / "tables" / "cost_and_tokens.csv").set_index("model")
     assert cost.loc["smollm2_135m_server [decomposed]", "calls per experiment"] == 4.0
     assert cost.loc["smollm2_135m_server", "total cost (USD)"] == pytest.approx(4 * 0.00042)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["strategy=decomposed", "prompt_variant=hint"], "The decomposed strategy asks with its own prompt; use it with "
+                                                    "prompt_variant=standard."),
+    (["strategy=count_report", "prompt_variant=self_prompt"], "The count_report strategy has its own prompt"),
+    (["strategy=decomposed", "strategy.batch_size=0"], "needs strategy.batch_size >= 1"),
+    (["strategy.name=majority_vote"], "Unknown strategy 'majority_vote'; choose one of single_call, count_report, "
+                                     "decomposed."),
+])
+def test_settings_a_strategy_cannot_run_are_refused_before_any_data_is_read(overrides, message):
+    from mip.job import validate
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        validate(compose("model=mock", "task=arith", *overrides))

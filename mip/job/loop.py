@@ -115,14 +115,14 @@ class JobLoop:
 
     def _open(self, plans: Iterable[tuple[Planned, int]], bar: Progress) -> Iterator[tuple[Planned, int]]:
         """The experiments still to call. One that does not fit the context window is stored
-        as input_overflow (decomposed batches are checked one by one instead); one whose paid
+        as input_overflow, where the strategy sends its prompt whole (``Strategy.whole_prompt``); one whose paid
         attempts already hold its verdict (a job killed before storing it) is stored from them."""
-        decomposed = self.cfg.strategy.name == "decomposed"
+        whole = self.strategy.whole_prompt
         for plan, n_tokens in plans:
             paid = self.attempts.get(plan.key, [])
             if paid and (self._final(paid)):
                 self._store(plan, n_tokens, self.attempts.pop(plan.key), bar)
-            elif overflows(n_tokens, self.cfg.model.context_window) and not decomposed:
+            elif whole and overflows(n_tokens, self.cfg.model.context_window):
                 self._store(plan, n_tokens, [], bar)
             else:
                 yield plan, n_tokens

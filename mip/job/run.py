@@ -33,7 +33,7 @@ from mip.job.tokens import OfflineTokenizer, budget_error, counted, overflows
 from mip.models import Backend, backend_class, build_backend, check_schema
 from mip.records import Attempt
 from mip.store import Store
-from mip.strategies import STRATEGIES
+from mip.strategies import strategy_for
 from mip.tracking import build_tracker
 
 
@@ -53,13 +53,7 @@ def validate(cfg: Config) -> None:
         raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
     if cfg.prompt_variant.name not in prompts.VARIANTS:
         raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
-    if cfg.strategy.name not in STRATEGIES:
-        raise ValueError(f"Unknown strategy {cfg.strategy.name!r}; choose one of {', '.join(STRATEGIES)}.")
-    if cfg.strategy.name != "single_call" and cfg.prompt_variant.name == "self_prompt":
-        raise ValueError(f"The {cfg.strategy.name} strategy has its own prompt; use it with prompt_variant=standard.")
-    if cfg.strategy.name == "decomposed" and (cfg.prompt_variant.name != "standard" or cfg.strategy.batch_size < 1):
-        raise ValueError("The decomposed strategy labels batches with its own prompt: use prompt_variant=standard "
-                         "and strategy.batch_size >= 1.")
+    strategy_for(cfg)  # an unknown strategy, or settings it cannot run, are refused here
     for task in cfg.task.values():
         if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
@@ -170,12 +164,13 @@ def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Bac
     """Count what the job would send: prompt tokens, the prompts that would overflow the
     context window (input_overflow verdicts to come, never sent: their tokens are kept apart
     so that cost and time count only what is sent), output tokens at most."""
+    whole = strategy_for(cfg).whole_prompt
     for plan, n_tokens in counted(counter, todo, summary, cfg.model.chars_per_token):
         task = summary.per_task.setdefault(plan.experiment.task, dict.fromkeys(
             ("experiments", "prompt_tokens", "overflowing", "max_output_tokens"), 0))
         task["experiments"] += 1
         task["prompt_tokens"] += n_tokens
-        if overflows(n_tokens, cfg.model.context_window) and cfg.strategy.name != "decomposed":
+        if whole and overflows(n_tokens, cfg.model.context_window):
             task["overflowing"] += 1
             summary.overflow_prompt_tokens += n_tokens
         else:

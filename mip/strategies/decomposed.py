@@ -12,23 +12,45 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from mip import scoring
-from mip.experiments import decomposed_prompts
+from mip import prompts, scoring
 from mip.job.tokens import estimate_tokens
 from mip.models import Request
 from mip.records import Attempt, Stage
-from mip.strategies import Landed, stage_of
+from mip.strategies import Landed, Strategy, stage_of
 
 if TYPE_CHECKING:
+    from mip.config import Config, StrategyConfig, TaskConfig
     from mip.experiments import Planned
     from mip.job.loop import JobLoop
 
+BATCH_SEPARATOR = "\n\n=====\n\n"
+"""Between the first round's batch prompts in the prompt a record's hash covers."""
 
-class Decomposed:
-    ahead = False
+
+def batch_prompts(task: TaskConfig, texts: list[str], positions, batch_size: int) -> list[str]:
+    """Batch prompts over the given 0-based positions, ``batch_size`` instances each."""
+    positions = list(positions)
+    return [prompts.batch_prompt(task.prompt, task.labels, [(i + 1, texts[i]) for i in positions[j:j + batch_size]])
+            for j in range(0, len(positions), batch_size)]
+
+
+class Decomposed(Strategy):
+    whole_prompt = False  # it sends batches of the instances, never the whole prompt
+    own_prompt = True
 
     def __init__(self, batch_size: int, max_reasks: int):
         self.batch_size, self.max_reasks = batch_size, max_reasks
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> Decomposed:
+        if cfg.strategy.batch_size < 1 or cfg.strategy.max_reasks < 0:
+            raise ValueError("The decomposed strategy needs strategy.batch_size >= 1 and strategy.max_reasks >= 0.")
+        return cls(cfg.strategy.batch_size, cfg.strategy.max_reasks)
+
+    @classmethod
+    def planned_prompt(cls, task: TaskConfig, variant: str, texts: list[str], settings: StrategyConfig) -> str | None:
+        """The first round's batch prompts, joined."""
+        return BATCH_SEPARATOR.join(batch_prompts(task, texts, range(len(texts)), settings.batch_size))
 
     def attempts(self, job: JobLoop, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
         live = list(live)
@@ -43,7 +65,7 @@ class Decomposed:
                 if plan.key in failed:
                     continue
                 missing = [i for i, x in enumerate(predictions[plan.key]) if x is None]
-                for j, prompt in enumerate(decomposed_prompts(plan.task, plan.texts, missing, k)):
+                for j, prompt in enumerate(batch_prompts(plan.task, plan.texts, missing, k)):
                     tokens = estimate_tokens(prompt, job.cfg.model.chars_per_token)
                     request = job.request(f"{plan.key}#{round_}.{j}", prompt, tokens)
                     requests.append(request)

@@ -16,15 +16,16 @@ from mip.scoring import InvalidKind, Verdict
 from mip.experiments import build_prompt
 from mip.job.tokens import count_texts, overflows
 from mip.records import Attempt, Stage
-from mip.strategies import Landed, stage_of
+from mip.strategies import Landed, Strategy, stage_of
 
 if TYPE_CHECKING:
     from mip.experiments import Planned
     from mip.job.loop import JobLoop
 
 
-class SelfPrompting:
-    ahead = False
+class SelfPrompting(Strategy):
+    """Stage one writes the instruction, stage two answers under it; the planned prompt is
+    the instance block alone, checked against the context window before any call."""
 
     def attempts(self, job: JobLoop, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
         live = list(live)  # every experiment takes part in stage one, also those it ends

@@ -6,21 +6,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from mip import scoring
+from mip import prompts, scoring
 from mip.models import Request
 from mip.records import Attempt
-from mip.strategies import Landed, stage_of
+from mip.strategies import Landed, Strategy, stage_of
 
 if TYPE_CHECKING:
+    from mip.config import StrategyConfig, TaskConfig
     from mip.experiments import Planned
     from mip.job.loop import JobLoop
 
 
-class SingleCall:
+class SingleCall(Strategy):
     ahead = True  # one request per attempt, known before any call
-
-    def __init__(self, counts: bool = False):
-        self.counts = counts
+    counts = False
+    """Whether the prompt asks for per-label counts (parsed and kept beside the answer)."""
 
     def attempts(self, job: JobLoop, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
         asked: dict[str, tuple[Planned, int, Request]] = {}  # until the completion is in
@@ -41,3 +41,13 @@ class SingleCall:
                               answer=answer, verdict=verdict, invalid_kind=kind,
                               counts=scoring.parse_counts(completion.output, labels) if self.counts else None)
             yield Landed(plan, n_tokens, attempt)
+
+
+class CountReport(SingleCall):
+    """The single call whose prompt also asks for the count of each label."""
+
+    counts = True
+
+    @classmethod
+    def planned_prompt(cls, task: TaskConfig, variant: str, texts: list[str], settings: StrategyConfig) -> str | None:
+        return prompts.standard_prompt(task.prompt, task.labels, texts, variant, report_counts=True)
