@@ -83,8 +83,9 @@ class Backend(ABC):
     #: its throughput) or ``"none"`` (a scripted or simulated model).
     cost_basis: ClassVar[str] = "price"
 
-    #: Whether the backend applies the retry rules to each request itself (then the wrapper,
-    #: :mod:`mip.models.calls`, does not retry its errors again).
+    #: Whether each request is retried as it runs — an event-loop backend running its requests
+    #: through :class:`mip.models.calls.RequestGuard` — so that ``call_with_retries`` does not
+    #: retry its errors again.
     retries_each_request: bool = False
 
     @abstractmethod

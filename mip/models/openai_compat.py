@@ -2,20 +2,25 @@
 Gemini endpoint, ``vllm serve``, ``transformers serve``.
 
 Requests go out on an event loop that runs in the caller's thread whenever it waits for a
-completion, at most ``max_concurrency`` at a time, and completions are handed back as each
-one finishes. The runner's requests are pulled one by one as slots free up, so the next
-prompt is built while earlier ones are in flight.
+completion, each through :class:`mip.models.calls.RequestGuard` (at most ``max_concurrency``
+at a time), and completions are handed back as each one finishes. The runner's requests are
+pulled one by one as slots free up, so the next prompt is built while earlier ones are in
+flight.
 
 Two transports (``model.transport``, :mod:`mip.models.transports`): ``aiohttp`` (default),
 mip's own lean client, and ``openai``, the SDK's async client with its own retries off. They
 only send; the rules below apply to both.
 
-The rules, in one place (:meth:`OpenAICompatBackend._call`), for both transports:
+The rules, for both transports. The guard in :mod:`mip.models.calls` owns the retry loop,
+the deadlines and the concurrency; this backend makes one try at a time
+(:meth:`OpenAICompatBackend._attempt`) and says what each reply means (``_outcome``):
 
 - **Retries** are the ``openai`` SDK's: HTTP 408, 409, 429 and 5xx, dropped connections and
   timeouts, up to ``client_max_retries`` times, waiting what the server asks
   (``retry-after-ms``, ``Retry-After`` in seconds or as a date, up to 60 s) or else 0.5 s
-  doubling to 8 s, less up to 25 % jitter; ``x-should-retry`` decides when sent.
+  doubling to 8 s, less up to 25 % jitter; ``x-should-retry`` decides when sent. Which replies
+  are retried, and after what wait, is decided in ``_outcome`` only (the guard retries what
+  raises: dropped connections, timeouts).
 - **Every try has one deadline**, ``request_timeout_s``, over connect, headers and the
   whole body, so a server that stalls or drips bytes fails that try in time.
 - **Replies are capped** at ``max_response_bytes``: a larger one is an infrastructure failure.
@@ -30,7 +35,7 @@ failure, never a verdict.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 import queue
 import time
@@ -44,6 +49,7 @@ import orjson
 import mip
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
+from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
@@ -55,7 +61,9 @@ CHECK_DEADLINE_S = 30.0  # the model listing and token counts: one deadline over
 
 class OpenAICompatBackend(Backend):
     schema = OpenAICompatModelConfig
-    retries_each_request = True  # client_max_retries, with the server's Retry-After (see _call)
+    # Each request runs through calls.RequestGuard (client_max_retries, with the server's
+    # Retry-After), so call_with_retries does not retry its errors again.
+    retries_each_request = True
 
     def __init__(self, cfg: OpenAICompatModelConfig, context: BackendContext):
         if not cfg.base_url:
@@ -68,9 +76,9 @@ class OpenAICompatBackend(Backend):
         self.model_id = None if cfg.model_id == "auto" else cfg.model_id
         self._root = cfg.base_url.rstrip("/")  # the API root, …/v1
         self._loop: EventLoop | None = None
-        # The transport makes its client inside the event loop on first use; the gate is made there too.
+        # The transport makes its client inside the event loop on first use; the guard its gate there too.
         self._transport: Transport | None = None
-        self._gate: asyncio.Semaphore | None = None
+        self._guard: RequestGuard | None = None
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -154,6 +162,9 @@ class OpenAICompatBackend(Backend):
             self.check()
         if self._loop is None:
             self._loop = EventLoop()
+            self._guard = RequestGuard(self.cfg.client_max_retries, self.cfg.request_timeout_s,
+                                       self.cfg.max_concurrency, backoff=functools.partial(retry_delay, {}))
+        run, attempt = self._guard.run, self._attempt  # bound once, not per request
         lead = self.cfg.max_concurrency + max(2, self.cfg.max_concurrency // 4)
         finished: queue.SimpleQueue = queue.SimpleQueue()
         source = iter(requests)
@@ -167,7 +178,7 @@ class OpenAICompatBackend(Backend):
                     except (TypeError, ValueError) as e:  # it cannot be sent as it is: fails alone
                         refused.append(Completion(request.id, error=f"the request cannot be encoded: {e}"))
                         continue
-                    running.add(self._loop.start(self._call(request, body), finished))
+                    running.add(self._loop.start(run(request.id, attempt, body), finished))
                     if len(running) <= self.cfg.max_concurrency:  # ramping up: send it now, not after the rest are built
                         self._loop.turn()
                 while refused:
@@ -184,7 +195,7 @@ class OpenAICompatBackend(Backend):
     def close(self) -> None:
         if self._loop is not None:
             self._loop.close(self._shutdown())
-        self._loop = self._transport = self._gate = None
+        self._loop = self._transport = self._guard = None
 
     async def _shutdown(self) -> None:
         if self._transport is not None:
@@ -195,49 +206,30 @@ class OpenAICompatBackend(Backend):
             self._transport = TRANSPORTS[self.cfg.transport](self.cfg, self._root, self._api_key)
         return self._transport.encode(request_body(self.cfg, request, self.model_id))
 
-    async def _call(self, request: Request, body: Any) -> Completion:
-        """One request, with the retry, deadline, size and redirect rules (module docstring)."""
-        if self._gate is None:
-            self._gate = asyncio.Semaphore(self.cfg.max_concurrency)
-        send = self._transport.send  # made by _encode, which runs before any call
-        async with self._gate:
-            start = time.perf_counter()
-            error = ""
-            for retry in range(self.cfg.client_max_retries + 1):
-                delay: float | None = None
-                try:
-                    async with asyncio.timeout(self.cfg.request_timeout_s):
-                        status, headers, raw = await send(body)
-                except TimeoutError:
-                    error = f"no complete answer within the request deadline ({self.cfg.request_timeout_s:g} s)"
-                except ReplyTooLarge as e:  # the same request would bring the same reply
-                    return Completion(request.id, error=str(e), latency_s=time.perf_counter() - start)
-                except Exception as e:  # noqa: BLE001 - connection errors of either transport: retried
-                    error = f"{type(e).__name__}: {str(e)[:300]}"
-                else:
-                    done, error, delay = self._outcome(request.id, status, headers, raw, time.perf_counter() - start, retry)
-                    if done is not None:
-                        return done
-                if retry < self.cfg.client_max_retries:
-                    await asyncio.sleep(retry_delay({}, retry) if delay is None else delay)
-            return Completion(request.id, error=error, latency_s=time.perf_counter() - start)
+    async def _attempt(self, request_id: str, body: Any, retry: int, start: float) -> Completion | Retry:
+        """One try of one request (the guard's ``Attempt``): send the body and say what the reply means."""
+        try:
+            status, headers, raw = await self._transport.send(body)  # made by _encode, before any call
+        except ReplyTooLarge as e:  # the same request would bring the same reply
+            return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
+        return self._outcome(request_id, status, headers, raw, time.perf_counter() - start, retry)
 
     def _outcome(self, request_id: str, status: int, headers: Mapping[str, str], raw: bytes, latency: float,
-                 retry: int) -> tuple[Completion | None, str, float | None]:
+                 retry: int) -> Completion | Retry:
         """What one reply means: the completion (or a final error) to hand back, else the
-        error to retry after and the wait the server asked for."""
+        error to retry after and the wait the SDK's rules give (the server's, or backoff)."""
         if status == 200:
             completion = self._completion(request_id, raw, latency)
             # An error body, no choices or no JSON at all: another try may fare better.
-            return (completion, "", None) if not completion.error else (None, completion.error, None)
+            return completion if not completion.error else Retry(completion.error)
         if 300 <= status < 400:
             return Completion(request_id, latency_s=latency, error=(
                 f"HTTP {status}: {self._root} redirects to {headers.get('Location', '?')}; mip does not follow "
-                "redirects, so the API key stays with its origin. Set model.base_url to the final address.")), "", None
+                "redirects, so the API key stays with its origin. Set model.base_url to the final address."))
         error = f"HTTP {status}: {error_message(raw)}"
         if not should_retry(status, headers):  # the request itself is refused; the same one fails again
-            return Completion(request_id, error=error, latency_s=latency), error, None
-        return None, error, retry_delay(headers, retry)
+            return Completion(request_id, error=error, latency_s=latency)
+        return Retry(error, retry_delay(headers, retry))
 
     def _completion(self, request_id: str, raw: bytes, latency: float) -> Completion:
         try:
