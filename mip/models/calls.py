@@ -20,7 +20,7 @@ not retry, and the requests a crash of the backend cut short — is retried ther
 >>> stats = CallStats()                                            # doctest: +SKIP
 >>> for completion in call_with_retries(backend, requests, retries=3, stats=stats): ...   # doctest: +SKIP
 >>> guard = RequestGuard(retries=2, deadline_s=60, concurrency=16, backoff=backoff)  # doctest: +SKIP
->>> completion = await guard.run(request.id, backend._attempt, body)            # doctest: +SKIP
+>>> completion = await guard.run(request.id, backend._one_try, body)            # doctest: +SKIP
 
 Exercised by ``pytest tests/test_runner.py -k retries`` and ``tests/test_calls.py``.
 """
@@ -53,8 +53,8 @@ class Retry:
     delay: float | None = None
 
 
-Attempt = Callable[[str, Any, int, float], Awaitable["Completion | Retry"]]
-"""One try of one request: ``attempt(request_id, payload, retry, start)``, where ``retry``
+OneTry = Callable[[str, Any, int, float], Awaitable["Completion | Retry"]]
+"""One try of one request: ``one_try(request_id, payload, retry, start)``, where ``retry``
 counts the tries before this one and ``start`` is the ``time.perf_counter()`` at which the
 request got its slot (for ``latency_s``). It returns the final ``Completion`` (an answer, or
 an error the same request would meet again) or a :class:`Retry`; an exception it raises is
@@ -81,7 +81,7 @@ class RequestGuard:
         self.backoff = backoff
         self._gate: asyncio.Semaphore | None = None
 
-    async def run(self, request_id: str, attempt: Attempt, payload: Any = None) -> Completion:
+    async def run(self, request_id: str, one_try: OneTry, payload: Any = None) -> Completion:
         """The request's final completion: the first one a try returns, or, once the tries
         are spent, one whose ``error`` is the last try's."""
         if self._gate is None:  # made in the running loop
@@ -93,7 +93,7 @@ class RequestGuard:
                 delay: float | None = None
                 try:
                     async with asyncio.timeout(self.deadline_s):
-                        outcome = await attempt(request_id, payload, retry, start)
+                        outcome = await one_try(request_id, payload, retry, start)
                 except TimeoutError:
                     error = f"no complete answer within the request deadline ({self.deadline_s:g} s)"
                 except Exception as e:  # noqa: BLE001 - connection errors of any transport: retried

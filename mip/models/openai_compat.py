@@ -13,7 +13,7 @@ only send; the rules below apply to both.
 
 The rules, for both transports. The guard in :mod:`mip.models.calls` owns the retry loop,
 the deadlines and the concurrency; this backend makes one try at a time
-(:meth:`OpenAICompatBackend._attempt`) and says what each reply means (``_outcome``):
+(:meth:`OpenAICompatBackend._one_try`) and says what each reply means (``_outcome``):
 
 - **Retries** are the ``openai`` SDK's: HTTP 408, 409, 429 and 5xx, dropped connections and
   timeouts, up to ``client_max_retries`` times, waiting what the server asks
@@ -164,7 +164,7 @@ class OpenAICompatBackend(Backend):
             self._loop = EventLoop()
             self._guard = RequestGuard(self.cfg.client_max_retries, self.cfg.request_timeout_s,
                                        self.cfg.max_concurrency, backoff=functools.partial(retry_delay, {}))
-        run, attempt = self._guard.run, self._attempt  # bound once, not per request
+        run, one_try = self._guard.run, self._one_try  # bound once, not per request
         lead = self.cfg.max_concurrency + max(2, self.cfg.max_concurrency // 4)
         finished: queue.SimpleQueue = queue.SimpleQueue()
         source = iter(requests)
@@ -178,7 +178,7 @@ class OpenAICompatBackend(Backend):
                     except (TypeError, ValueError) as e:  # it cannot be sent as it is: fails alone
                         refused.append(Completion(request.id, error=f"the request cannot be encoded: {e}"))
                         continue
-                    running.add(self._loop.start(run(request.id, attempt, body), finished))
+                    running.add(self._loop.start(run(request.id, one_try, body), finished))
                     if len(running) <= self.cfg.max_concurrency:  # ramping up: send it now, not after the rest are built
                         self._loop.turn()
                 while refused:
@@ -206,8 +206,8 @@ class OpenAICompatBackend(Backend):
             self._transport = TRANSPORTS[self.cfg.transport](self.cfg, self._root, self._api_key)
         return self._transport.encode(request_body(self.cfg, request, self.model_id))
 
-    async def _attempt(self, request_id: str, body: Any, retry: int, start: float) -> Completion | Retry:
-        """One try of one request (the guard's ``Attempt``): send the body and say what the reply means."""
+    async def _one_try(self, request_id: str, body: Any, retry: int, start: float) -> Completion | Retry:
+        """One try of one request (the guard's ``OneTry``): send the body and say what the reply means."""
         try:
             status, headers, raw = await self._transport.send(body)  # made by _encode, before any call
         except ReplyTooLarge as e:  # the same request would bring the same reply
