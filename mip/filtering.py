@@ -15,7 +15,6 @@ Exercised by ``pytest tests/test_filtering.py``.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import sys
@@ -34,7 +33,8 @@ from mip.data import Instance, Pool, build_pool
 from mip.data.pools import pool_version, save_pool
 from mip.models import Backend, Request, build_backend
 from mip.store import JsonFolder
-from mip.job.provenance import git_commit
+from mip.job.provenance import git_commit, now
+from mip.job.tokens import count_texts, output_room
 from mip.models.calls import CallStats, call_with_retries
 from mip import progress
 
@@ -130,16 +130,19 @@ def call_model(cfg: FilterConfig, model: ModelConfig, pools: dict[str, Pool], ba
     """Ask ``model`` every pool instance it has not answered yet; store each answer as it arrives."""
     store = FilterStore(cfg.paths.filter_dir)
     backend = backend or build_backend(model, cfg.paths.cache_dir)
-    todo: list[tuple[Request, TaskConfig, Instance, str]] = []
+    asked: list[tuple[str, str, TaskConfig, Instance, str]] = []
     for name, pool in pools.items():
         task = cfg.task[name]
         done = set(store.all(model.name, name, pool.version))
         for instance in pool.instances:
-            if instance.id in done:
-                continue
-            prompt = instance_prompt(task, instance.text)
-            key = filter_key(model, name, pool.version, instance.id, cfg.max_tokens)
-            todo.append((Request(key, prompt, min(cfg.max_tokens, model.context_window)), task, instance, pool.version))
+            if instance.id not in done:
+                key = filter_key(model, name, pool.version, instance.id, cfg.max_tokens)
+                asked.append((key, instance_prompt(task, instance.text), task, instance, pool.version))
+    # The output limit as a job's (mip.job.tokens.output_room): the budget, never past what the
+    # context window leaves after the prompt.
+    tokens, _ = count_texts(backend, [prompt for _, prompt, *_ in asked], model.chars_per_token, quiet=True)
+    todo = [(Request(key, prompt, output_room(n, model.context_window, cfg.max_tokens)), task, instance, version)
+            for (key, prompt, task, instance, version), n in zip(asked, tokens)]
     stats = CallStats()
     left = 0
     if todo and not cfg.dry_run:
@@ -176,7 +179,7 @@ def _ask(cfg: FilterConfig, model: ModelConfig, backend: Backend, store: FilterS
                 prompt_hash=prompts.prompt_hash(request.prompt), output=completion.output, reasoning=completion.reasoning,
                 finish_reason=completion.finish_reason, usage=completion.usage, parsed=parsed, truth=instance.truth,
                 correct=correct, git_commit=git,
-                created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                created_at=now(),
             ))
             bar.update(1)
     finally:

@@ -199,3 +199,31 @@ def test_table4_goes_into_the_analysis_report(tmp_path):
     report = write_report(load_local([tmp_path / "store"]), tmp_path / "report", filter_dir=tmp_path / "filter")
     assert "table4_agreement" in report.read_text()
     assert (tmp_path / "report" / "tables" / "table4_agreement.tex").is_file()
+
+
+def test_a_filter_request_s_output_limit_leaves_the_prompt_its_room_in_the_context_window(tmp_path):
+    """The one rule a job's requests follow (mip.job.tokens.output_room): the budget, never
+    past what the context window leaves after the prompt."""
+    from mip.data import build_pool
+    from mip.filtering import call_model
+    from mip.models.mock import MockBackend
+
+    cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=4", "max_tokens=64")
+    model = compose("model=mock").model
+    model.context_window = 70
+    asked = []
+
+    class Counting(MockBackend):
+        def count_tokens(self, prompts):
+            return [len(p) // 4 for p in prompts]
+
+        def generate(self, requests):
+            requests = list(requests)
+            asked.extend(requests)
+            yield from super().generate(requests)
+
+    pools = {"arith": build_pool(cfg.task["arith"], None, tmp_path / "cache")}
+    call_model(cfg, model, pools, backend=Counting(model))
+    assert len(asked) == 4
+    assert all(r.max_tokens == max(1, min(64, 70 - len(r.prompt) // 4)) for r in asked)
+    assert any(r.max_tokens < 64 for r in asked)

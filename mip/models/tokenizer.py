@@ -33,6 +33,8 @@ def load_tokenizer(name: str | None, offline: bool = True) -> Any | None:
 def chat_token_counts(tokenizer: Any, prompts: Sequence[str]) -> list[int]:
     """Tokens of each prompt as the model reads it: one user turn in the chat template with the
     generation prompt (the text itself where the tokenizer has no template)."""
+    if not prompts:  # a tokenizer given an empty batch raises
+        return []
     texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
              if tokenizer.chat_template else p for p in prompts]
     return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
