@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mip import coverage, slices, stats
+from mip import coverage, inference, slices, stats
 from mip.config import AuditConfig, AuditOptions, Config, PatternConfig, PromptSpec, SourceConfig, TaskConfig
 from mip.data.tables import read_table
 from mip.instances import PATTERNS, split_counts
@@ -102,13 +102,13 @@ def verdict(frame: pd.DataFrame, alpha: float) -> tuple[str, dict]:
     gap = stats.best_worst_gap(frame)
     if gap.best is None:
         return "not enough valid answers to compare patterns", {}
-    test = stats.paired_test(frame, gap.best, gap.worst)
+    test = inference.paired_test(frame, gap.best, gap.worst)
     numbers = {"best": gap.best, "worst": gap.worst, "delta_pp": 100 * (gap.delta or 0), "test": test.test,
                "pairs": test.pairs, "p_value": test.p_value}
     pair = f"{gap.best.replace('_', '-')} vs {gap.worst.replace('_', '-')}"
     if test.test == "not testable" or test.p_value != test.p_value:  # NaN: no test was possible
         return (f"inconclusive: {pair} differ by {100 * (gap.delta or 0):.0f} pp, but only {test.pairs} matched "
-                f"instance set(s) hold a valid answer under both — a test needs at least {stats.MIN_PAIRS}; "
+                f"instance set(s) hold a valid answer under both — a test needs at least {inference.MIN_PAIRS}; "
                 "add seeds or sizes"), numbers
     p_text = "p < 0.001" if test.p_value < 0.001 else f"p = {test.p_value:.3f}"
     if test.p_value < alpha:
@@ -163,7 +163,7 @@ def write_audit_report(frame: pd.DataFrame, out: Path, cfg: AuditOptions, notes:
         for pattern in [x for x in PATTERNS if x in set(cell["pattern"])]:
             sub = cell[cell["pattern"] == pattern]
             acc = stats.accuracy(sub).iloc[0]
-            low, high = stats.bootstrap_accuracy(sub) if sub["valid"].any() else (float("nan"), float("nan"))
+            low, high = inference.bootstrap_accuracy(sub) if sub["valid"].any() else (float("nan"), float("nan"))
             rows.append({"pattern": pattern, "accuracy %": round(100 * acc["acc_mean"], 1) if acc["valid"] else None,
                          "95 % interval": f"{100 * low:.0f}–{100 * high:.0f}" if sub["valid"].any() else "–",
                          "valid": int(acc["valid"]), "experiments": int(acc["experiments"]),

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from mip import stats
+from mip import inference, stats
 from mip.results import COLUMNS
 
 
@@ -104,8 +104,8 @@ def test_variant_deltas():
 
 
 def test_mcnemar_exact_by_hand():
-    assert stats.mcnemar_exact(8, 1) == pytest.approx(2 * (1 + 9) / 2**9)
-    assert stats.mcnemar_exact(0, 0) == 1.0
+    assert inference.mcnemar_exact(8, 1) == pytest.approx(2 * (1 + 9) / 2**9)
+    assert inference.mcnemar_exact(0, 0) == 1.0
 
 
 def test_paired_test_on_matched_instance_sets():
@@ -114,7 +114,7 @@ def test_paired_test_on_matched_instance_sets():
         rows.append({"task": f"t{t}", "pattern": "majority_first", "verdict": C})
         rows.append({"task": f"t{t}", "pattern": "majority_middle", "verdict": C if t == 0 else I})
     rows.append({"task": "t99", "pattern": "majority_first", "verdict": C})  # unmatched: not a pair
-    test = stats.paired_test(frame(rows), "majority_first", "majority_middle")
+    test = inference.paired_test(frame(rows), "majority_first", "majority_middle")
     assert test.test == "exact McNemar" and test.pairs == 10
     assert test.p_value == pytest.approx(2 / 2**9)
 
@@ -124,32 +124,32 @@ def test_paired_test_with_several_random_orders_uses_permutations():
     for t in range(8):
         rows += [{"task": f"t{t}", "pattern": "random", "order_seed": s, "verdict": C} for s in range(3)]
         rows.append({"task": f"t{t}", "pattern": "majority_middle", "verdict": I})
-    test = stats.paired_test(frame(rows), "random", "majority_middle", n_perm=2000)
+    test = inference.paired_test(frame(rows), "random", "majority_middle", n_perm=2000)
     assert test.test == "sign-flip permutation" and test.pairs == 8
     assert test.p_value < 0.02  # 2/256 exact; the permutation estimate is near it
 
 
 def test_bootstrap_intervals():
     rows = [{"task": f"t{t}", "verdict": C if t % 2 else I} for t in range(40)]
-    low, high = stats.bootstrap_accuracy(frame(rows))
+    low, high = inference.bootstrap_accuracy(frame(rows))
     assert low < 0.5 < high and 0.25 < low and high < 0.75
     perfect = frame([{"task": f"t{t}"} for t in range(6)])
-    assert stats.bootstrap_accuracy(perfect) == (1.0, 1.0)
-    too_few = frame([{"task": f"t{t}"} for t in range(stats.MIN_PAIRS - 1)])  # no interval from 5 sets
-    assert all(math.isnan(x) for x in stats.bootstrap_accuracy(too_few))
+    assert inference.bootstrap_accuracy(perfect) == (1.0, 1.0)
+    too_few = frame([{"task": f"t{t}"} for t in range(inference.MIN_PAIRS - 1)])  # no interval from 5 sets
+    assert all(math.isnan(x) for x in inference.bootstrap_accuracy(too_few))
     nothing_valid = frame([{"task": f"t{t}", "verdict": X} for t in range(10)])  # crashed with IndexError before
-    assert all(math.isnan(x) for x in stats.bootstrap_accuracy(nothing_valid))
+    assert all(math.isnan(x) for x in inference.bootstrap_accuracy(nothing_valid))
     rows = [{"task": f"t{t}", "pattern": "majority_first"} for t in range(20)] + \
            [{"task": f"t{t}", "pattern": "majority_middle", "verdict": I} for t in range(20)]
-    assert stats.bootstrap_gap(frame(rows), "majority_first", "majority_middle") == (1.0, 1.0)
+    assert inference.bootstrap_gap(frame(rows), "majority_first", "majority_middle") == (1.0, 1.0)
 
 
 def test_paired_test_with_too_few_pairs_is_not_testable():
     rows = cell(0, "majority_first", [C, C]) + cell(0, "majority_middle", [I, I])  # 2 sets, both favour first
-    test = stats.paired_test(frame(rows), "majority_first", "majority_middle")
+    test = inference.paired_test(frame(rows), "majority_first", "majority_middle")
     assert test.test == "not testable" and test.pairs == 2 and math.isnan(test.p_value)
     rows = cell(0, "majority_first", [C] * 6) + cell(0, "majority_middle", [I] * 6)
-    test = stats.paired_test(frame(rows), "majority_first", "majority_middle")
+    test = inference.paired_test(frame(rows), "majority_first", "majority_middle")
     assert test.test == "exact McNemar" and test.p_value == pytest.approx(2 / 2**6)
 
 
@@ -160,11 +160,11 @@ def test_all_tied_patterns_still_compare_two_patterns():
 
 
 def test_reference_calculation_of_app_c4():
-    ref = stats.reference_calculation(2000, 0.55, 0.9)
+    ref = inference.reference_calculation(2000, 0.55, 0.9)
     assert (ref["n_maj"], ref["n_min"], ref["expected"]) == (1100, 900, 1080.0)
     assert ref["sd"] == pytest.approx(math.sqrt(180), rel=1e-12) and round(ref["sd"], 1) == 13.4
     assert round(ref["z_of_tie"], 1) == 6.0
     assert 1e-10 < ref["p_reversed_or_tied"] < 1e-8  # "on the order of one in a billion"
     assert ref["p_reversed"] < ref["p_reversed_or_tied"]
     # A tiny case checked by enumeration: n = 4, p = 0.75 (3 + 1), q = 0.5 → Z ~ Bin(4, 0.5); P(Z ≤ 2) = 11/16.
-    assert stats.reference_calculation(4, 0.75, 0.5)["p_reversed_or_tied"] == pytest.approx(11 / 16)
+    assert inference.reference_calculation(4, 0.75, 0.5)["p_reversed_or_tied"] == pytest.approx(11 / 16)

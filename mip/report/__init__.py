@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mip import slices, stats
+from mip import inference, slices
 from mip.instances import PATTERNS
 from mip.report import figures, sections, tables
 
@@ -75,7 +75,7 @@ class Report:
         lines = ["# MIP order-effects report", "", *header]
         if self.notes:
             lines += ["## Data notes", ""] + [f"- {n}" for n in self.notes] + [""]
-        lines += ["## Choices", ""] + [f"- {c.format(min_pairs=stats.MIN_PAIRS)}" for c in CHOICES] + [""]
+        lines += ["## Choices", ""] + [f"- {c.format(min_pairs=inference.MIN_PAIRS)}" for c in CHOICES] + [""]
         for section, title in SECTIONS:
             items = [i for i in self.items if i[0] == section]
             lines += [f"## {title}", ""]
@@ -185,7 +185,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
         report.table(pd.read_csv(table4), "table4_agreement",
                      "Instance filtering (App. C.1, Table 4): per task, the share and count of pool instances answered "
                      "correctly by every filter model, by none, and by exactly one.")
-    ref = stats.reference_calculation()
+    ref = inference.reference_calculation()
     report.table(pd.DataFrame([ref]).round(12), "reference_c4",
                  "App. C.4: independent predictions at q = 0.9 on 1,100 + 900 instances; exact binomial probability "
                  "of a reversed or tied majority.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mip import coverage, slices, stats
+from mip import coverage, inference, slices, stats
 from mip.report import figures, tables
 
 #: What a core-section table row is: one slice of the setting (model × budget × pool).
@@ -44,7 +44,7 @@ def core(report, frame: pd.DataFrame) -> None:
         report.table(models.round(6), f"table2_numbers_{tag}", "The numbers behind the table above, unrounded for reuse.")
         report.table(intervals(group), f"intervals_and_tests_{tag}",
                      f"Beyond the paper, at {name}: 95 % bootstrap intervals of accuracy and Δ and a paired test of π⁺ "
-                     f"against π⁻ on matched instance sets. With fewer than {stats.MIN_PAIRS} pairs they read "
+                     f"against π⁻ on matched instance sets. With fewer than {inference.MIN_PAIRS} pairs they read "
                      "'not testable': no outcome of so few sets could be significant.")
         rows = _rows(group)
         patterns = stats.pattern_table(rows)
@@ -76,15 +76,15 @@ def intervals(group: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for row, sub in slices.of(group, ROW):
         gap = stats.best_worst_gap(sub)
-        low, high = stats.bootstrap_accuracy(sub)
-        out = {**row, "sets": stats.sets_of(sub), "acc_ci_low": low, "acc_ci_high": high, "delta_ci_low": None,
+        low, high = inference.bootstrap_accuracy(sub)
+        out = {**row, "sets": inference.sets_of(sub), "acc_ci_low": low, "acc_ci_high": high, "delta_ci_low": None,
                "delta_ci_high": None, "test": "not testable", "pairs": 0, "p_value": None}
         if gap.best and gap.worst and gap.best != gap.worst:
-            out["delta_ci_low"], out["delta_ci_high"] = stats.bootstrap_gap(sub, gap.best, gap.worst)
-            test = stats.paired_test(sub, gap.best, gap.worst)
+            out["delta_ci_low"], out["delta_ci_high"] = inference.bootstrap_gap(sub, gap.best, gap.worst)
+            test = inference.paired_test(sub, gap.best, gap.worst)
             out.update({"test": test.test, "pairs": test.pairs, "p_value": test.p_value})
         if out["test"] in ("not testable", "none"):
-            out["test"] = f"not testable ({out['pairs']} pairs < {stats.MIN_PAIRS})"
+            out["test"] = f"not testable ({out['pairs']} pairs < {inference.MIN_PAIRS})"
         rows.append(out)
     return pd.DataFrame(rows).round(4)
 
