@@ -251,8 +251,10 @@ SHIPPED_KEYS = {
     "qwen36_35b": "00fc85f7df741c3dfd9897c2",
     "qwen36_plus": "4dc93473c2c20928d8deff44",
     "qwen3_4b_instruct": "1ba4ef1442b4f47aafa014e0",
-    "simulated_first_k": "43cd78bc5989285787a6d0c3",
-    "simulated_unbiased": "5992ab165badd47d1e3e4b96",
+    # Re-keyed 2026-12-02 when read_first moved out of model_id into their own schema (README,
+    # "Simulated models"): scripted models, rerun in milliseconds at no cost.
+    "simulated_first_k": "1e971ea6122149f739236140",
+    "simulated_unbiased": "18888b2f71219be61643db41",
     "smollm2_135m": "1a0e2dd17cf3f51c5714e7ee",
     "smollm2_135m_server": "0aee1c7471bc4e72ff28bfb1",
 }

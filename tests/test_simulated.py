@@ -38,8 +38,8 @@ def test_simulated_model_reads_only_the_first_k_and_names_them():
     assert "Instance 3" in trace and "Instance 4" not in trace
     assert respond(prompt, SimulatedConfig(None))[0] == '{"answer": "odd_number"}'  # 3 odd of 5
     assert respond(prompt, SimulatedConfig(read_first=2))[0] == '{"answer": "-1"}'  # a tie
-    with pytest.raises(Exception, match="read_first"):
-        SimulatedConfig.from_model_id("simulated/read_first=zero")
+    with pytest.raises(Exception, match="model.read_first=0 must be 1 or more"):
+        SimulatedConfig(read_first=0)
 
 
 def test_expected_follows_the_pattern_definitions():

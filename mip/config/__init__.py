@@ -25,7 +25,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from mip.config.model import (BudgetSplitConfig, HFModelConfig, MockConfig, MockModelConfig, ModelConfig,
-                              OpenAICompatModelConfig, ProviderConfig, VLLMModelConfig)
+                              OpenAICompatModelConfig, ProviderConfig, SimulatedModelConfig, VLLMModelConfig)
 from mip.config.redact import redact, secret_key, to_plain
 from mip.config.run import (BudgetConfig, Config, LoggerConfig, PathsConfig, PatternConfig, PromptVariantConfig,
                             StrategyConfig)
@@ -36,7 +36,7 @@ from mip.config.tools import AnalyzeConfig, AttributeConfig, FilterConfig, Wandb
 __all__ = [
     "AnalyzeConfig", "AttributeConfig", "AuditConfig", "AuditOptions", "BudgetConfig", "BudgetSplitConfig", "Config", "FilterConfig", "FilterSpec",
     "HFModelConfig", "LoggerConfig", "MockConfig", "MockModelConfig", "ModelConfig", "OpenAICompatModelConfig",
-    "PathsConfig", "PatternConfig", "PromptSpec", "PromptVariantConfig", "ProviderConfig", "SourceConfig",
+    "PathsConfig", "PatternConfig", "PromptSpec", "PromptVariantConfig", "ProviderConfig", "SimulatedModelConfig", "SourceConfig",
     "StrategyConfig", "TaskConfig", "VLLMModelConfig", "WandbSourceConfig", "WhereConfig", "redact", "register",
     "secret_key", "to_plain", "load_saved",
 ]

@@ -26,7 +26,7 @@ from omegaconf import MISSING
 
 @dataclass
 class ModelConfig:
-    """What every backend has; the schema of a backend that declares none (simulated)."""
+    """What every backend has; the schema of a backend that declares none."""
 
     name: str = MISSING
     """Stable registry name, written into records."""
@@ -177,3 +177,11 @@ class MockModelConfig(ModelConfig):
     """mock: the scripted backend of tests and dry plumbing checks (mip/models/mock.py)."""
 
     mock: MockConfig = field(default_factory=MockConfig)
+
+
+@dataclass
+class SimulatedModelConfig(ModelConfig):
+    """simulated: a planted positional bias, not an LLM (mip/models/simulated.py)."""
+
+    read_first: Optional[int] = None
+    """How many leading instances it reads and answers the majority of; null: all (the unbiased control)."""

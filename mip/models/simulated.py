@@ -5,8 +5,8 @@ It reads the prompt of the synthetic ``arith`` task, evaluates the first ``read_
 instances itself (each expression's parity is its gold label, exactly as the loader
 computes it), writes a reasoning trace that names the IDs it read, and answers the
 majority of what it read (``-1`` on a tie). ``read_first`` = None reads every instance:
-the unbiased control. Its parameters travel in ``model.model_id`` (part of every
-experiment key): ``simulated/read_first=7`` or ``simulated/read_all``.
+the unbiased control. ``model.read_first`` is a field of its own config schema
+(:class:`mip.config.SimulatedModelConfig`), so it is part of every experiment key.
 
 Because the rule is known, every number of the report follows from the pattern
 definitions alone (:func:`expected`), whatever instances were selected:
@@ -31,7 +31,7 @@ from typing import Optional
 
 import numpy as np
 
-from mip.config import ModelConfig
+from mip.config import SimulatedModelConfig
 from mip.instances import PATTERNS, arrangement, order_seeds_for, split_counts
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
@@ -45,15 +45,10 @@ class SimulatedConfig:
 
     read_first: Optional[int] = None
 
-    @classmethod
-    def from_model_id(cls, model_id: str) -> "SimulatedConfig":
-        rule = model_id.split("/", 1)[-1]
-        if rule == "read_all":
-            return cls(None)
-        match = re.fullmatch(r"read_first=(\d+)", rule)
-        if not match or int(match.group(1)) < 1:
-            raise BackendSetupError(f"Simulated model id {model_id!r}: use simulated/read_first=<k ≥ 1> or simulated/read_all.")
-        return cls(int(match.group(1)))
+    def __post_init__(self) -> None:
+        if self.read_first is not None and self.read_first < 1:
+            raise BackendSetupError(f"A simulated model reads at least one instance: model.read_first={self.read_first} "
+                                    "must be 1 or more, or null to read all.")
 
 
 def parity_label(expression: str, labels: Sequence[str]) -> str:
@@ -83,11 +78,13 @@ def respond(prompt: str, rule: SimulatedConfig) -> tuple[str, str]:
 
 
 class SimulatedBackend(Backend):
+    schema = SimulatedModelConfig
     cost_basis = "none"
-    def __init__(self, cfg: ModelConfig, context: BackendContext | None = None):
+
+    def __init__(self, cfg: SimulatedModelConfig, context: BackendContext | None = None):
         if "simulated" not in cfg.name:
             raise BackendSetupError(f"Model {cfg.name!r}: a simulated model's name must say 'simulated'.")
-        self.rule = SimulatedConfig.from_model_id(cfg.model_id)
+        self.rule = SimulatedConfig(cfg.read_first)
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         for r in requests:
