@@ -23,7 +23,7 @@ from mip.scoring import InvalidKind, Verdict
 from mip.claims import Claim
 from mip.config import Config, to_plain
 from mip.experiments import Planned, final_prompt
-from mip.job.provenance import now
+from mip.job.provenance import GitState, now
 from mip.job.summary import JobSummary, StoreError
 from mip.job.tokens import counted, output_room, overflows
 from mip.keys import KEY_SCHEME, attempts_allowed
@@ -46,7 +46,7 @@ def request_for(cfg: Config, key: str, prompt: str, prompt_tokens: int) -> Reque
 class JobLoop:
     """The call loop of one job: attempts in rounds, each stored as it lands."""
 
-    def __init__(self, cfg: Config, backend: Backend, store: Store, tracker: Tracker, git: dict, summary: JobSummary,
+    def __init__(self, cfg: Config, backend: Backend, store: Store, tracker: Tracker, git: GitState, summary: JobSummary,
                  claim: Claim, paid: dict[str, list[Attempt]] | None = None):
         self.cfg, self.backend, self.store, self.tracker, self.git, self.summary = cfg, backend, store, tracker, git, summary
         self.claim = claim

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import subprocess
 from pathlib import Path
+from typing import TypedDict
 
 import mip
 from mip.config import Config
@@ -18,7 +19,15 @@ from mip.job.summary import JobSummary
 from mip.files import atomic_write
 
 
-def git_commit() -> dict[str, str | bool | None]:
+class GitState(TypedDict):
+    """The code that runs: its commit (None outside a git checkout) and whether the work tree
+    had uncommitted changes."""
+
+    commit: str | None
+    dirty: bool
+
+
+def git_commit() -> GitState:
     """The commit of the code that runs, and whether the work tree had changes."""
     root = Path(mip.__file__).resolve().parent.parent
 
@@ -35,7 +44,7 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def write_manifest(output_dir: Path, cfg: Config, git: dict, summary: JobSummary) -> None:
+def write_manifest(output_dir: Path, cfg: Config, git: GitState, summary: JobSummary) -> None:
     """The job's output folder: resolved config, git commit and what the job covered."""
     import yaml
 
