@@ -9,11 +9,11 @@ torch, transformers or vLLM installed.
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 
 from mip.config import ModelConfig
+from mip.registry import load
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
 __all__ = ["Backend", "BackendContext", "BackendSetupError", "Completion", "Request", "api_key", "backend_class",
@@ -35,10 +35,7 @@ BACKENDS: dict[str, str] = {
 
 def backend_class(backend: str) -> type[Backend]:
     """The class registered as ``backend``."""
-    if backend not in BACKENDS:
-        raise ValueError(f"Unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}.")
-    module, _, name = BACKENDS[backend].partition(":")
-    return getattr(importlib.import_module(module), name)
+    return load(BACKENDS, backend, "backend")
 
 
 def schemas() -> dict[str, type[ModelConfig]]:

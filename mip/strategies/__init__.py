@@ -17,7 +17,6 @@ what it changes of the class attributes and methods below), one entry in
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 from mip import prompts
 from mip.models import Completion, Request
 from mip.records import Attempt, CallOutput, Stage
+from mip.registry import load
 
 if TYPE_CHECKING:
     from mip.config import Config, StrategyConfig, TaskConfig
@@ -94,10 +94,7 @@ STRATEGIES: dict[str, str] = {
 
 def strategy_class(name: str) -> type[Strategy]:
     """The class registered as ``name``."""
-    if name not in STRATEGIES:
-        raise ValueError(f"Unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}.")
-    module, _, attribute = STRATEGIES[name].partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    return load(STRATEGIES, name, "strategy")
 
 
 def strategy_for(cfg: Config) -> Strategy:
