@@ -241,14 +241,12 @@ def test_a_task_a_planted_model_cannot_answer_is_refused_before_any_call(results
     assert not (results / "store").exists() or not list(Store(results / "store"))
 
 
-def test_a_planted_model_outside_a_job_is_refused(tmp_path):
+def test_a_planted_model_outside_a_job_is_refused(results):
     """filter.py hands a backend no pool: a planted model says so before its first call."""
-    from mip.models import BackendSetupError, Request, build_backend
     from mip.models.simulated import SimulatedConfig
 
-    backend = build_backend(compose("model=simulated_last_k").model, tmp_path)
-    with pytest.raises(BackendSetupError, match="answers run.py jobs only"):
-        list(backend.generate([Request("r", "Instance 1: x", 10)]))
+    proc = run_entry("filter.py", "task=arith", "task.arith.pool_size=20", "filter_models=[simulated_last_k]")
+    assert proc.returncode == 2 and "answers run.py jobs only" in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
     with pytest.raises(Exception, match="not both"):
         SimulatedConfig(read_first=3, read_last=3)
     with pytest.raises(Exception, match="model.read_last=0 must be 1 or more"):
