@@ -231,6 +231,18 @@ def test_planted_models_answer_a_synthetic_and_a_users_task(tmp_path, monkeypatc
     assert all("label " in t and "stars" not in t for t in traces)  # labels named without their digits
 
 
+@pytest.mark.parametrize("extra", [("prompt_variant=hint",), ("prompt_variant=self_prompt",), ("strategy=count_report",)])
+def test_planted_models_answer_every_prompt_variant_and_count_report(tmp_path, extra):
+    base = compose("model=simulated_last_k", "task=arith", f"n={N}", f"p={P}", "budget=smoke", "progress=false", *extra,
+                   f"paths.results_dir={tmp_path}")
+    for pattern in ("majority_first", "majority_last"):
+        summary = run_job(vary(base, pattern=pattern), tmp_path / pattern)
+        right = planted.pattern_accuracy(pattern, N, P, first=None, last=9)
+        assert summary.ok and summary.verdicts == {"correct" if right else "incorrect": 2}, (extra, summary.verdicts)
+    if "strategy=count_report" in extra:  # the counts of what it read: 9 instances
+        assert {sum(r.reported_counts.values()) for r in Store(tmp_path / "store")} == {9}
+
+
 def test_a_task_a_planted_model_cannot_answer_is_refused_before_any_call(results):
     for extra in ((), ("dry_run=true",)):
         proc = run_entry("run.py", "model=simulated_first_k", "task=arith", "strategy=decomposed", "n=20", "p=0.6",
