@@ -69,6 +69,12 @@ def test_the_closed_form_is_the_pattern_definitions(n, p):
             assert planted.majority_read(pattern, n, p, last=k) == sum(labels[n - k:]), (pattern, k)
 
 
+def test_the_closed_forms_examples_hold():
+    import doctest
+
+    assert doctest.testmod(planted).failed == 0
+
+
 def test_the_random_pattern_is_hypergeometric():
     """The seeded shuffle the closed form replays behaves as a uniform shuffle must: over 4,000
     order seeds its accuracy lies within 4 standard errors of the hypergeometric tail."""
