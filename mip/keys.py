@@ -50,6 +50,10 @@ SCHEME_2_MODEL_DEFAULTS: dict[str, Any] = {
     "engine_kwargs": {}, "reasoning_parser": None,
 }
 
+#: Fields added to a schema after records of its configs were stored, with the value every
+#: config had before: keyed only when set to another value, so those records keep their keys.
+KEYED_WHEN_SET: dict[str, dict[str, Any]] = {"model": {"read_last": None}}
+
 #: Fields keyed through the experiment itself (mip.records.Experiment), not the settings.
 IN_EXPERIMENT: dict[str, frozenset[str]] = {
     "model": frozenset({"name"}), "budget": frozenset({"name"}), "prompt_variant": frozenset({"name"}),
@@ -117,6 +121,8 @@ def _keyed(obj: Any, group: str, prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{f.name}"
         value = getattr(obj, f.name)
         if name in NOT_ANSWER_SHAPING[group] or name in IN_EXPERIMENT[group]:
+            continue
+        if name in KEYED_WHEN_SET.get(group, {}) and value == KEYED_WHEN_SET[group][name]:
             continue
         if dataclasses.is_dataclass(value):
             out[f.name] = _keyed(value, group, f"{name}.")

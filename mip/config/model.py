@@ -181,7 +181,10 @@ class MockModelConfig(ModelConfig):
 
 @dataclass
 class SimulatedModelConfig(ModelConfig):
-    """simulated: a planted positional bias, not an LLM (mip/models/simulated.py)."""
+    """simulated: a planted positional bias, a test instrument and not an LLM (mip/models/simulated.py)."""
 
     read_first: Optional[int] = None
-    """How many leading instances it reads and answers the majority of; null: all (the unbiased control)."""
+    """How many leading instances it reads and answers the majority of; null with read_last: all (the unbiased control)."""
+    read_last: Optional[int] = None
+    """How many trailing instances it reads instead; null: not this rule. Keyed only when set
+    (:data:`mip.keys.KEYED_WHEN_SET`), so records stored before it existed keep their keys."""

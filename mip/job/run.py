@@ -54,6 +54,9 @@ def validate(cfg: Config) -> None:
     if cfg.prompt_variant.name not in prompts.VARIANTS:
         raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
     strategy_for(cfg)  # an unknown strategy, or settings it cannot run, are refused here
+    refusal = backend_class(cfg.model.backend).refuses(cfg)  # a model that cannot answer this job, before any call
+    if refusal:
+        raise ValueError(refusal)
     for task in cfg.task.values():
         if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
@@ -132,6 +135,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         write_manifest(output_dir, cfg, git, summary)
         return summary
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
+    backend.prepare(pools)
 
     claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
     try:

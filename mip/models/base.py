@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from pydantic import ConfigDict, Field
 
 from mip.config.model import ModelConfig
 from mip.records import CallOutput
+
+if TYPE_CHECKING:
+    from mip.config import Config
+    from mip.data import Pool
 
 
 class BackendSetupError(RuntimeError):
@@ -100,6 +104,17 @@ class Backend(ABC):
     def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
         """Prompt tokens as the model sees them (chat template included), or None if unknown."""
         return None
+
+    @classmethod
+    def refuses(cls, cfg: Config) -> Optional[str]:
+        """Why this backend cannot answer a job's tasks, prompt variant or strategy (None: it
+        can), asked before any data is read or model loaded, dry runs included; the job is
+        refused with this line."""
+        return None
+
+    def prepare(self, pools: Mapping[str, Pool]) -> None:
+        """Before the first call of a job: its pools, for a backend that answers from them
+        (a planted model looks its instances' gold labels up there)."""
 
     def check(self) -> None:
         """Before the first call of a job: raise BackendSetupError if the backend cannot serve it."""
