@@ -37,7 +37,6 @@ one refusal that is a verdict: ``input_overflow`` (:mod:`mip.models.overflow`).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
@@ -56,7 +55,7 @@ from mip.models.base import Backend, BackendContext, BackendSetupError, Completi
 from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
-from mip.models.overflow import ContextRefusal, context_refusal
+from mip.models.overflow import ContextRefusal, send_within_window
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
@@ -218,23 +217,21 @@ class OpenAICompatBackend(Backend):
 
     async def _one_try(self, request_id: str, payload: tuple[Request, Any], retry: int, start: float) -> Completion | Retry:
         """One try of one request (the guard's ``OneTry``): send the body and say what the reply
-        means. A context-length refusal that shows the prompt fits is sent once more at once, with
-        the output limit the provider's count leaves (prompt + output never past the window)."""
+        means. A context-length refusal that shows the prompt may fit is sent again at once, with
+        the output limit that fits (:func:`mip.models.overflow.send_within_window`)."""
         request, body = payload
-        for _ in range(2):
-            try:
-                status, headers, raw = await self._transport.send(body)  # made by _encode, before any call
-            except ReplyTooLarge as e:  # the same request would bring the same reply
-                return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
-            refusal = context_refusal(status, error_message(raw)) if status != 200 else None
-            if refusal is None or refusal.room is None or refusal.room >= request.max_tokens:
-                break
-            request = dataclasses.replace(request, max_tokens=max(1, refusal.room))
-            body = self._encode(request)
+        try:  # the transport was made by _encode, before any call
+            (status, headers, raw), request, refusal = await send_within_window(self._transport.send, self._encode,
+                                                                                request, body)
+        except ReplyTooLarge as e:  # the same request would bring the same reply
+            return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
         latency = time.perf_counter() - start
         if refusal is not None:
             return self._refused(request, refusal, latency)
-        return self._outcome(request_id, status, headers, raw, latency, retry)
+        completion = self._outcome(request_id, status, headers, raw, latency, retry)
+        if isinstance(completion, Completion) and request is not payload[0]:  # sent with the limit that fits
+            completion = completion.model_copy(update={"max_tokens": request.max_tokens})
+        return completion
 
     def _refused(self, request: Request, refusal: ContextRefusal, latency: float) -> Completion:
         """A context-length refusal: the prompt's input_overflow verdict (App. D.1), or, where the

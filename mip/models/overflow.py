@@ -20,7 +20,11 @@ The messages, as each server writes them:
 
 A refusal whose prompt is known to fit (P < N) is no overflow: the request goes again with the
 output limit the window leaves (``room``), so prompt + output never pass the window, whatever
-the estimate before the call said.
+the estimate before the call said (:func:`send_within_window`). vLLM's "at least P" tells only
+that the prompt is longer than N − K: the request is then sent with an output limit of 1, which
+vLLM either refuses with "at least N" (an overflow) or answers with the prompt's exact count in
+``usage.prompt_tokens``, and then goes again with N − P. ``model.server_tokenize=true`` counts
+exactly before the call and spares that probe.
 
 >>> r = context_refusal(400, "This endpoint's maximum context length is 131072 tokens. However, you "
 ...                     "requested about 140000 tokens (120000 of text input, 20000 in the output).")
@@ -34,8 +38,17 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from mip.models.base import Request
+from mip.models.chat_api import error_message
+from mip.models.transports import Reply
 
 _N = r"(\d[\d,]*)"
 _WINDOW = (re.compile(rf"maximum context length is {_N} tokens", re.I),
@@ -93,3 +106,40 @@ def context_refusal(status: int, message: str) -> ContextRefusal | None:
     if given is None and bound is not None:
         return ContextRefusal(window, bound, True, message)
     return ContextRefusal(window, given, False, message)
+
+
+
+async def send_within_window(send: Callable[[Any], Awaitable[Reply]], encode: Callable[[Request], Any], request: Request,
+                             body: Any) -> tuple[Reply, Request, ContextRefusal | None]:
+    """Send ``body`` (``request`` encoded); where a context-length refusal shows the prompt may
+    fit, send it again with the output limit that fits (at most two more sends). The last reply,
+    the request it answers, and the refusal when it is one."""
+    budget, window = request.max_tokens, None  # window: set while probing with an output limit of 1
+    for _ in range(3):
+        reply = await send(body)
+        status, _, raw = reply
+        refusal = context_refusal(status, error_message(raw)) if status != 200 else None
+        if window is not None and status == 200:  # the probe's answer: the prompt's exact count
+            used = _prompt_tokens(raw)
+            if used is None or window - used <= request.max_tokens:
+                return reply, request, None
+            limit, window = min(budget, window - used), None
+        elif refusal is None or refusal.overflows:
+            return reply, request, refusal
+        elif refusal.room is not None and refusal.room < request.max_tokens:
+            limit = refusal.room
+        elif refusal.at_least and request.max_tokens > 1:
+            limit, window = 1, refusal.window
+        else:
+            return reply, request, refusal
+        request = dataclasses.replace(request, max_tokens=limit)
+        body = encode(request)
+    return reply, request, refusal
+
+
+def _prompt_tokens(raw: bytes) -> int | None:
+    try:
+        tokens = orjson.loads(raw)["usage"]["prompt_tokens"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
