@@ -74,8 +74,8 @@ class GeminiServer(FakeServer):
 
 
 class RefusingServer(FakeServer):
-    def __init__(self, provider: str, window: int):
-        super().__init__()
+    def __init__(self, provider: str, window: int, model: str = "openai/gpt-oss-120b"):
+        super().__init__(model=model)
         self.provider, self.window = provider, window
 
     async def _answer(self, fault, request: dict, prompt: str, writer) -> bool:
