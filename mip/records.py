@@ -59,11 +59,12 @@ class CallOutput(BaseModel):
         "whose value was exactly the trace; `reasoning_details` when its text parts were the trace (its items are kept in "
         "`reasoning_raw` without that text); `content` when the trace opened the content in <thought> blocks (Gemini), "
         "which are then not in `output`.")
-    context_refusal: Optional[str] = Field(
-        default=None, description="The server's refusal of the prompt as longer than its context window (HTTP status and "
-        "message): the attempt is an input_overflow (App. D.1), found by the provider rather than before the call.")
     provider: Optional[str] = Field(default=None, description="Who served the request, where the server says.")
     served_model: Optional[str] = Field(default=None, description="The model id the server reports.")
+    context_refusal: Optional[str] = Field(
+        default=None, exclude_if=lambda v: v is None,  # absent unless set: records written before stay byte for byte
+        description="The server's refusal of the prompt as longer than its context window (HTTP status and message): "
+        "the attempt is an input_overflow (App. D.1), found by the provider rather than before the call.")
 
 
 class _StageHead(BaseModel):
