@@ -137,3 +137,19 @@ def test_where_its_tokenizer_loads_an_api_model_counts_exactly_before_any_call(t
     assert summary.ok and not summary.tokens_estimated, summary.errors
     assert summary.verdicts == ({"input_overflow": 2} if window == 400 else {"correct": 2})
     assert len(sent) == calls and all(n + k <= window for n, k in sent)  # never refused
+
+
+def test_the_app_c1_filter_runs_with_gemini_as_its_second_model(tmp_path):
+    """Gemini 3.1 Flash-Lite is the paper's second filter model (App. C.1): its listed ids and
+    inline thoughts no longer stop the stage, and every instance it answers right is kept."""
+    from mip.filtering import run_filter
+
+    from .test_filtering import filter_config
+
+    cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=10", "filter_models=[gemini31_flash_lite]",
+                        "max_tokens=64")
+    with GeminiServer() as server:
+        model = compose("model=gemini31_flash_lite", f"model.base_url={server.base_url}").model
+        report = run_filter(cfg, [model])
+    assert report["calls"][0]["unstored"] == 0
+    assert report["pools"]["arith"]["kept"] == {"even_number": 5, "odd_number": 5}  # the server is always right
