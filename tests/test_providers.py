@@ -62,6 +62,10 @@ def test_gemini_refuses_a_prompt_over_its_window_and_that_is_input_overflow(tmp_
     for record in Store(cfg.paths.store_dir):
         assert record.verdict is Verdict.INVALID and record.invalid_kind is InvalidKind.INPUT_OVERFLOW
         assert "exceeds the maximum number of tokens allowed (400)" in record.attempts[0].stages[0].context_refusal
+    from .test_show import show
+
+    shown = show(record.key, f"store={cfg.paths.store_dir}")
+    assert shown.returncode == 0 and "refused by the server:" in shown.stdout and "tokens allowed (400)" in shown.stdout
     with GeminiServer(window=400) as server:  # stored: a rerun asks nothing
         again = run_job(gemini(tmp_path, server, "model.context_window=400"), tmp_path / "job2")
     assert again.already_stored == 2 and server.bodies == [] and calls == 2 * cfg.max_attempts
