@@ -157,3 +157,35 @@ def test_the_app_c1_filter_runs_with_gemini_as_its_second_model(tmp_path):
         report = run_filter(cfg, [model])
     assert report["calls"][0]["unstored"] == 0
     assert report["pools"]["arith"]["kept"] == {"even_number": 5, "odd_number": 5}  # the server is always right
+
+
+@pytest.mark.parametrize(("n", "window", "usage", "sent", "verdict"), [
+    (437, 600, True, [320, 1, 163], "answer"),  # probed, then the room the exact count leaves
+    (437, 400, True, [320, 1], "overflow"),  # the probe is refused too: at least the whole window
+    (437, 600, False, [320, 1], "error"),  # no count in the probe's answer: never a 1-token verdict
+])
+def test_a_lower_bound_refusal_is_probed_once_and_resolved(n, window, usage, sent, verdict):
+    """vLLM's "at least P" (mip.models.overflow.send_within_window), against a stand-in for its server."""
+    import asyncio
+
+    import orjson
+
+    from mip.models import Request
+    from mip.models.overflow import send_within_window
+
+    seen = []
+
+    async def send(k):
+        seen.append(k)
+        if n + k > window:
+            bound = min(n, window - k + 1)
+            message = (f"This model's maximum context length is {window} tokens. However, you requested {k} output "
+                       f"tokens and your prompt contains at least {bound} input tokens, for a total of at least "
+                       f"{bound + k} tokens.")
+            return 400, {}, orjson.dumps({"error": {"message": message}})
+        return 200, {}, orjson.dumps({"usage": {"prompt_tokens": n}} if usage else {"choices": []})
+
+    (status, _, _), request, refusal = asyncio.run(send_within_window(send, lambda r: r.max_tokens, Request("r", "p", 320), 320))
+    assert seen == sent
+    outcome = "answer" if refusal is None else "overflow" if refusal.overflows else "error"
+    assert outcome == verdict and (status == 200) == (verdict != "overflow")

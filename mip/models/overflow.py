@@ -114,14 +114,18 @@ async def send_within_window(send: Callable[[Any], Awaitable[Reply]], encode: Ca
     """Send ``body`` (``request`` encoded); where a context-length refusal shows the prompt may
     fit, send it again with the output limit that fits (at most two more sends). The last reply,
     the request it answers, and the refusal when it is one."""
-    budget, window = request.max_tokens, None  # window: set while probing with an output limit of 1
-    for _ in range(3):
+    budget, window, probed = request.max_tokens, None, None  # window: set while probing with an output limit of 1
+    sends = 0
+    while True:
         reply = await send(body)
+        sends += 1
         status, _, raw = reply
         refusal = context_refusal(status, error_message(raw)) if status != 200 else None
         if window is not None and status == 200:  # the probe's answer: the prompt's exact count
             used = _prompt_tokens(raw)
-            if used is None or window - used <= request.max_tokens:
+            if used is None:  # no count: never score a 1-token answer; say how to count instead
+                return reply, request, probed
+            if window - used <= request.max_tokens:
                 return reply, request, None
             limit, window = min(budget, window - used), None
         elif refusal is None or refusal.overflows:
@@ -129,12 +133,13 @@ async def send_within_window(send: Callable[[Any], Awaitable[Reply]], encode: Ca
         elif refusal.room is not None and refusal.room < request.max_tokens:
             limit = refusal.room
         elif refusal.at_least and request.max_tokens > 1:
-            limit, window = 1, refusal.window
+            limit, window, probed = 1, refusal.window, refusal
         else:
             return reply, request, refusal
+        if sends == 3:  # another send wanted after three: say how to count exactly instead
+            return reply, request, refusal or probed
         request = dataclasses.replace(request, max_tokens=limit)
         body = encode(request)
-    return reply, request, refusal
 
 
 def _prompt_tokens(raw: bytes) -> int | None:
