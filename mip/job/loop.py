@@ -140,7 +140,11 @@ class JobLoop:
             yield plan, n_tokens
 
     def _final(self, attempts: list[Attempt]) -> bool:
-        return attempts[-1].verdict.valid or len(attempts) >= self.allowed
+        last = attempts[-1]
+        # A server refuses a prompt too long for its window again, word for word, where the request is
+        # fixed before any call (``Strategy.ahead``): final, as App. D.1's input_overflow makes no attempt.
+        refused = self.strategy.ahead and any(stage.context_refusal for stage in last.stages)
+        return last.verdict.valid or refused or len(attempts) >= self.allowed
 
     def _land(self, result: Landed, bar: Progress) -> None:
         """Keep one attempt: in the record when it is final, else under ``.attempts/``."""
