@@ -55,9 +55,16 @@ class CallOutput(BaseModel):
         default_factory=dict, description="The server's other reasoning fields, verbatim (reasoning_details, or a field whose "
         "text differs from the trace). Before mip 0.2 this also repeated the trace's own field.")
     reasoning_from: list[str] = Field(
-        default_factory=list, description="Response fields whose value was exactly `reasoning` (stored once, there).")
+        default_factory=list, description="Response fields the trace was taken from, stored once, in `reasoning`: a field "
+        "whose value was exactly the trace; `reasoning_details` when its text parts were the trace (its items are kept in "
+        "`reasoning_raw` without that text); `content` when the trace opened the content in <thought> blocks (Gemini), "
+        "which are then not in `output`.")
     provider: Optional[str] = Field(default=None, description="Who served the request, where the server says.")
     served_model: Optional[str] = Field(default=None, description="The model id the server reports.")
+    context_refusal: Optional[str] = Field(
+        default=None, exclude_if=lambda v: v is None,  # absent unless set: records written before stay byte for byte
+        description="The server's refusal of the prompt as longer than its context window (HTTP status and message): "
+        "the attempt is an input_overflow (App. D.1), found by the provider rather than before the call.")
 
 
 class _StageHead(BaseModel):

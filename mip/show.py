@@ -185,6 +185,8 @@ def render(record: Record, prompt: str | None, full: bool) -> str:
                        + (f"; {stage.latency_s:.1f} s" if stage.latency_s is not None else ""))
             if stage.reasoning:
                 out += ["   reasoning:", clipped(stage.reasoning, full)]
+            if stage.context_refusal:  # refused as longer than the window: an input_overflow
+                out += ["   refused by the server:", clipped(stage.context_refusal, full)]
             out += ["   output:", clipped(stage.output or "(empty)", full)]
     return "\n".join(out)
 

@@ -26,6 +26,8 @@ Exercised by ``pytest tests/test_store.py``.
 
 from __future__ import annotations
 
+import functools
+
 import datetime as dt
 import os
 import sys
@@ -50,10 +52,18 @@ M = TypeVar("M", bound=BaseModel)
 
 def _fields(value: Any) -> Any:
     if isinstance(value, BaseModel):
+        omit = _excluded_if(type(value))
+        if omit:  # a field pydantic leaves out of its JSON when its exclude_if holds
+            return {k: v for k, v in value.__dict__.items() if k not in omit or not omit[k](v)}
         return value.__dict__
     if isinstance(value, JsonStrings):
         return orjson.Fragment(value.json)
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+@functools.cache
+def _excluded_if(model: type[BaseModel]) -> dict[str, Any]:
+    return {name: f.exclude_if for name, f in model.model_fields.items() if f.exclude_if is not None}
 
 
 def record_json(record: BaseModel) -> bytes:

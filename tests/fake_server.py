@@ -17,7 +17,9 @@ until ``server.release()``; ``server.answered`` counts the replies sent whole pe
 of all calls, cycling through ``KINDS``. ``server.arrivals`` holds (prompt hash, outcome,
 monotonic time) per call. Requests through it as an HTTP proxy (absolute URIs) are
 answered the same way. ``reasoning_shape`` picks where the reasoning text
-goes: ``reasoning``, ``reasoning_content`` or ``reasoning_details``.
+goes: ``reasoning``, ``reasoning_content``, ``reasoning_details`` or ``both`` (``reasoning`` and
+a ``reasoning.text`` item of ``reasoning_details``, as OpenRouter sends it); ``trace_chars``
+pads the trace to that length.
 """
 
 from __future__ import annotations
@@ -50,8 +52,9 @@ def majority_answer(prompt: str) -> str:
 
 class FakeServer(LocalServer):
     def __init__(self, model: str = "fake-model", reasoning_shape: str = "reasoning", latency_s: float = 0.0,
-                 stall_s: float = 30.0, seed: int = 0, retry_after: str = "0.1"):
+                 stall_s: float = 30.0, seed: int = 0, retry_after: str = "0.1", trace_chars: int = 0):
         super().__init__()
+        self.trace_chars = trace_chars
         self.model = model
         self.reasoning_shape = reasoning_shape
         self.latency_s = latency_s
@@ -209,8 +212,12 @@ class FakeServer(LocalServer):
             answer = majority_answer(prompt)
             content = json.dumps({"answer": answer if answer != "-1" else -1})
         trace = "Instance 1 is even. Instance 2 is odd. Counting all instances."
+        trace += " Checking again." * max(0, (self.trace_chars - len(trace)) // 16)
         message: dict = {"role": "assistant", "content": content}
-        if self.reasoning_shape == "reasoning_details":
+        if self.reasoning_shape == "both":  # OpenRouter: the trace as text, and again as reasoning_details
+            message["reasoning"] = trace
+            message["reasoning_details"] = [{"type": "reasoning.text", "text": trace, "format": "unknown", "index": 0}]
+        elif self.reasoning_shape == "reasoning_details":
             message["reasoning_details"] = [{"type": "reasoning.summary", "summary": trace},
                                             {"type": "reasoning.encrypted", "data": "xxx"}]
         else:

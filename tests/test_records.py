@@ -217,10 +217,10 @@ def test_a_stage_keeps_every_field_a_completion_returned_in_the_order_records_ha
     assert list(Stage.model_fields) == [  # a record's JSON keys, in order
         "name", "prompt", "prompt_hash", "output", "reasoning", "finish_reason", "prompt_tokens", "completion_tokens",
         "reasoning_tokens", "max_tokens", "latency_s", "usage", "reasoning_raw", "reasoning_from", "provider",
-        "served_model"]
+        "served_model", "context_refusal"]
     values = {"output": "o", "reasoning": "r", "finish_reason": "stop", "prompt_tokens": 1, "completion_tokens": 2,
               "reasoning_tokens": 3, "latency_s": 0.5, "usage": {"cost": 0.1}, "reasoning_raw": {"reasoning_details": []},
-              "reasoning_from": ["reasoning"], "provider": "p", "served_model": "m"}
+              "reasoning_from": ["reasoning"], "provider": "p", "served_model": "m", "context_refusal": "HTTP 400: too long"}
     assert shared - set(values) == {"max_tokens"}  # a new shared field needs a value here
     stage = stage_of("answer", Request("k", "the prompt", 96), Completion("k", **values, error=None))
     assert stage.model_dump(include=shared) == {**values, "max_tokens": 96}

@@ -140,13 +140,17 @@ class JobLoop:
             yield plan, n_tokens
 
     def _final(self, attempts: list[Attempt]) -> bool:
-        return attempts[-1].verdict.valid or len(attempts) >= self.allowed
+        last = attempts[-1]
+        # A server refuses a prompt too long for its window again, word for word, where the request is
+        # fixed before any call (``Strategy.ahead``): final, as App. D.1's input_overflow makes no attempt.
+        refused = self.strategy.ahead and any(stage.context_refusal for stage in last.stages)
+        return last.verdict.valid or refused or len(attempts) >= self.allowed
 
     def _land(self, result: Landed, bar: Progress) -> None:
         """Keep one attempt: in the record when it is final, else under ``.attempts/``."""
         plan = result.plan
         attempts = self.attempts.setdefault(plan.key, [])
-        attempts.append(result.attempt)
+        attempts.append(_refused_as_overflow(result.attempt))
         if self._final(attempts):
             self._store(plan, result.prompt_tokens, self.attempts.pop(plan.key), bar, result.predictions)
             return
@@ -202,3 +206,12 @@ class JobLoop:
             "complete and readable; free space or point paths.results_dir at a writable folder, then rerun the "
             "same command to finish."
         )
+
+
+def _refused_as_overflow(attempt: Attempt) -> Attempt:
+    """An attempt a provider refused as longer than its context window is an input_overflow
+    (App. D.1), whatever a strategy read from the empty reply: the paper's verdict however
+    the overflow is found (mip.models.overflow)."""
+    if not any(stage.context_refusal for stage in attempt.stages):
+        return attempt
+    return attempt.model_copy(update={"answer": None, "verdict": Verdict.INVALID, "invalid_kind": InvalidKind.INPUT_OVERFLOW})

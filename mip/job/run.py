@@ -183,7 +183,7 @@ def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Bac
     summary.overflowing = sum(t["overflowing"] for t in summary.per_task.values())
     summary.max_output_tokens = sum(t["max_output_tokens"] for t in summary.per_task.values())
     summary.tokens_from = getattr(counter, "source", "") if not summary.tokens_estimated else \
-        f"estimated from characters ({cfg.model.chars_per_token:g} per token)"
+        getattr(counter, "fallback", None) or f"estimated from characters ({cfg.model.chars_per_token:g} per token)"
 
 
 def _writable(*folders: Path) -> None:

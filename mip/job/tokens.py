@@ -7,6 +7,7 @@ estimated from characters with the model config's ``chars_per_token``.
 from __future__ import annotations
 
 import itertools
+import logging
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -15,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 from mip import prompts
 from mip.config import HFModelConfig, ModelConfig
 from mip.models import Backend
-from mip.models.tokenizer import chat_token_counts, load_tokenizer
+from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 
 if TYPE_CHECKING:
     from mip.experiments import Planned
     from mip.job.summary import JobSummary
+
+log = logging.getLogger(__name__)
 
 
 class OfflineTokenizer:
@@ -32,15 +35,21 @@ class OfflineTokenizer:
         self.model, self.cache_dir = model, Path(cache_dir).expanduser()
         self._tokenizer: Any = None
         self.source = f"estimated from characters ({model.chars_per_token:g} per token)"
+        self.fallback: str | None = None
+        """Why a named tokenizer could not be had (:func:`mip.models.tokenizer.estimate_note`), once tried."""
 
     def _load(self) -> Any:
         if self._tokenizer is None:
-            self._tokenizer = False
+            self._tokenizer, why = False, "the model config names no tokenizer (model.tokenizer)"
             for name in self._candidates():
-                self._tokenizer = load_tokenizer(name) or False
+                tokenizer, why = find_tokenizer(name)
+                self._tokenizer = tokenizer or False
                 if self._tokenizer:
                     self.source = f"counted with the tokenizer of {name}"
                     break
+            if not self._tokenizer and self.model.tokenizer:
+                self.fallback = estimate_note(self.model.tokenizer, why, self.model.chars_per_token)
+                log.warning(self.fallback)
         return self._tokenizer
 
     def _candidates(self) -> list[str]:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Completion, Request
 from mip.records import schema_error
-from mip.models.replies import content_text
+from mip.models.replies import content_text, readable, split_thoughts
 
 RETRY_AFTER_MAX_S = 60.0
 BACKOFF_START_S, BACKOFF_MAX_S = 0.5, 8.0
@@ -110,6 +110,8 @@ def error_message(raw: bytes) -> str:
     """The ``error.message`` of an error body, else the body's start."""
     try:
         data = orjson.loads(raw)
+        if isinstance(data, list) and len(data) == 1:  # Google's endpoint: [{"error": {…}}]
+            data = data[0]
         error = data.get("error", data) if isinstance(data, dict) else data
         message = error.get("message") if isinstance(error, dict) else error
         return str(message)[:500]
@@ -123,48 +125,93 @@ def reasoning_of(message: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]
     Servers put the trace in ``reasoning`` (current vLLM, OpenRouter), ``reasoning_content``
     (older vLLM, others) or OpenRouter's ``reasoning_details`` (text and summary kinds). The
     trace is the first of these present. A field whose value is exactly the trace is named
-    in the third value rather than kept twice (traces run to 100 KB); every other field
-    (``reasoning_details``, a field with different text) is kept as returned.
+    in the third value rather than kept twice (traces run to 100 KB); so is
+    ``reasoning_details`` when its text and summary parts, joined with newlines, are the
+    trace: its items are kept without that text (their type, format, signature, encrypted
+    data). Every other field (one with different text) is kept as returned.
     """
     fields = {name: message[name] for name in ("reasoning", "reasoning_content", "reasoning_details")
               if message.get(name) not in (None, "", [])}
-    trace = fields.get("reasoning") or fields.get("reasoning_content")
-    if not trace and isinstance(fields.get("reasoning_details"), list):
-        parts = [d.get("text") or d.get("summary") or "" for d in fields["reasoning_details"] if isinstance(d, dict)]
-        trace = "\n".join(p for p in parts if isinstance(p, str) and p) or None
+    details = fields.get("reasoning_details")
+    detail_text = _details_text(details) if isinstance(details, list) else None
+    trace = fields.get("reasoning") or fields.get("reasoning_content") or detail_text
     if not isinstance(trace, str):
         return None, fields, []
-    same = [name for name, value in fields.items() if value == trace]
-    return trace, {name: value for name, value in fields.items() if name not in same}, same
+    same = [name for name, value in fields.items() if value == trace or (name == "reasoning_details" and detail_text == trace)]
+    kept = {name: value for name, value in fields.items() if name not in same}
+    if "reasoning_details" in same:  # the structure stays, its text is the trace
+        kept["reasoning_details"] = [{k: v for k, v in d.items() if k not in ("text", "summary")} if isinstance(d, dict) else d
+                                     for d in details]
+    return trace, kept, same
+
+
+def _details_text(details: list) -> str | None:
+    """The text and summary parts of OpenRouter's ``reasoning_details``, joined with newlines."""
+    parts = [d.get("text") or d.get("summary") or "" for d in details if isinstance(d, dict)]
+    return "\n".join(p for p in parts if isinstance(p, str) and p) or None
+
+
+def completion_from_body(request_id: str, raw: bytes, latency: float, url: str) -> Completion:
+    """:func:`completion_from` of a raw HTTP 200 body from ``url``; a body that is no JSON is an
+    error that says why: not UTF-8 (an encoding error), or likely a web page."""
+    try:
+        return completion_from(request_id, orjson.loads(raw), latency)
+    except orjson.JSONDecodeError:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:  # JSON is UTF-8 (RFC 8259): the reply was re-encoded on its way
+            return Completion(request_id, latency_s=latency, error=(
+                f"{url} answered HTTP 200 with a body that is not UTF-8: an encoding error at byte {e.start:,} of "
+                f"{len(raw):,} ({raw[e.start:e.start + 1]!r}); the server or a proxy on the way sent another encoding"))
+        head = raw[:60].decode("utf-8", "replace").strip().replace("\n", " ")
+        return Completion(request_id, latency_s=latency, error=(
+            f"{url} answered HTTP 200 with no JSON ({len(raw)} bytes: {head!r}…). "
+            "A web page here usually means model.base_url is not the API root (e.g. https://host/v1)."))
 
 
 def completion_from(request_id: str, response: Any, latency: float) -> Completion:
     """A Completion from a decoded chat-completions body, or one with ``error`` set when the
-    body reports an error (some servers answer HTTP 200 with ``{"error": …}``), has no
-    choices, or is not a completion at all."""
+    body is no model's answer: it reports an error (some servers answer HTTP 200 with
+    ``{"error": …}``), has no choices, a choice without a readable message (none, ``null``,
+    content that is a number or a bare object), a ``usage`` that is no object, or is not a
+    completion at all. Only a model's answer becomes a verdict (issue 27)."""
     if not isinstance(response, dict):
         return Completion(request_id, error=f"a 200 response that is not a JSON object: {str(response)[:200]}", latency_s=latency)
     error = response.get("error")
     choices = response.get("choices") or []
-    if error or not choices or not isinstance(choices[0], dict):
+    if error or not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return Completion(request_id, error=f"error in a 200 response: {error or 'no choices'}", latency_s=latency)
     choice = choices[0]
     if choice.get("error") or choice.get("finish_reason") == "error":
         return Completion(request_id, error=f"error in the choice: {choice.get('error')}", latency_s=latency)
-    message = choice.get("message") or {}
+    message = choice.get("message")
+    why = (f"its message is {_shown(message)}" if not isinstance(message, dict)
+           else f"its content is {_shown(message.get('content'))}" if not readable(message.get("content"))
+           else f"its usage is {_shown(response.get('usage'))}" if not isinstance(response.get("usage") or {}, dict)
+           else None)
+    if why:
+        return Completion(request_id, latency_s=latency, error=f"a 200 response that is no model's answer: {why}")
     try:
         return _completion(request_id, response, choice, message, latency)
     except ValidationError as e:  # a field of the wrong type (tokens as text, a model that is no string)
         return Completion(request_id, latency_s=latency, error=f"a 200 response with a malformed field: {schema_error(e)}")
 
 
+def _shown(value: Any) -> str:
+    return "missing" if value is None else f"{type(value).__name__} {str(value)[:60]!r}"
+
+
 def _completion(request_id: str, response: dict, choice: dict, message: dict, latency: float) -> Completion:
     trace, raw, same = reasoning_of(message)
+    # Gemini's thought summaries come inline, before the answer: the trace, never the answer.
+    thoughts, output = split_thoughts(content_text(message.get("content"), message.get("refusal")))
+    if thoughts is not None:
+        trace, same = (f"{thoughts}\n{trace}" if trace else thoughts), [*same, "content"]
     usage = response.get("usage") or {}
     details = usage.get("completion_tokens_details") or {}
     return Completion(
         request_id,
-        output=content_text(message.get("content"), message.get("refusal")),  # text parts joined, not JSON-encoded
+        output=output,  # text parts joined, not JSON-encoded
         reasoning=trace,
         reasoning_raw=raw,
         reasoning_from=same,

@@ -28,15 +28,18 @@ the deadlines and the concurrency; this backend makes one try at a time
   with them); a 3xx is an error that names where it pointed. ``check()`` refuses a redirect
   to another origin the same way.
 
-Whatever still fails — including an HTTP 200 whose body carries an error, no choices, or is
-no JSON at all — comes back as a :class:`Completion` with ``error`` set: an infrastructure
-failure, never a verdict.
+Whatever still fails — including an HTTP 200 that is no model's answer: a body that carries
+an error, no choices, a choice without a readable message, or no JSON at all (its first
+bytes go to the job's log, without the key) — comes back as a :class:`Completion` with
+``error`` set: an infrastructure failure, never a verdict. A context-length refusal is the
+one refusal that is a verdict: ``input_overflow`` (:mod:`mip.models.overflow`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import queue
 import time
 import urllib.error
@@ -50,13 +53,17 @@ import mip
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 from mip.models.calls import RequestGuard, Retry
-from mip.models.chat_api import completion_from, error_message, request_body, retry_delay, should_retry
+from mip.models.chat_api import completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
+from mip.models.overflow import ContextRefusal, send_within_window
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
-from mip.models.tokenizer import chat_token_counts, load_tokenizer
+from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
 
 CHECK_DEADLINE_S = 30.0  # the model listing and token counts: one deadline over the whole exchange
+LOGGED_BODY_BYTES = 2000  # of a 200 reply that is no model's answer, in the job's log
+
+log = logging.getLogger(__name__)
 
 
 class OpenAICompatBackend(Backend):
@@ -106,8 +113,8 @@ class OpenAICompatBackend(Backend):
             if len(served) != 1:
                 raise BackendSetupError(f"model_id: auto needs a server that lists one model at {self._root}/models; "
                                         f"{self.cfg.base_url} lists {served}. Set model.model_id.")
-            self.model_id = served[0]
-        elif served and self.model_id not in served:
+            self.model_id = bare_id(served[0])
+        elif served and bare_id(self.model_id) not in {bare_id(m) for m in served}:
             shown = ", ".join(sorted(served)[:50]) + (" …" if len(served) > 50 else "")
             raise BackendSetupError(
                 f"{self.cfg.base_url} does not serve {self.cfg.model_id!r} (model {self.cfg.name!r}). It serves: {shown}"
@@ -127,15 +134,17 @@ class OpenAICompatBackend(Backend):
     # ------------------------------------------------------------------ tokens
     def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
         """Counted with ``model.tokenizer`` where it loads, else with the server's
-        ``/tokenize`` endpoint where ``server_tokenize`` is set; else None (the runner estimates)."""
+        ``/tokenize`` endpoint where ``server_tokenize`` is set; else None (the runner
+        estimates, and the job's log says why, once)."""
         if self.cfg.server_tokenize and not self.cfg.tokenizer:
             return self._server_counts(prompts)
-        if not self.cfg.tokenizer or self._tokenizer is False:
-            return None
         if self._tokenizer is None:
-            self._tokenizer = load_tokenizer(self.cfg.tokenizer, offline=False) or False
-            if self._tokenizer is False:
-                return None
+            tokenizer, why = find_tokenizer(self.cfg.tokenizer, offline=False)
+            self._tokenizer = tokenizer or False
+            if not tokenizer:
+                log.warning(f"Model {self.cfg.name}: " + estimate_note(self.cfg.tokenizer, why, self.cfg.chars_per_token))
+        if self._tokenizer is False:
+            return None
         return chat_token_counts(self._tokenizer, prompts)
 
     def _server_counts(self, prompts: Sequence[str]) -> list[int]:
@@ -178,7 +187,7 @@ class OpenAICompatBackend(Backend):
                     except (TypeError, ValueError) as e:  # it cannot be sent as it is: fails alone
                         refused.append(Completion(request.id, error=f"the request cannot be encoded: {e}"))
                         continue
-                    running.add(self._loop.start(run(request.id, one_try, body), finished))
+                    running.add(self._loop.start(run(request.id, one_try, (request, body)), finished))
                     if len(running) <= self.cfg.max_concurrency:  # ramping up: send it now, not after the rest are built
                         self._loop.turn()
                 while refused:
@@ -206,22 +215,47 @@ class OpenAICompatBackend(Backend):
             self._transport = TRANSPORTS[self.cfg.transport](self.cfg, self._root, self._api_key)
         return self._transport.encode(request_body(self.cfg, request, self.model_id))
 
-    async def _one_try(self, request_id: str, body: Any, retry: int, start: float) -> Completion | Retry:
-        """One try of one request (the guard's ``OneTry``): send the body and say what the reply means."""
-        try:
-            status, headers, raw = await self._transport.send(body)  # made by _encode, before any call
+    async def _one_try(self, request_id: str, payload: tuple[Request, Any], retry: int, start: float) -> Completion | Retry:
+        """One try of one request (the guard's ``OneTry``): send the body and say what the reply
+        means. A context-length refusal that shows the prompt may fit is sent again at once, with
+        the output limit that fits (:func:`mip.models.overflow.send_within_window`)."""
+        request, body = payload
+        try:  # the transport was made by _encode, before any call
+            (status, headers, raw), request, refusal = await send_within_window(self._transport.send, self._encode,
+                                                                                request, body)
         except ReplyTooLarge as e:  # the same request would bring the same reply
             return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
-        return self._outcome(request_id, status, headers, raw, time.perf_counter() - start, retry)
+        latency = time.perf_counter() - start
+        if refusal is not None:
+            return self._refused(request, refusal, latency)
+        completion = self._outcome(request_id, status, headers, raw, latency, retry)
+        if isinstance(completion, Completion) and request is not payload[0]:  # sent with the limit that fits
+            completion = completion.model_copy(update={"max_tokens": request.max_tokens})
+        return completion
+
+    def _refused(self, request: Request, refusal: ContextRefusal, latency: float) -> Completion:
+        """A context-length refusal: the prompt's input_overflow verdict (App. D.1), or, where the
+        provider's count cannot tell, a failure that says how to count exactly."""
+        if refusal.overflows:
+            return Completion(request.id, context_refusal=f"HTTP 400: {refusal.message}"[:1000], latency_s=latency,
+                              max_tokens=request.max_tokens)
+        return Completion(request.id, latency_s=latency, error=(
+            f"HTTP 400: {refusal.message[:300]} (the prompt may fit: count its tokens exactly with model.tokenizer, or "
+            "model.server_tokenize=true on a vllm server, so the output limit leaves it room)"))
 
     def _outcome(self, request_id: str, status: int, headers: Mapping[str, str], raw: bytes, latency: float,
                  retry: int) -> Completion | Retry:
         """What one reply means: the completion (or a final error) to hand back, else the
         error to retry after and the wait the SDK's rules give (the server's, or backoff)."""
         if status == 200:
-            completion = self._completion(request_id, raw, latency)
-            # An error body, no choices or no JSON at all: another try may fare better.
-            return completion if not completion.error else Retry(completion.error)
+            completion = completion_from_body(request_id, raw, latency, f"{self._root}/chat/completions")
+            if not completion.error:
+                return completion
+            # No model's answer (an error body, no choices, no readable message, no JSON): another
+            # try may fare better. The body goes to the job's log, capped and without the key.
+            log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,
+                        min(len(raw), LOGGED_BODY_BYTES), len(raw), self._shown_body(raw))
+            return Retry(completion.error)
         if 300 <= status < 400:
             return Completion(request_id, latency_s=latency, error=(
                 f"HTTP {status}: {self._root} redirects to {headers.get('Location', '?')}; mip does not follow "
@@ -231,11 +265,12 @@ class OpenAICompatBackend(Backend):
             return Completion(request_id, error=error, latency_s=latency)
         return Retry(error, retry_delay(headers, retry))
 
-    def _completion(self, request_id: str, raw: bytes, latency: float) -> Completion:
-        try:
-            return completion_from(request_id, orjson.loads(raw), latency)
-        except orjson.JSONDecodeError:
-            head = raw[:60].decode("utf-8", "replace").strip().replace("\n", " ")
-            return Completion(request_id, latency_s=latency, error=(
-                f"{self._root}/chat/completions answered HTTP 200 with no JSON ({len(raw)} bytes: {head!r}…). "
-                "A web page here usually means model.base_url is not the API root (e.g. https://host/v1)."))
+    def _shown_body(self, raw: bytes) -> str:
+        text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")
+        return text.replace(self._api_key, "***") if len(self._api_key) >= 8 else text
+
+
+def bare_id(model_id: str) -> str:
+    """A model id without the ``models/`` prefix Google's ``/models`` lists it with
+    (``models/gemini-3.1-pro-preview``; chat requests take the bare id, shared/notes/providers.md)."""
+    return model_id.removeprefix("models/")

@@ -26,12 +26,17 @@ failure. :func:`content_text` reads the text parts instead:
 "I can't help with that."
 >>> content_text(None, refusal="No.")
 'No.'
+>>> readable(42), readable({"answer": "x"}), readable([{"type": "text", "text": "a"}]), readable(None)
+(False, False, True, True)
+>>> split_thoughts('<thought>Count: 3 even.</thought>{"answer": "even"}')
+('Count: 3 even.', '{"answer": "even"}')
 
 Exercised by ``pytest tests/test_replies.py``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 TEXT_TYPES = ("text", "output_text")
@@ -71,3 +76,48 @@ def content_text(content: object, refusal: str | None = None) -> str | None:
     if refusals:
         return "\n".join(refusals)
     return refusal if isinstance(refusal, str) else None
+
+
+def _is_part(part: object) -> bool:
+    """Whether ``part`` has a content part's shape: a string, or an object with a string
+    ``type`` or a ``text`` field."""
+    return isinstance(part, str) or (isinstance(part, Mapping) and (isinstance(part.get("type"), str) or "text" in part))
+
+
+def readable(content: object) -> bool:
+    """Whether ``content`` has one of the shapes a message's content takes (issue 27): text,
+    None (no text: a length stop, an empty reply), one part, or a list of parts. A number, a
+    bare object or a list of anything else is no reply of a model: an infrastructure failure.
+
+    >>> readable("x"), readable([]), readable(["a", {"type": "image_url"}]), readable([7]), readable(True)
+    (True, True, True, False, False)
+    """
+    if content is None or isinstance(content, str):
+        return True
+    if isinstance(content, list):
+        return all(_is_part(part) for part in content)
+    return isinstance(content, Mapping) and _is_part(content)
+
+
+# Gemini's OpenAI-compatible endpoint, asked for thought summaries
+# (extra_body.google.thinking_config.include_thoughts, https://ai.google.dev/gemini-api/docs/openai),
+# puts them inline at the start of message.content, wrapped in <thought>…</thought>
+# (shared/notes/providers.md): they are the trace, never the answer.
+_THOUGHT = re.compile(r"\A\s*<thought>(.*?)</thought>\s*", re.DOTALL)
+
+
+def split_thoughts(text: str | None) -> tuple[str | None, str | None]:
+    """``(thoughts, answer)``: the ``<thought>…</thought>`` blocks that open ``text`` (joined with
+    a newline; None when there are none) and the text after them. An unclosed block is all
+    thought: a reply cut off while thinking has no answer (a length stop says truncated)."""
+    if not text or "<thought>" not in text[:200]:
+        return None, text
+    thoughts = []
+    rest = text
+    while match := _THOUGHT.match(rest):
+        thoughts.append(match.group(1).strip())
+        rest = rest[match.end():]
+    if rest.lstrip().startswith("<thought>"):  # opened and never closed
+        thoughts.append(rest.lstrip()[len("<thought>"):].strip())
+        rest = ""
+    return ("\n".join(thoughts) if thoughts else None), rest

@@ -15,7 +15,7 @@ from mip.models.base import BackendSetupError
 
 class ReplyTooLarge(RuntimeError):
     def __init__(self, size: int | None, limit: int):
-        super().__init__(f"a reply {'of ' + format(size, ',') + ' bytes' if size else ''} over model.max_response_bytes "
+        super().__init__(f"a reply{' of ' + format(size, ',') + ' bytes' if size else ''} over model.max_response_bytes "
                          f"({limit:,}); raise the limit if such replies are expected")
 
 

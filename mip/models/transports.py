@@ -9,7 +9,7 @@
   only the SDK handles. Its own retries are off.
 
 Both only send: one try, redirects not followed, the reply read raw and capped at
-``max_response_bytes``. Retries, deadlines and what a reply means are the backend's
+``max_response_bytes`` after decompression (a gzip bomb fails as an infrastructure failure). Retries, deadlines and what a reply means are the backend's
 (:meth:`mip.models.openai_compat.OpenAICompatBackend._call`), the same for both. Each makes
 its client on first use, inside the backend's event loop.
 """
@@ -86,11 +86,13 @@ class AiohttpTransport:
         session = self._open()
         async with session.post(self._url, data=body, allow_redirects=False, **self._proxy) as response:
             limit = self.cfg.max_response_bytes
-            if response.content_length is not None:  # the usual case: one read of a known length
-                if response.content_length > limit:
-                    raise ReplyTooLarge(response.content_length, limit)
-                return response.status, response.headers, await response.read()
-            raw = bytearray()  # chunked, or until the connection closes: counted as it comes
+            # Content-Length counts the bytes on the wire; a compressed reply (Content-Encoding:
+            # gzip) holds up to ~1000× that once decompressed. So the body is counted as it is
+            # decompressed, chunk by chunk (aiohttp decompresses a bounded amount per chunk),
+            # never read whole first.
+            if response.content_length is not None and response.content_length > limit:
+                raise ReplyTooLarge(response.content_length, limit)
+            raw = bytearray()
             async for chunk in response.content.iter_any():
                 raw += chunk
                 if len(raw) > limit:

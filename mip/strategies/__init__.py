@@ -79,7 +79,8 @@ def stage_of(name: str, request: Request, c: Completion, keep_prompt: bool = Fal
     """One model call inside an attempt, as a record keeps it: what the call returned, its
     request's output-token limit, and its prompt's hash (the prompt too where asked)."""
     returned = {field: getattr(c, field) for field in CallOutput.model_fields}
-    return Stage(**{**returned, "max_tokens": request.max_tokens}, name=name,
+    # The backend's limit where it sent a smaller one (a context refusal showed what fits).
+    return Stage(**{**returned, "max_tokens": c.max_tokens or request.max_tokens}, name=name,
                  prompt=request.prompt if keep_prompt else None,
                  prompt_hash=prompt_sha or prompts.prompt_hash(request.prompt))
 
