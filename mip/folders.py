@@ -13,12 +13,13 @@ folders) still reads every record. Nothing here writes.
 >>> folder = open_folder("results/sweeps/2026-12-01/10-00-00")   # doctest: +SKIP
 >>> len(folder.files), folder.stores                             # doctest: +SKIP
 
-Exercised by ``pytest tests/test_folders.py``.
+Exercised by ``pytest tests/test_readback.py``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,24 +51,30 @@ class Folder:
     """The manifests (``job.json``) under it, each with ``manifest``: its path."""
 
 
-def manifests(folder: Path) -> list[Path]:
-    """The job manifests under ``folder`` (the folder's own ``job.json`` included)."""
-    return sorted(m for m in folder.rglob("job.json") if not any(p.startswith(".") for p in m.relative_to(folder).parts))
-
-
 def _job(manifest: Path) -> dict:
     return {**json.loads(manifest.read_text(encoding="utf-8")), "manifest": str(manifest)}
 
 
+def store_of(job: dict) -> Path:
+    """The store a manifest names. A relative path (``results/store``) was relative to the folder
+    the job ran in, which is where its ``output_dir`` (relative too) was: it is found from the job
+    folder itself, wherever one reads from. So is an absolute one that is gone when the results
+    folder was moved as a whole."""
+    named = Path(job["store_dir"]).expanduser()
+    if named.is_absolute() and named.is_dir():
+        return named
+    beside = Path(job["manifest"]).parent / os.path.relpath(named, Path(job.get("output_dir") or ".").expanduser())
+    return Path(os.path.normpath(beside)) if beside.is_dir() else named
+
+
 def _job_files(job: dict) -> list[Path]:
-    """The stored record files of the experiments one manifest lists. A relative store path
-    is read as the job wrote it: from the folder it ran in (Hydra keeps the working folder)."""
-    store = Path(job["store_dir"]).expanduser()
+    """The stored record files of the experiments one manifest lists."""
+    store = store_of(job)
     if not store.is_dir():
         if job.get("dry_run") or not job.get("keys"):
             return []  # a dry run stores nothing
-        raise FolderError(f"{job['manifest']} names the store {store}, which does not exist here; "
-                          "pass the store folder itself (results= / the folder argument).")
+        raise FolderError(f"{job['manifest']} names the store {job['store_dir']}, which is not there; "
+                          "pass the store folder itself.")
     model_dirs = [store / job["model"]] if job.get("model") and (store / job["model"]).is_dir() else \
         [d for d in store.iterdir() if d.is_dir() and not d.name.startswith(".")]
     keys = job.get("keys", [])
@@ -82,15 +89,15 @@ def open_folder(path: str | Path) -> Folder:
         raise FolderError(f"{root} does not exist; {WHAT_TO_PASS}.")
     if root.is_file():
         return Folder(root, "store", [root], [root.parents[2]] if len(root.parents) > 2 else [])
-    own = sorted(p for p in root.rglob("*.json") if not _skipped(p.relative_to(root).parts))
-    jobs = [_job(m) for m in manifests(root)]
+    found = [(p, p.relative_to(root).parts) for p in sorted(root.rglob("*.json"))]
+    own = [p for p, parts in found if not _skipped(parts)]
+    jobs = [_job(p) for p, parts in found if parts[-1] == "job.json" and not any(x.startswith(".") for x in parts)]
     if own:
         return Folder(root, "store", own, [root], jobs)
     if not jobs:
         raise FolderError(f"No records found in {root}: it holds no records and no job.json; {WHAT_TO_PASS}.")
     files = sorted({f for job in jobs for f in _job_files(job)})
-    stores = sorted({Path(job["store_dir"]).expanduser() for job in jobs})
-    return Folder(root, "jobs", files, stores, jobs)
+    return Folder(root, "jobs", files, sorted({store_of(job) for job in jobs}), jobs)
 
 
 def open_folders(paths: Iterable[str | Path]) -> list[Folder]:

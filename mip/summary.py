@@ -65,10 +65,9 @@ def slice_tables(records: list[Record]) -> list[str]:
     return lines
 
 
-def _job(manifest: Path) -> dict:
+def _with_backend(job: dict) -> dict:
     """A job's manifest, with its model's backend from the job's config.yaml beside it."""
-    job = json.loads(manifest.read_text(encoding="utf-8"))
-    config = manifest.parent / "config.yaml"
+    config = Path(job["manifest"]).parent / "config.yaml"
     if "backend" not in job and config.is_file():
         import yaml
 
@@ -203,7 +202,7 @@ def describe(folder: Path) -> str:
 
 
 def summarise(opened: Folder) -> str:
-    jobs = [_job(Path(j["manifest"])) for j in opened.jobs]
+    jobs = [_with_backend(j) for j in opened.jobs]
     records = [r for p in opened.files if (r := read_record(p)) is not None]
     lines = []
     if jobs:

@@ -169,3 +169,30 @@ def test_analysis_off_the_core_takes_each_cell_and_prints_the_headline(ran, tmp_
         assert cells[8].rstrip("†‡") == f"{100 * delta['delta']:.1f}" and cells[-1] == str(delta["sets"])
         assert cells[-3:-1] == [delta["best"], delta["worst"]]
     assert "not testable" in rows["simulated_first_k"]  # two instance sets: no interval
+
+
+def test_a_job_folder_finds_its_store_when_run_from_elsewhere_or_moved(ran, tmp_path, monkeypatch):
+    """A manifest's relative store path (``paths.results_dir=results``, the default) was relative
+    to the folder the job ran in; a results folder moved as a whole keeps its stores beside its jobs."""
+    import shutil
+
+    from mip.folders import open_folder
+
+    moved = tmp_path / "elsewhere" / "results"
+    shutil.copytree(ran["results"], moved)
+    for manifest in moved.rglob("job.json"):  # as written by a job run from tmp_path/elsewhere with a relative path
+        job = json.loads(manifest.read_text())
+        job["store_dir"] = "results/store"
+        job["output_dir"] = str(manifest.parent.relative_to(moved.parent))
+        manifest.write_text(json.dumps(job))
+    monkeypatch.chdir(tmp_path)  # not the folder the jobs ran in
+    [sweep] = (moved / "sweeps").glob("*/*")
+    opened = open_folder(sweep)
+    assert opened.stores == [moved / "store"] and {f.stem for f in opened.files} == _keys(ran["sweep"])
+    gone = json.loads((sweep / "0" / "job.json").read_text())
+    gone["store_dir"] = "/no/such/store"
+    (sweep / "0" / "job.json").write_text(json.dumps(gone))
+    from mip.folders import FolderError
+
+    with pytest.raises(FolderError, match="names the store /no/such/store, which is not there"):
+        open_folder(sweep / "0")
