@@ -36,8 +36,8 @@ def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
     columns = ["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc %", "acc % (all)"]
     if frame.empty:
         return pd.DataFrame(columns=columns)
-    outcomes = pd.Series([outcome(v, k) for v, k in zip(frame["verdict"], frame["invalid_kind"])],
-                         index=frame.index, name="verdict")
+    kinds = frame["invalid_kind"].astype(object).where(frame["invalid_kind"].notna(), None)  # NaN: no kind
+    outcomes = pd.Series([outcome(v, k) for v, k in zip(frame["verdict"], kinds)], index=frame.index, name="verdict")
     counts = pd.crosstab(frame["pattern"], outcomes).reindex(columns=list(VERDICT_COLUMNS), fill_value=0)
     order = [p for p in PATTERNS if p in counts.index] + [p for p in counts.index if p not in PATTERNS]
     counts = counts.loc[order]

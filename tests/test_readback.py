@@ -132,14 +132,19 @@ def test_the_sweep_summary_and_mip_summary_print_one_table_per_model(ran):
         assert blocks["simulated_first_k"]["majority_last"] == 0.0  # 50 %, pooled, before
 
 
-def test_a_sweep_over_prompt_variants_prints_one_table_per_variant(tmp_path):
+def test_a_mock_sweep_over_prompt_variants_prints_one_table_per_variant(tmp_path):
+    """The issue's mock sweep: hint and self_prompt were one table; each counts its own experiments
+    (the mock's hint answers are valid, its self_prompt ones not: both kinds in one summary)."""
     env = {"MIP_RESULTS_DIR": str(tmp_path / "results")}
     proc = run_entry("run.py", "-m", "model=mock", "task=arith", "n=10", "p=0.6", "pattern=majority_first", "seed=0",
-                     "budget=smoke", "prompt_variant=standard,hint", "progress=false", env=env)
+                     "budget=smoke", "prompt_variant=hint,self_prompt", "progress=false", env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    headings = list(_blocks(proc.stdout.split("== sweep summary ==")[1]))
-    assert [re.search(r"prompt_variant=(\S+)", h).group(1) for h in headings] == ["hint", "standard"]
+    closing = proc.stdout.split("== sweep summary ==")[1]
+    headings = list(_blocks(closing))
+    assert [re.search(r"prompt_variant=(\S+)", h).group(1) for h in headings] == ["hint", "self_prompt"]
     assert all("model=mock n=10 p=0.6 budget=smoke" in h and "pool=unfiltered" in h for h in headings)
+    counts = [int(line.split()[-3]) for line in closing.splitlines() if line.startswith("majority_first")]
+    assert counts == [2, 2]
 
 
 # ---------------------------------------------------------------------------- item 4: never empty, headline
