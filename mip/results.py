@@ -159,6 +159,9 @@ def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:
         raise ResultsError(str(e)) from None
     damaged: list[tuple[Path, str]] = []
     files = sorted({f for folder in opened for f in folder.files})
+    if not files and all(folder.kind == "jobs" for folder in opened):
+        raise ResultsError(f"The jobs under {', '.join(map(str, paths))} stored no records (dry runs, or nothing "
+                           "finished yet); run them without dry_run=true, or pass the store.")
     frame = _frame((record_row(r) for r in iter_records(files, damaged)), ", ".join(map(str, paths)))
     notes = [f"Unreadable record {path} ({why}): not counted; the next run of its job asks it again."
              for path, why in damaged[:20]]

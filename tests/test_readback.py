@@ -112,6 +112,17 @@ def test_a_folder_mip_did_not_write_is_one_line_saying_what_to_pass(program, tmp
     assert "pass a store (results/store), a job folder" in lines[0] and str(folder) in lines[0]
 
 
+def test_a_dry_run_folder_is_named_as_one_that_stored_nothing(tmp_path):
+    env = {"MIP_RESULTS_DIR": str(tmp_path / "results")}
+    dry = run_entry("run.py", "model=mock", "task=arith", "pattern=majority_first", "dry_run=true", "progress=false", env=env)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    [job] = (tmp_path / "results" / "runs").glob("*/*")
+    proc = run_entry("analyze.py", f"results=[{job}]", f"out_dir={tmp_path / 'out'}")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "stored no records (dry runs" in proc.stderr
+    summary = run_entry("-m", "mip.summary", str(job))
+    assert summary.returncode == 0 and "Dry run: no model was called." in summary.stdout
+
+
 # ---------------------------------------------------------------------------- item 3: one table per slice
 def _blocks(text: str) -> dict[str, pd.Series]:
     """Valid-only accuracy per pattern, per slice heading, from a summary's tables."""
