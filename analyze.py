@@ -1,6 +1,7 @@
 """Tables, figures and report.md from stored records (default) or W&B.
 
     python analyze.py results=[results/store]
+    python analyze.py 'results=[results/sweeps/2026-11-30/10-00-00]'        # a sweep's (or job's) own experiments
     python analyze.py results=[results/sweeps/2026-11-30/10-00-00,results/store] out_dir=paper/figs
     python analyze.py source=wandb results=[results/sweeps]                  # offline W&B run folders
     python analyze.py source=wandb wandb.project=mip wandb.group=sweeps/2026-11-30
@@ -26,7 +27,7 @@ register()
 def main(cfg: DictConfig) -> None:
     config: AnalyzeConfig = OmegaConf.to_object(cfg)
     try:
-        path = analyze(config)
+        path = analyze(config, show=print)
     except (ResultsError, SliceError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

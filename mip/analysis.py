@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from mip.config import AnalyzeConfig
+from mip.headline import headline, render
 from mip.report import write_report
 from mip.results import ResultsError, load_local, load_wandb_api, load_wandb_offline
+from mip.slices import restrict
 
 
 def load(cfg: AnalyzeConfig):
@@ -19,10 +22,13 @@ def load(cfg: AnalyzeConfig):
     raise ResultsError(f"Unknown source {cfg.source!r}; choose local or wandb.")
 
 
-def analyze(cfg: AnalyzeConfig) -> Path:
+def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None) -> Path:
+    """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice."""
     frame = load(cfg)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
     path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core)
+    if show is not None:
+        show(render(headline(restrict(frame, cfg.where))))
     if cfg.wandb.log_report:
         log_report(path.parent, cfg)
     return path

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mip import slices
+from mip import folders, slices
 from mip.records import Record, counted_attempt
 from mip.scoring import Verdict
 from mip.store import QUARANTINE, iter_records, quarantined
@@ -121,6 +121,11 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     return frame
 
 
+def frame_of(records: Iterable[Record], source: str) -> pd.DataFrame:
+    """The analysis table of ``records`` (read elsewhere); ``source`` names them in errors."""
+    return _frame((record_row(r) for r in records), source)
+
+
 def _one_scheme(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Records of mip ≤ 0.2 (key scheme 1) beside scheme-2 records of the same experiment are
     the same experiment asked twice (a rerun under 0.3 does not reuse them): the older one is
@@ -144,19 +149,25 @@ def _one_scheme(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Every record under the given folders (a store, a job or sweep folder, several).
+    """Every record the given folders stand for (:mod:`mip.folders`: a store, or a job or sweep
+    folder's own experiments, read from the store its ``job.json`` names; several folders).
     Files that could not be read, and files a job quarantined, are listed in the frame's
     ``attrs["notes"]`` (the report's data notes), never counted."""
-    for root in map(Path, paths):
-        if not root.exists():
-            raise ResultsError(f"{root} does not exist.")
+    try:
+        opened = folders.open_folders(paths)
+    except folders.FolderError as e:
+        raise ResultsError(str(e)) from None
     damaged: list[tuple[Path, str]] = []
-    frame = _frame((record_row(r) for r in iter_records(paths, damaged)), ", ".join(map(str, paths)))
+    files = sorted({f for folder in opened for f in folder.files})
+    if not files and all(folder.kind == "jobs" for folder in opened):
+        raise ResultsError(f"The jobs under {', '.join(map(str, paths))} stored no records (dry runs, or nothing "
+                           "finished yet); run them without dry_run=true, or pass the store.")
+    frame = _frame((record_row(r) for r in iter_records(files, damaged)), ", ".join(map(str, paths)))
     notes = [f"Unreadable record {path} ({why}): not counted; the next run of its job asks it again."
              for path, why in damaged[:20]]
     if len(damaged) > 20:
         notes.append(f"… and {len(damaged) - 20} more unreadable records.")
-    for root in map(Path, paths):
+    for root in sorted({store for folder in opened for store in folder.stores}):
         moved = quarantined(root)
         if moved:
             notes.append(f"{len(moved)} damaged file(s) were moved aside to {root / QUARANTINE} and asked again "

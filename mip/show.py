@@ -25,7 +25,7 @@ from pathlib import Path
 
 from mip.config import TaskConfig
 from mip.records import Record
-from mip.store import iter_records, read_record
+from mip.store import read_record
 
 
 class ShowError(Exception):
@@ -50,26 +50,26 @@ def find(target: str, store: Path) -> tuple[list[Record], dict[str, dict], Path]
 
 
 def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path]:
-    manifests = sorted(folder.rglob("job.json"))
-    if not manifests:  # a store (or part of one)
-        records = list(iter_records([folder]))
-        if not records:
-            raise ShowError(f"No records under {folder}; pass a record key, a job folder or a store folder.")
-        return records, {}, folder
-    records, tasks, store = [], {}, folder
-    for manifest in manifests:
-        job = json.loads(manifest.read_text(encoding="utf-8"))
-        keys, store = set(job.get("keys", [])), Path(job["store_dir"])
-        found = {p.stem: p for p in store.glob("*/*/*.json") if p.stem in keys}
-        records += [r for p in sorted(found.values()) if (r := read_record(p)) is not None]
-        config = manifest.parent / "config.yaml"
+    """A store's records, or a job or sweep folder's own (:mod:`mip.folders`), with the task
+    configs of the jobs (their ``config.yaml``)."""
+    from mip.folders import FolderError, open_folder
+
+    try:
+        opened = open_folder(folder)
+    except FolderError as e:
+        raise ShowError(f"{e}, or a record key.") from None
+    records = [r for p in opened.files if (r := read_record(p)) is not None]
+    if not records:
+        what = "stored no records (a dry run, or nothing finished yet)" if opened.kind == "jobs" else "holds no readable record"
+        raise ShowError(f"{folder} {what}; pass a record key, a job folder or a store folder.")
+    tasks: dict[str, dict] = {}
+    for job in opened.jobs:
+        config = Path(job["manifest"]).parent / "config.yaml"
         if config.is_file():
             import yaml
 
             tasks.update((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("task") or {})
-    if not records:
-        raise ShowError(f"The jobs under {folder} have no stored records (a dry run, or nothing finished yet).")
-    return records, tasks, store
+    return records, tasks, opened.stores[0] if opened.stores else folder
 
 
 def _by_key(prefix: str, store: Path) -> Record:

@@ -105,6 +105,8 @@ class Sections:
     rest: pd.DataFrame
     core_setting: tuple[int, float] | None
     notes: list[str]
+    core_text: str = ""
+    """What the core section took as its core (n, p), for the report's header."""
 
 
 def _with_several(frame: pd.DataFrame, by: list[str], column: str) -> pd.DataFrame:
@@ -120,6 +122,8 @@ def sections(frame: pd.DataFrame, core: Optional[tuple[int, float]] = (CORE_N, C
 
     ``core`` is the core (n, p); None takes, as the core, every (n, p) that a model ran
     with more than one selection seed (the core's repetition, §3.5) — the choice is noted.
+    Where no standard-prompt record sits at ``core``, each (n, p) the records hold is taken
+    as a core cell of its own, and noted: the analysis is never empty, and never pools cells.
     """
     notes: list[str] = []
     single = frame["strategy"] == "single_call"
@@ -128,12 +132,23 @@ def sections(frame: pd.DataFrame, core: Optional[tuple[int, float]] = (CORE_N, C
     standard = base[base["prompt_variant"] == "standard"]
     if core is not None:
         at_core = (base["n"] == core[0]) & ((base["p"] - core[1]).abs() < 1e-9)
+        core_text = f"n = {core[0]}, p = {core[1]}."
+        if not (at_core & (base["prompt_variant"] == "standard")).any() and not standard.empty:
+            # Never an empty analysis: each (n, p) the records hold is a core cell of its own
+            # (the core section computes per (n, p), so no two cells are pooled).
+            held = _cells(standard)
+            notes.append(f"No standard-prompt record is at the core setting n = {core[0]}, p = {core[1]}: each (n, p) "
+                         f"cell the records hold is analysed as its own core cell: {held}. Pass core=[n,p] to take "
+                         "one as the core.")
+            at_core = pd.Series(True, index=base.index, dtype=bool)
+            core, core_text = None, f"each (n, p) the records hold, as its own core cell: {held}."
     else:
         seeds = standard.groupby(["base_model", "n", "p"])["seed"].transform("nunique")
         settings = {(int(n), float(p)) for n, p in standard.loc[seeds > 1, ["n", "p"]].drop_duplicates().itertuples(index=False)}
         at_core = pd.Series([(n, p) in settings for n, p in zip(base["n"], base["p"])], index=base.index, dtype=bool)
         notes.append("Core setting: every (n, p) that a model ran with several selection seeds "
                      f"({sorted(settings) or 'none'}); the paper's is n = {CORE_N}, p = {CORE_P}.")
+        core_text = "every (n, p) run with several seeds."
     core_rows = base[at_core & (base["prompt_variant"] == "standard")]
     taken = pd.Series(False, index=frame.index)
     parts = {
@@ -146,7 +161,13 @@ def sections(frame: pd.DataFrame, core: Optional[tuple[int, float]] = (CORE_N, C
     }
     for part in parts.values():
         taken[part.index] = True
-    return Sections(**parts, rest=frame[~taken], core_setting=core, notes=notes)
+    return Sections(**parts, rest=frame[~taken], core_setting=core, notes=notes, core_text=core_text)
+
+
+def _cells(frame: pd.DataFrame) -> str:
+    """The (n, p) cells ``frame`` holds: ``(20, 0.6), (50, 0.7)``."""
+    cells = sorted({(int(n), float(p)) for n, p in frame[["n", "p"]].drop_duplicates().itertuples(index=False)})
+    return ", ".join(f"({n}, {p:g})" for n, p in cells)
 
 
 def single_call_twins(frame: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:

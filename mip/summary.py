@@ -1,6 +1,9 @@
 """What a job or a sweep did, as a verdict table per pattern (printed at the end of runs).
 
-    python -m mip.summary results/sweeps/2026-11-30/10-00-00
+    python -m mip.summary results/sweeps/2026-11-30/10-00-00     # a sweep folder (or a job folder, or a store)
+
+One verdict table per slice (mip.slices): a sweep over two models, budgets or prompt
+variants is never pooled into one table.
 
 Accuracies are percentages, as in the report (analyze.py).
 """
@@ -9,14 +12,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mip.instances import PATTERNS
+from mip.folders import WHAT_TO_PASS, Folder, FolderError, open_folder
 from mip.records import Record
 from mip.scoring import OUTCOMES, Verdict, outcome
-from mip.store import QUARANTINE, Store, quarantined
+from mip.store import QUARANTINE, quarantined, read_record
 
 if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py (~0.6 s of each start)
     import pandas as pd
@@ -24,16 +27,18 @@ if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py (~0
 VERDICT_COLUMNS = OUTCOMES
 
 
-def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
+def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Experiments per pattern by verdict (invalid split by kind), with valid-only and
-    all-experiment accuracy in percent (a pattern with no valid answer has no valid-only accuracy)."""
+    all-experiment accuracy in percent (a pattern with no valid answer has no valid-only
+    accuracy), for the analysis rows (:mod:`mip.results`) of one slice."""
     import pandas as pd
 
-    rows = [{"pattern": r.experiment.pattern, "verdict": outcome(r.verdict, r.invalid_kind)} for r in records]
-    if not rows:
-        return pd.DataFrame(columns=["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc %", "acc % (all)"])
-    counts = pd.crosstab(pd.DataFrame(rows)["pattern"], pd.DataFrame(rows)["verdict"])
-    counts = counts.reindex(columns=list(VERDICT_COLUMNS), fill_value=0)
+    columns = ["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc %", "acc % (all)"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    kinds = frame["invalid_kind"].astype(object).where(frame["invalid_kind"].notna(), None)  # NaN: no kind
+    outcomes = pd.Series([outcome(v, k) for v, k in zip(frame["verdict"], kinds)], index=frame.index, name="verdict")
+    counts = pd.crosstab(frame["pattern"], outcomes).reindex(columns=list(VERDICT_COLUMNS), fill_value=0)
     order = [p for p in PATTERNS if p in counts.index] + [p for p in counts.index if p not in PATTERNS]
     counts = counts.loc[order]
     counts["experiments"] = counts.sum(axis=1)
@@ -43,10 +48,26 @@ def verdict_table(records: Iterable[Record]) -> pd.DataFrame:
     return counts
 
 
-def _job(manifest: Path) -> dict:
+def slice_tables(records: list[Record]) -> list[str]:
+    """One verdict table per slice (:data:`mip.slices.SLICE`: model × (n, p) × budget × prompt
+    variant × strategy × pool × ordering family), each headed by its slice: never two pooled."""
+    from mip import slices
+    from mip.results import frame_of
+
+    if not records:
+        return ["No stored records."]
+    frame = frame_of(records, "the jobs' records")
+    keys = ["base_model", *slices.SETTING]  # the model as run, the strategy in its own column
+    lines = []
+    for row, group in slices.of(frame, keys):
+        lines += [f"-- slice: {slices.label({**row, 'model': row['base_model']}, slices.SLICE)}",
+                  verdict_table(group).to_string()]
+    return lines
+
+
+def _with_backend(job: dict) -> dict:
     """A job's manifest, with its model's backend from the job's config.yaml beside it."""
-    job = json.loads(manifest.read_text(encoding="utf-8"))
-    config = manifest.parent / "config.yaml"
+    config = Path(job["manifest"]).parent / "config.yaml"
     if "backend" not in job and config.is_file():
         import yaml
 
@@ -61,22 +82,6 @@ def _cost_basis(job: dict) -> str:
     from mip.models import BACKENDS, backend_class
 
     return backend_class(job["backend"]).cost_basis if job.get("backend") in BACKENDS else "price"
-
-
-def records_of(manifests: Iterable[Path]) -> tuple[list[Record], list[dict]]:
-    """The stored records of the jobs whose ``job.json`` manifests are given."""
-    jobs = [_job(m) for m in manifests]
-    records = [r for job in jobs for r in _records_by_key(Store(job["store_dir"]), set(job["keys"]))]
-    return records, jobs
-
-
-def _records_by_key(store: Store, keys: set[str]) -> Iterable[Record]:
-    for model_dir in (d for d in store.root.iterdir() if d.is_dir()) if store.root.is_dir() else ():
-        for task_dir in (d for d in model_dir.iterdir() if d.is_dir()):
-            for key in keys & store.keys(model_dir.name, task_dir.name):
-                record = store.get(model_dir.name, task_dir.name, key)
-                if record is not None:
-                    yield record
 
 
 def cost_lines(jobs: list[dict]) -> list[str]:
@@ -188,44 +193,61 @@ def quarantine_lines(stores: list[str]) -> list[str]:
 
 
 def describe(folder: Path) -> str:
-    manifests = sorted(folder.rglob("job.json"))
-    if not manifests:
-        return f"No job manifests (job.json) under {folder}."
-    records, jobs = records_of(manifests)
-    experiments = sum(j["experiments"] for j in jobs)
-    tokens = sum(j["prompt_tokens"] for j in jobs)
-    estimated = any(j["tokens_estimated"] for j in jobs)
-    lines = [f"{len(jobs)} job(s), {experiments} experiments, {tokens:,} prompt tokens"
-             + (" (estimated)" if estimated else " (tokenizer-counted)")]
-    lines += cost_lines(jobs)
-    if all(j["dry_run"] for j in jobs):
+    """What the jobs under a job or sweep folder did (or what a store holds), per slice."""
+    try:
+        opened = open_folder(folder)
+    except FolderError as e:
+        return str(e)
+    return summarise(opened)
+
+
+def summarise(opened: Folder) -> str:
+    jobs = [_with_backend(j) for j in opened.jobs]
+    records = [r for p in opened.files if (r := read_record(p)) is not None]
+    lines = []
+    if jobs:
+        experiments = sum(j["experiments"] for j in jobs)
+        tokens = sum(j["prompt_tokens"] for j in jobs)
+        estimated = any(j["tokens_estimated"] for j in jobs)
+        lines.append(f"{len(jobs)} job(s), {experiments} experiments, {tokens:,} prompt tokens"
+                     + (" (estimated)" if estimated else " (tokenizer-counted)"))
+        lines += cost_lines(jobs)
+    else:
+        lines.append(f"{len(records)} stored record(s) in {opened.path}")
+    if jobs and all(j["dry_run"] for j in jobs):
         lines += dry_tables(jobs)
         lines.append("Dry run: no model was called.")
     else:
-        lines.append(verdict_table(records).to_string())
+        lines += slice_tables(records)
         unstored = sum(j["unstored"] for j in jobs)
         if unstored:
             lines.append(f"{unstored} experiment(s) left unstored after infrastructure failures: rerun the same command.")
         if left := sum(j.get("left_to_other_jobs", 0) for j in jobs):
             lines.append(f"{left} experiment(s) were left to another job that was running them: rerun the same "
                          "command after it ends to pick up any it leaves unstored.")
-        lines.append(f"Records: {', '.join(sorted({j['store_dir'] for j in jobs}))}")
-        lines += quarantine_lines(sorted({j["store_dir"] for j in jobs}))
-    lines.append(f"Job folders: {folder}")
+        stores = sorted({str(s) for s in opened.stores})
+        lines.append(f"Records: {', '.join(stores)}")
+        lines += quarantine_lines(stores)
+    if jobs:
+        lines.append(f"Job folders: {opened.path}")
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print("usage: python -m mip.summary <job or sweep folder>   (e.g. results/sweeps/2026-11-30/10-00-00)",
+        print("usage: python -m mip.summary <job, sweep or store folder>   (e.g. results/sweeps/2026-11-30/10-00-00)",
               file=sys.stderr)
         return 2
     folder = Path(argv[0])
-    if not folder.is_dir():
-        print(f"error: {folder} is not a folder; pass a job or sweep folder (results/runs/… or results/sweeps/…).",
-              file=sys.stderr)
+    try:
+        opened = open_folder(folder) if folder.is_dir() else None
+    except FolderError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    print(describe(folder))
+    if opened is None:
+        print(f"error: {folder} is not a folder; {WHAT_TO_PASS}.", file=sys.stderr)
+        return 2
+    print(summarise(opened))
     return 0
 
 

@@ -217,8 +217,10 @@ def test_settings_are_never_pooled_and_strays_are_listed(tmp_path, figures_unenc
     assert pd.read_csv(tmp_path / "only" / "tables" / "table2_n20_p0.6.csv")["Budget"].tolist() == ["100k"]
     assert "where.budget=100k" in only.read_text()
     elsewhere = write_report(_frame(rows), tmp_path / "paper_core")  # the paper's core: none of these records
-    assert "No standard-prompt record is at the core setting n = 2000, p = 0.55" in elsewhere.read_text()
-    assert not list((tmp_path / "paper_core" / "tables").glob("table2_*"))
+    assert "No standard-prompt record is at the core setting n = 2000, p = 0.55: each (n, p) cell the records hold " \
+        "is analysed as its own core cell: (20, 0.6)" in elsewhere.read_text()
+    assert sorted(p.name for p in (tmp_path / "paper_core" / "tables").glob("table2_*.csv")) == \
+        ["table2_n20_p0.6.csv", "table2_numbers_n20_p0.6.csv"]
 
 
 def test_where_restricts_and_refuses_what_matches_nothing(store, tmp_path, figures_unencoded):

@@ -14,14 +14,13 @@ import pandas as pd
 from mip.attribution.ixg import Attributor, ReplaySkip
 from mip.attribution.profiles import profile, region_shares
 from mip.config import AttributeConfig, HFModelConfig
-from mip import slices
+from mip import folders, slices
 from mip.data import build_pool
 from mip.data.pools import Pool, load_pool
 from mip.instances import PATTERNS, structured
 from mip.experiments import rebuild_prompt
 from mip.records import Record, counted_attempt
 from mip.scoring import Verdict
-from mip.store import iter_records
 
 
 class AttributionError(RuntimeError):
@@ -60,7 +59,11 @@ def load_model(cfg: AttributeConfig) -> tuple[Any, Any]:
 def eligible(cfg: AttributeConfig) -> list[Record]:
     """The records of the model and tasks, restricted to the slices of ``cfg.where``."""
     name = cfg.records_model or cfg.model.name
-    unique = {r.key: r for r in iter_records(cfg.results) if r.experiment.model == name and r.experiment.task in cfg.task}
+    try:
+        found = folders.records(cfg.results)  # a store, or a job or sweep folder's own experiments
+    except folders.FolderError as e:
+        raise AttributionError(str(e)) from None
+    unique = {r.key: r for r in found if r.experiment.model == name and r.experiment.task in cfg.task}
     records = sorted(unique.values(), key=lambda r: r.key)
     if not records:
         return records

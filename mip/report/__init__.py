@@ -158,7 +158,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
     report.notes = [*loaded, *coverage_notes(frame)]
     parts = slices.sections(frame, core)
     report.notes += parts.notes
-    if core is not None and parts.core.empty:
+    if parts.core_setting is not None and parts.core.empty:
         held = sorted({(int(n), float(p)) for n, p in frame[["n", "p"]].drop_duplicates().itertuples(index=False)})
         report.notes.append(f"No standard-prompt record is at the core setting n = {core[0]}, p = {core[1]} (the records "
                             f"hold (n, p) = {held[:10]}): pass core=[n,p] or core=null to analyse another as the core.")
@@ -191,7 +191,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
                  "of a reversed or tied majority.")
     header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
               + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
-              "Core setting: " + (f"n = {core[0]}, p = {core[1]}." if core else "every (n, p) run with several seeds."), ""]
+              "Core setting: " + parts.core_text, ""]
     path = report.folder / "report.md"
     path.write_text(report.markdown(header), encoding="utf-8")
     return path
