@@ -153,8 +153,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     finally:  # what this job did not store is free for the next one, also after an error
         claim.release()
     if claim.lost:
-        print(f"{len(claim.lost)} experiment(s) were left to another job after this job's claim file was removed.",
-              file=sys.stderr)
+        print(f"{len(claim.lost)} experiment(s) were left to an older running job that claims them too (a claim file "
+              "had been removed).", file=sys.stderr)
     tracker.finish(summary)
     write_manifest(output_dir, cfg, git, summary)
     return summary
