@@ -27,14 +27,15 @@ from mip.data.pools import load_pool
 from mip.experiments import Planned, plan_job
 from mip.instances import split_counts
 from mip.job.loop import JobLoop
-from mip.job.provenance import git_commit, write_manifest
+from mip.job.provenance import GitState, git_commit, write_manifest
+from mip.job.stop import Drain, JobStopped, Stopped
 from mip.job.summary import JobSummary, StoreError
 from mip.job.tokens import OfflineTokenizer, budget_error, counted, overflows
 from mip.models import Backend, backend_class, build_backend, check_schema
 from mip.records import Attempt
 from mip.store import Store
 from mip.strategies import strategy_for
-from mip.tracking import build_tracker
+from mip.tracking import Tracker, build_tracker
 
 
 def validate(cfg: Config) -> None:
@@ -134,6 +135,26 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
 
     claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
+    with Drain(cfg.stop_grace_s) as stop:
+        tracker = _call(cfg, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
+        stop.finished()
+        if stop.requested:
+            summary.stopped_by = stop.received[0].name
+        if tracker is not None:
+            tracker.finish(summary)
+        write_manifest(output_dir, cfg, git, summary)
+    if stop.requested:
+        raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
+                         f"{summary.stored_now} stored now, {summary.unstored} sent but not stored; the manifest is in "
+                         f"{output_dir}. Run the same command again to carry on.", stop)
+    return summary
+
+
+def _call(cfg: Config, backend: Backend, store: Store, plans: list[Planned], stored: set[str], todo: list[Planned],
+          claim: Claim, summary: JobSummary, output_dir: Path, git: GitState, stop: Drain) -> Tracker | None:
+    """Call and store what ``claim`` holds; returns the tracker (None if a stop came before it
+    was made). A stop (:mod:`mip.job.stop`) ends the calls early."""
+    tracker = None
     try:
         if len(claim.keys) < len(todo):
             todo = _left_to_others(todo, claim, summary, cfg)
@@ -146,18 +167,19 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
                 if plan.key in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
                     tracker.log_record(record, plan.prompt)
                     plan.release()
+        stop.on_stop.append(backend.stop_sending)
         try:
-            JobLoop(cfg, backend, store, tracker, git, summary, claim, paid).run(todo)
+            JobLoop(cfg, backend, store, tracker, git, summary, claim, paid, stop).run(todo)
         finally:  # connections and weights are released also when the store fails mid-job
             backend.close()
+    except Stopped:  # a second signal, or the grace period ran out: what is stored stays
+        pass
     finally:  # what this job did not store is free for the next one, also after an error
         claim.release()
     if claim.lost:
         print(f"{len(claim.lost)} experiment(s) were left to an older running job that claims them too (a claim file "
               "had been removed).", file=sys.stderr)
-    tracker.finish(summary)
-    write_manifest(output_dir, cfg, git, summary)
-    return summary
+    return tracker
 
 
 def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Backend | OfflineTokenizer) -> None:

@@ -1,0 +1,118 @@
+"""A drained stop (issue 27 case 4): on SIGTERM, SIGINT or submitit's preemption signal a job
+sends nothing new, stores the replies in flight, writes its manifest and exits non-zero; the
+rerun pays for nothing twice. Real run.py processes against the local server, which counts the
+requests and the whole replies per prompt."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mip.job.stop import stop_signals
+
+from .conftest import REPO, run_py
+from .fake_server import FakeServer
+from .test_store_trust import records, server_args, started, wait_for
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def manifest(results: Path) -> dict:
+    (path,) = (results / "runs").rglob("job.json")
+    return json.loads(path.read_text())
+
+
+def job_args(server: FakeServer, *more: str) -> list[str]:
+    # 20 experiments, 8 in flight at a time (and 2 more pulled ahead of a free slot)
+    return server_args(server, "pattern=random", f"order_seeds=[{','.join(map(str, range(10)))}]",
+                       "model.max_concurrency=8", *more)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_stores_the_replies_in_flight_and_the_rerun_pays_nothing_twice(results, sig):
+    with FakeServer(latency_s=2.0) as server:
+        args = job_args(server)
+        job = started(args)
+        wait_for(lambda: server.in_flight == 8, proc=job)
+        job.send_signal(sig)
+        out, err = job.communicate(timeout=120)
+        sent = sum(server.calls.values())
+        assert job.returncode == 128 + sig, err[-2000:]
+        assert sent == 8  # nothing new after the signal, not even the requests pulled ahead
+        assert sum(server.answered.values()) == 8 == len(records(results))  # every reply delivered is stored
+        assert manifest(results)["stopped_by"] == sig.name
+        assert f"error: stopped by {sig.name}: 8 stored now" in err and "Traceback" not in err
+        rerun = run_py(*args)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        calls = dict(server.calls)
+    assert len(calls) == 20 and set(calls.values()) == {1}  # no request paid twice
+    assert len(records(results)) == 20
+
+
+def test_a_second_signal_ends_the_wait_at_once(results):
+    with FakeServer(latency_s=120.0) as server:
+        job = started(job_args(server))
+        wait_for(lambda: server.in_flight == 8, proc=job)
+        job.send_signal(signal.SIGTERM)
+        time.sleep(0.5)  # the first signal is handled at once (its handler was set before any request)
+        job.send_signal(signal.SIGTERM)
+        out, err = job.communicate(timeout=60)  # long before the replies (120 s) could come
+    assert job.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "SIGTERM again: stopping now" in err and "Traceback" not in err
+    assert records(results) == [] and manifest(results)["stopped_by"] == "SIGTERM"
+
+
+def test_the_grace_period_bounds_the_wait(results):
+    with FakeServer(latency_s=120.0) as server:
+        job = started(job_args(server, "stop_grace_s=1"))
+        wait_for(lambda: server.in_flight == 8, proc=job)
+        job.send_signal(signal.SIGTERM)
+        out, err = job.communicate(timeout=60)
+    assert job.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "grace period of 1 s is over" in err and "after the grace period" in err
+    assert manifest(results)["stopped_by"] == "SIGTERM"
+
+
+SUBMITIT_LIKE = """
+import runpy, signal, sys
+from pathlib import Path
+marker = Path(sys.argv[1])
+def requeue(signum, frame):  # what submitit's SignalHandler.checkpoint_and_try_requeue does: requeue, exit
+    marker.write_text(str(signum))
+    sys.exit(-1)
+signal.signal(signal.SIGUSR1, requeue)
+sys.argv = ["run.py", *sys.argv[2:]]
+runpy.run_path("run.py", run_name="__main__")
+"""
+
+
+def test_under_submitit_the_job_drains_then_hands_the_signal_to_its_handler(results, tmp_path):
+    """submitit installs its handler for the preemption signal (here USR1, as
+    ``SUBMITIT_PREEMPT_SIGNAL=USR1`` asks); the job drains first, writes its manifest, then
+    submitit's handler requeues and exits."""
+    marker = tmp_path / "requeued"
+    with FakeServer(latency_s=2.0) as server:
+        job = subprocess.Popen([sys.executable, "-c", SUBMITIT_LIKE, str(marker), *job_args(server)], cwd=REPO,
+                               env={**os.environ, "SUBMITIT_PREEMPT_SIGNAL": "USR1"},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: server.in_flight == 8, proc=job)
+        job.send_signal(signal.SIGUSR1)
+        out, err = job.communicate(timeout=120)
+        assert sum(server.answered.values()) == 8 == len(records(results))
+    assert job.returncode == 255, err[-2000:]  # sys.exit(-1), as submitit exits after requeueing
+    assert marker.read_text() == str(int(signal.SIGUSR1))
+    assert manifest(results)["stopped_by"] == "SIGUSR1"
+
+
+def test_the_preemption_signal_is_the_one_submitit_is_told(monkeypatch):
+    monkeypatch.delenv("SUBMITIT_PREEMPT_SIGNAL", raising=False)
+    assert stop_signals() == [signal.SIGTERM, signal.SIGINT, signal.SIGUSR2]
+    monkeypatch.setenv("SUBMITIT_PREEMPT_SIGNAL", "USR1")
+    assert stop_signals()[-1] == signal.SIGUSR1
