@@ -23,18 +23,16 @@ def _choices(overrides: list[str], group: str) -> list[str] | None:
 
 
 def _check_writable(config: DictConfig) -> None:
-    """Refuse, in one line, a results folder that cannot be written, before Hydra creates
-    the job folder in it (its OSError would come as a traceback)."""
-    import tempfile
+    """Refuse, in one line, a results folder that cannot be written or is full, before Hydra
+    creates the job folder in it (its OSError would come as a traceback, after a 0-byte
+    .hydra/config.yaml)."""
+    from mip.files import unwritable
 
     folder = Path(str(config.paths.results_dir)).expanduser()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
-            pass
-    except OSError as e:
-        print(f"error: cannot write to the results folder {folder} ({e.strerror or e}); point paths.results_dir "
-              "(or MIP_RESULTS_DIR) at a writable folder.", file=sys.stderr)
+    why = unwritable(folder)
+    if why:
+        print(f"error: cannot write to the results folder {folder} ({why}); free space, or point paths.results_dir "
+              "(or MIP_RESULTS_DIR) at a writable folder. Nothing was written.", file=sys.stderr)
         sys.exit(2)
 
 

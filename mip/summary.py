@@ -63,10 +63,14 @@ def _cost_basis(job: dict) -> str:
     return backend_class(job["backend"]).cost_basis if job.get("backend") in BACKENDS else "price"
 
 
-def records_of(manifests: Iterable[Path]) -> tuple[list[Record], list[dict]]:
-    """The stored records of the jobs whose ``job.json`` manifests are given."""
+def records_of(manifests: Iterable[Path], damaged: list[tuple[Path, str]] | None = None) -> tuple[list[Record], list[dict]]:
+    """The stored records of the jobs whose ``job.json`` manifests are given; the files that
+    cannot be read are appended to ``damaged`` (and left where they are: a reader moves nothing)."""
     jobs = [_job(m) for m in manifests]
-    records = [r for job in jobs for r in _records_by_key(Store(job["store_dir"]), set(job["keys"]))]
+    stores = {d: Store(d, readonly=True) for d in {job["store_dir"] for job in jobs}}
+    records = [r for job in jobs for r in _records_by_key(stores[job["store_dir"]], set(job["keys"]))]
+    if damaged is not None:
+        damaged += [d for store in stores.values() for d in store.damaged]
     return records, jobs
 
 
@@ -191,7 +195,8 @@ def describe(folder: Path) -> str:
     manifests = sorted(folder.rglob("job.json"))
     if not manifests:
         return f"No job manifests (job.json) under {folder}."
-    records, jobs = records_of(manifests)
+    damaged: list[tuple[Path, str]] = []
+    records, jobs = records_of(manifests, damaged)
     experiments = sum(j["experiments"] for j in jobs)
     tokens = sum(j["prompt_tokens"] for j in jobs)
     estimated = any(j["tokens_estimated"] for j in jobs)
@@ -211,6 +216,8 @@ def describe(folder: Path) -> str:
                          "command after it ends to pick up any it leaves unstored.")
         lines.append(f"Records: {', '.join(sorted({j['store_dir'] for j in jobs}))}")
         lines += quarantine_lines(sorted({j["store_dir"] for j in jobs}))
+        lines += [f"Unreadable record {path} ({why}): not counted; the next run of its job moves it aside and asks "
+                  "it again." for path, why in damaged[:20]]
     lines.append(f"Job folders: {folder}")
     return "\n".join(lines)
 

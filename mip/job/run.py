@@ -24,6 +24,7 @@ from mip.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
+from mip.files import unwritable
 from mip.experiments import Planned, plan_job
 from mip.instances import split_counts
 from mip.job.loop import JobLoop
@@ -110,12 +111,12 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
     validate(cfg)
     output_dir = Path(output_dir)
-    _writable(output_dir, Path(cfg.paths.store_dir).expanduser())
+    _writable(output_dir, *(() if cfg.dry_run else (Path(cfg.paths.store_dir).expanduser(),)))
     git = git_commit()
     pools = load_pools(cfg)
     for pool in pools.values():
         print(pool.summary(), file=sys.stderr)
-    store = Store(cfg.paths.store_dir)
+    store = Store(cfg.paths.store_dir, readonly=cfg.dry_run)  # a dry run reads the store, and moves nothing
     plans, stored_keys, todo = pending(cfg, store, pools)
     stored = set(stored_keys.valid)  # as the job found it, before it claims
     summary = JobSummary(
@@ -205,12 +206,13 @@ def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Bac
 
 
 def _writable(*folders: Path) -> None:
+    """Refuse a job folder or store that cannot be written (read-only, full), before the job
+    reads the store: a damaged record found there is moved aside, which needs a writable store."""
     for folder in folders:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"Cannot create {e.filename or folder}: {e.strerror or e}. Point paths.results_dir at a "
-                             "writable folder.") from e
+        why = unwritable(folder)
+        if why:
+            raise StoreError(f"Cannot write to {folder} ({why}). Free space, or point paths.results_dir (or "
+                             "paths.store_dir) at a writable folder; nothing was written there.")
 
 
 def _budget_each(cfg: Config) -> int:
