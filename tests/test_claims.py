@@ -151,12 +151,14 @@ def test_a_claim_deleted_while_every_request_is_in_flight_still_holds(results):
 
     from .test_store_trust import server_args, started, wait_for
 
-    with FakeServer(latency_s=4.0) as server:
+    with FakeServer() as server:
+        server.hold_call = 1  # every first request waits until release(): all four are in flight meanwhile
         args = server_args(server, "pattern=random", "order_seeds=[0,1]", "model.max_concurrency=4")
         first = started(args)
-        wait_for(lambda: server.in_flight == 4, proc=first)
+        wait_for(lambda: server.held == 4, proc=first)
         shutil.rmtree(results / "store" / claims.FOLDER)
         second = run_py(*args)
+        server.release()
         out, err = first.communicate(timeout=240)
         calls = dict(server.calls)
     assert first.returncode == 0, err[-2000:]

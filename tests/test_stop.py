@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -35,14 +36,29 @@ def job_args(server: FakeServer, *more: str) -> list[str]:
                        "model.max_concurrency=8", *more)
 
 
+def signalled(job: subprocess.Popen, sig: int, server: FakeServer) -> tuple[str, str]:
+    """Send ``sig`` while the server holds the job's requests, let the replies go once the job
+    says it is stopping, and wait for it to end."""
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(job.stderr), daemon=True)
+    reader.start()
+    job.send_signal(sig)
+    wait_for(lambda: any("sending nothing new" in line for line in lines) or job.poll() is not None)
+    server.release()  # the replies in flight arrive, well inside the grace period
+    out = job.stdout.read()
+    job.wait(120)
+    reader.join(10)
+    return out, "".join(lines)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_stores_the_replies_in_flight_and_the_rerun_pays_nothing_twice(results, sig):
-    with FakeServer(latency_s=2.0) as server:
+    with FakeServer() as server:
+        server.hold_call = 1  # each first request is held until release(): 8 in flight
         args = job_args(server)
         job = started(args)
-        wait_for(lambda: server.in_flight == 8, proc=job)
-        job.send_signal(sig)
-        out, err = job.communicate(timeout=120)
+        wait_for(lambda: server.held == 8, proc=job)
+        out, err = signalled(job, sig, server)
         sent = sum(server.calls.values())
         assert job.returncode == 128 + sig, err[-2000:]
         assert sent == 8  # nothing new after the signal, not even the requests pulled ahead
@@ -98,13 +114,13 @@ def test_under_submitit_the_job_drains_then_hands_the_signal_to_its_handler(resu
     ``SUBMITIT_PREEMPT_SIGNAL=USR1`` asks); the job drains first, writes its manifest, then
     submitit's handler requeues and exits."""
     marker = tmp_path / "requeued"
-    with FakeServer(latency_s=2.0) as server:
+    with FakeServer() as server:
+        server.hold_call = 1
         job = subprocess.Popen([sys.executable, "-c", SUBMITIT_LIKE, str(marker), *job_args(server)], cwd=REPO,
                                env={**os.environ, "SUBMITIT_PREEMPT_SIGNAL": "USR1"},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: server.in_flight == 8, proc=job)
-        job.send_signal(signal.SIGUSR1)
-        out, err = job.communicate(timeout=120)
+        wait_for(lambda: server.held == 8, proc=job)
+        out, err = signalled(job, signal.SIGUSR1, server)
         assert sum(server.answered.values()) == 8 == len(records(results))
     assert job.returncode == 255, err[-2000:]  # sys.exit(-1), as submitit exits after requeueing
     assert marker.read_text() == str(int(signal.SIGUSR1))
