@@ -132,3 +132,41 @@ def test_the_preemption_signal_is_the_one_submitit_is_told(monkeypatch):
     assert stop_signals() == [signal.SIGTERM, signal.SIGINT, signal.SIGUSR2]
     monkeypatch.setenv("SUBMITIT_PREEMPT_SIGNAL", "USR1")
     assert stop_signals()[-1] == signal.SIGUSR1
+
+
+class RunMain:
+    """run.py as a submitit job runs it: in the job's process, and checkpointable like Hydra's
+    submitit launcher (its ``checkpoint`` resubmits the same call)."""
+
+    def __call__(self, argv: list[str]) -> None:
+        import runpy
+
+        os.chdir(REPO)
+        sys.argv = ["run.py", *argv]
+        runpy.run_path(str(REPO / "run.py"), run_name="__main__")
+
+    def checkpoint(self, argv: list[str]):
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(self, argv)
+
+
+def test_a_real_submitit_job_drains_then_submitit_requeues_it(results, tmp_path):
+    """submitit's own LocalExecutor: its job process installs submitit's handlers; the
+    preemption signal drains the job, then submitit's handler requeues it (exit 144)."""
+    submitit = pytest.importorskip("submitit")
+    with FakeServer() as server:
+        server.hold_call = 1
+        executor = submitit.LocalExecutor(folder=tmp_path / "submitit")
+        executor.update_parameters(timeout_min=60)
+        job = executor.submit(RunMain(), job_args(server))
+        wait_for(lambda: server.held == 8)
+        children = Path(f"/proc/{job.job_id}/task/{job.job_id}/children").read_text().split()
+        os.kill(int(children[0]), signal.SIGUSR2)
+        log = lambda: job.paths.stderr.read_text() + job.paths.stdout.read_text() if job.paths.stderr.exists() else ""
+        wait_for(lambda: "sending nothing new" in log())
+        server.release()
+        wait_for(lambda: "Requeued job" in log())
+        assert sum(server.answered.values()) == 8 == len(records(results))
+    assert manifest(results)["stopped_by"] == "SIGUSR2"
+    job.cancel(check=False)
