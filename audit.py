@@ -20,6 +20,7 @@ from mip.audit import SET_BY_THE_AUDIT, run_audit
 from mip.config import AuditConfig, register
 from mip.data import DataError
 from mip.job import StoreError
+from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 
 register()
@@ -34,6 +35,9 @@ def main(cfg: DictConfig) -> None:
     except (ValueError, DataError, BackendSetupError, StoreError) as e:  # say what to do, no traceback
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except JobStopped as e:  # drained on a signal (mip.job.stop): the same command carries on
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        e.drain.hand_over()
     print(path.read_text(encoding="utf-8"))
     print(f"Report: {path}")
 

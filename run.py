@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from mip.config import Config, register
 from mip.data import DataError
 from mip.job import StoreError, run_job
+from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.summary import describe
 
@@ -46,6 +47,9 @@ def main(cfg: DictConfig) -> None:
     except (ValueError, DataError, BackendSetupError, StoreError) as e:  # say what to do, no traceback
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        e.drain.hand_over()
     verb = "would run" if summary.dry_run else "ran"
     log.info(
         f"[{hydra_cfg.job.override_dirname or 'defaults'}] {verb} {summary.experiments} experiments "

@@ -2,12 +2,21 @@
 same store meanwhile leaves them alone instead of paying for them again (DESIGN.md §5).
 
 A job claims the experiments it is about to call in one file,
-``<store>/.claims/<model>/<host>-<pid>-<nonce>.claim``, and holds an exclusive ``flock`` on
-that file for as long as it runs. A job that starts later takes a short lock on the model's
-claims folder, reads the claims of the jobs still running, lists the store, and claims what
-is neither stored nor claimed. The kernel drops a lock when its holder exits or is killed,
-so a claim whose lock can be taken belongs to a job that is gone: its experiments are free
-again (what it stored is in the store). One file per job, not per experiment.
+``<store>/.claims/<model>/<host>-<pid>-<nonce>.claim``, holds an exclusive ``flock`` on it
+for as long as it runs, and keeps it alive from a thread of its own, also while every request
+is in flight: every :data:`CHECK_EVERY_S` it checks that the file is still its own (removed,
+replaced, or its whole folder deleted: it writes the claim again at once) and every
+:data:`BEAT_S` it refreshes the file's modification time (a heartbeat).
+
+A job that starts later takes a short lock on the model's claims folder, reads the claims of
+the jobs still running, lists the store, and claims what is neither stored nor claimed. A
+claim is *live* while its lock is held, or, where locks do not reach across machines (a
+Lustre ``localflock`` mount), while it was written on another host and its heartbeat is
+younger than :data:`STALE_S`; any other claim belongs to a job that is gone, and the next job
+removes it (what that job stored is in the store). Where two live claims name the same
+experiment (a claim file was deleted and a new job claimed before the running one wrote its
+claim again), the older claim keeps it: the younger job waits :data:`SETTLE_S` before its
+first request and checks, and its heartbeat keeps checking, so it sends none of them.
 
 >>> with claim_experiments(store, "qwen", todo_keys, stored_now) as claim:   # doctest: +SKIP
 ...     todo = [p for p in todo if p.key not in claim.elsewhere]
@@ -25,6 +34,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Collection
@@ -36,6 +46,9 @@ from filelock import FileLock, Timeout
 
 FOLDER = ".claims"
 CHECK_EVERY_S = 0.1  # how often a running job checks that its claim file is still its own
+BEAT_S = 5.0  # how often a running job refreshes its claim file's modification time
+STALE_S = 60.0  # a claim from another host whose lock is free counts as live this long after its last beat
+SETTLE_S = 4 * CHECK_EVERY_S  # a new claim's wait before its first request: a running job's check comes first
 LOCK_TIMEOUT_S = 600.0  # many jobs of a sweep may start at once; each holds the lock briefly
 _NO_LOCKS = (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL)
 
@@ -52,6 +65,8 @@ class Holder:
     pid: int
     started: str
     output_dir: str
+    since: tuple[float, str] = (0.0, "")
+    """When the claim was first made, and its file's first name: the older claim keeps a key two name."""
 
     def __str__(self) -> str:
         return f"pid {self.pid} on {self.host}, started {self.started}, output in {self.output_dir}"
@@ -67,41 +82,90 @@ class Claim:
     _handle: IO[str] | None = None
     output_dir: str = ""
     lost: set[str] = field(default_factory=set)
-    """Keys this job held until its claim file was removed or replaced and another job took them."""
-    _checked: float = 0.0
+    """Keys this job held until an older live claim turned out to hold them too: left to it."""
+    since: tuple[float, str] = (0.0, "")
+    sent: set[str] = field(default_factory=set)
+    """Keys :meth:`holds` let go out: this job keeps them whatever happens to the files."""
+
+    def __post_init__(self) -> None:
+        self._mutex = threading.RLock()
+        self._stop = threading.Event()
+        self._settle_until = time.monotonic() + SETTLE_S
+        self._seen: tuple = ()
+        self._beat = time.monotonic()
+        self._warned = False
+        self._thread: threading.Thread | None = None
+        if self._handle is not None:
+            self._thread = threading.Thread(target=self._heartbeat, name="mip-claim", daemon=True)
+            self._thread.start()
 
     def holds(self, key: str) -> bool:
-        """Whether this job may call ``key`` now. The claim file is checked (at most every
-        :data:`CHECK_EVERY_S`): if someone removed or replaced it, the claim is written
-        again at once for what no other job took meanwhile, and the rest is left to them."""
-        if key not in self.keys or key in self.lost:
+        """Whether this job may call ``key`` now; a key it says yes to stays this job's."""
+        if key not in self.keys:
             return False
-        if self._handle is not None and self.path is not None and time.monotonic() - self._checked > CHECK_EVERY_S:
-            self._checked = time.monotonic()
-            if not _same_file(self.path, self._handle):
-                self._reassert()
-        return key not in self.lost
+        if self._thread is not None and self._settle_until:
+            time.sleep(max(0.0, self._settle_until - time.monotonic()))
+            self._settle_until = 0.0
+            self._tick(scan=True)
+        with self._mutex:
+            if key in self.lost:
+                return False
+            self.sent.add(key)
+            return True
 
-    def _reassert(self) -> None:
-        folder = self.path.parent
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(CHECK_EVERY_S):
+            try:
+                self._tick()
+            except (OSError, Timeout) as e:  # a store gone read-only or away: the next tick tries again
+                if not self._warned:
+                    print(f"Could not check this job's claim ({type(e).__name__}: {e}).", file=sys.stderr)
+                self._warned = True
+
+    def _tick(self, scan: bool = False) -> None:
+        with self._mutex:
+            if self._handle is None or self.path is None:
+                return
+            folder = self.path.parent
+            if not _same_file(self.path, self._handle):
+                self._reassert(folder)
+            elif scan or self._seen != _listing(folder):
+                with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
+                    self._seen = _listing(folder)
+                    self._yield_to_older(_running_claims(folder, mine=self._handle))
+            if time.monotonic() - self._beat > BEAT_S:
+                os.utime(self._handle.fileno())
+                self._beat = time.monotonic()
+
+    def _yield_to_older(self, others: dict[str, Holder]) -> set[str]:
+        """Leave to an older live claim the keys it names too that this job has not sent."""
+        older = {k for k in self.keys - self.lost - self.sent if k in others and others[k].since < self.since}
+        self.lost |= older
+        self.elsewhere.update((k, others[k]) for k in older)
+        return older
+
+    def _reassert(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
-            others = _running_claims(folder, mine=self._handle)
-            taken = {k for k in self.keys if k in others}
-            self.lost |= taken
-            keep = frozenset(self.keys - self.lost)
+            taken = self._yield_to_older(_running_claims(folder, mine=self._handle))
             old = self._handle
-            self.path, self._handle = _write_claim(folder, keep, self.output_dir)
+            self.path, self._handle = _write_claim(folder, frozenset(self.keys - self.lost), self.output_dir, self.since)
             old.close()
-        print(f"This job's claim file was removed or replaced; claimed again. {len(taken)} experiment(s) another job "
-              "took meanwhile are left to it.", file=sys.stderr)
+            self._seen = _listing(folder)
+        print(f"This job's claim file was removed or replaced; claimed again. {len(taken)} experiment(s) an older "
+              "running job also claims are left to it.", file=sys.stderr)
 
     def release(self) -> None:
         """Give the experiments back (removing the claim file drops its lock)."""
-        if self._handle is not None:
-            if self.path is not None:
-                self.path.unlink(missing_ok=True)
-            self._handle.close()
-            self._handle = None
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        with self._mutex:
+            if self._handle is not None:
+                if self.path is not None and _same_file(self.path, self._handle):
+                    self.path.unlink(missing_ok=True)
+                self._handle.close()
+                self._handle = None
 
     def __enter__(self) -> Claim:
         return self
@@ -127,7 +191,8 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
             elsewhere = _running_claims(folder)
             done = stored()
             keys = frozenset(k for k in wanted if k not in done and k not in elsewhere)
-            path, handle = _write_claim(folder, keys, output_dir) if keys else (None, None)
+            since = (time.time(), uuid.uuid4().hex)
+            path, handle = _write_claim(folder, keys, output_dir, since) if keys else (None, None)
     except NotImplementedError:  # filelock: the file system has no flock
         return _unlocked(store_root, wanted, stored)
     except OSError as e:
@@ -137,8 +202,16 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
     except Timeout:
         raise ClaimError(f"Another job has held {folder / '.lock'} for over {LOCK_TIMEOUT_S:g} s; if no job is "
                            "starting on this store, delete that file and run again.") from None
-    return Claim(path, keys, {k: h for k, h in elsewhere.items() if k in wanted}, handle, str(output_dir),
-                 _checked=time.monotonic())
+    return Claim(path, keys, {k: h for k, h in elsewhere.items() if k in wanted}, handle, str(output_dir), since=since)
+
+
+def _listing(folder: Path) -> tuple:
+    """What changes when a claim file appears or goes (one ``stat``, not a listing)."""
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        return ()
+    return st.st_ino, st.st_mtime_ns
 
 
 def _same_file(path: Path, handle: IO[str]) -> bool:
@@ -152,7 +225,7 @@ def _same_file(path: Path, handle: IO[str]) -> bool:
 
 
 def _running_claims(folder: Path, mine: IO[str] | None = None) -> dict[str, Holder]:
-    """The keys held by running jobs (other than the claim open as ``mine``); the claims of
+    """The keys held by live claims (other than the claim open as ``mine``); the claims of
     jobs that are gone are removed."""
     held: dict[str, Holder] = {}
     for path in folder.glob("*.claim"):
@@ -165,26 +238,42 @@ def _running_claims(folder: Path, mine: IO[str] | None = None) -> dict[str, Hold
         with handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:  # its job runs: its keys are taken
-                try:
-                    content = json.load(handle)
-                    holder = Holder(content["host"], content["pid"], content["started"], content.get("output_dir", ""))
-                    held.update(dict.fromkeys(content["keys"], holder))
-                except (ValueError, KeyError, TypeError) as e:
+                locked = False
+            except BlockingIOError:  # its job runs on a host whose locks we see
+                locked = True
+            try:
+                content = json.load(handle)
+                holder = Holder(content["host"], content["pid"], content["started"], content.get("output_dir", ""),
+                                tuple(content.get("since", (0.0, ""))))
+            except (ValueError, KeyError, TypeError) as e:
+                if locked:
                     print(f"Ignoring the unreadable claim {path} ({type(e).__name__}: {e}).", file=sys.stderr)
+                    continue
+                holder = None
+            if locked or (holder is not None and _beating(holder, handle)):
+                held.update(dict.fromkeys(content["keys"], holder))
                 continue
             path.unlink(missing_ok=True)  # its job is gone; the lock we hold dies with the handle
     return held
 
 
-def _write_claim(folder: Path, keys: frozenset[str], output_dir: str | Path) -> tuple[Path, IO[str]]:
+def _beating(holder: Holder, handle: IO[str]) -> bool:
+    """Whether an unlocked claim may still be live: written on another host (whose locks may not
+    reach here) with a recent heartbeat. On this host a free lock means its job is gone."""
+    if holder.host == socket.gethostname():
+        return False
+    return time.time() - os.fstat(handle.fileno()).st_mtime < STALE_S
+
+
+def _write_claim(folder: Path, keys: frozenset[str], output_dir: str | Path,
+                 since: tuple[float, str]) -> tuple[Path, IO[str]]:
     host = socket.gethostname()
     path = folder / f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}.claim"
     handle = open(path, "x", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         json.dump({"host": host, "pid": os.getpid(), "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                   "output_dir": str(output_dir), "keys": sorted(keys)}, handle)
+                   "output_dir": str(output_dir), "since": list(since), "keys": sorted(keys)}, handle)
         handle.flush()
     except BaseException:
         handle.close()

@@ -22,6 +22,27 @@ STALE_TMP_S = 24 * 3600.0
 _TMP_COUNTER = itertools.count()
 
 
+MIN_FREE_BYTES = 1 << 20  # a job's folder and first records need well under this
+
+
+def unwritable(folder: Path, min_free: int = MIN_FREE_BYTES) -> str | None:
+    """Why nothing can be written under ``folder`` (created if missing), in a few words, or None:
+    a read-only or missing file system, or less than ``min_free`` bytes free. A small file is
+    written and removed to find out (``access`` says yes to root on a read-only mount)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".tmp-{_HOST}-{os.getpid()}-{next(_TMP_COUNTER)}.probe"
+        try:
+            probe.write_bytes(b"\0" * 4096)
+        finally:
+            probe.unlink(missing_ok=True)
+        space = os.statvfs(folder)
+    except OSError as e:
+        return f"{e.strerror or e}" + (f": {e.filename}" if e.filename and Path(e.filename) != folder else "")
+    free = space.f_bavail * space.f_frsize
+    return None if free >= min_free else f"the disk is full ({free // 1024} KiB free)"
+
+
 def atomic_write(path: Path, data: str | bytes, make_folder: bool = True, durable: bool = True,
                  syncer: Syncer | None = None) -> None:
     """Write ``data`` to a temporary file beside ``path`` and rename it into place: readers

@@ -1,4 +1,5 @@
-"""Hydra callbacks: check a sweep before it starts, summarise it when it ends."""
+"""Hydra callbacks: check a sweep before it starts, mask secrets in the files Hydra writes for
+a job, summarise the sweep when it ends."""
 
 from __future__ import annotations
 
@@ -22,30 +23,80 @@ def _choices(overrides: list[str], group: str) -> list[str] | None:
 
 
 def _check_writable(config: DictConfig) -> None:
-    """Refuse, in one line, a results folder that cannot be written, before Hydra creates
-    the job folder in it (its OSError would come as a traceback)."""
-    import tempfile
+    """Refuse, in one line, a results folder that cannot be written or is full, before Hydra
+    creates the job folder in it (its OSError would come as a traceback, after a 0-byte
+    .hydra/config.yaml)."""
+    from mip.files import unwritable
 
     folder = Path(str(config.paths.results_dir)).expanduser()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
-            pass
-    except OSError as e:
-        print(f"error: cannot write to the results folder {folder} ({e.strerror or e}); point paths.results_dir "
-              "(or MIP_RESULTS_DIR) at a writable folder.", file=sys.stderr)
+    why = unwritable(folder)
+    if why:
+        print(f"error: cannot write to the results folder {folder} ({why}); free space, or point paths.results_dir "
+              "(or MIP_RESULTS_DIR) at a writable folder. Nothing was written.", file=sys.stderr)
         sys.exit(2)
+
+
+def _filter_logs(config: DictConfig) -> set[str]:
+    """The secrets of ``config`` and of the overrides as typed (mip.config.redact), masked from
+    now on in every line logged (run.log, the console: Hydra logs a sweep's overrides)."""
+    import logging
+
+    from omegaconf import OmegaConf
+
+    from mip.config.redact import SecretFilter, secret_values
+
+    task = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+    try:
+        secrets = secret_values(OmegaConf.to_container(task, resolve=True))
+    except Exception:  # noqa: BLE001 - an interpolation that fails here fails the job itself, with its message
+        secrets = secret_values(OmegaConf.to_container(task, resolve=False))
+    typed = [o.lstrip("+~").partition("=") for o in config.hydra.overrides.task]
+    secrets |= secret_values([{k.rpartition(".")[2]: v} for k, _, v in typed])
+    if secrets:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(SecretFilter(secrets))
+        for name in _LAUNCHERS:  # they set up Hydra's log again (new handlers), then log each job's overrides
+            launcher = logging.getLogger(name)
+            for old in [f for f in launcher.filters if isinstance(f, SecretFilter)]:
+                launcher.removeFilter(old)
+            launcher.addFilter(SecretFilter(secrets))
+    return secrets
+
+
+_LAUNCHERS = ("hydra._internal.core_plugins.basic_launcher", "hydra_plugins.hydra_submitit_launcher.submitit_launcher")
+
+
+def _mask_secrets(config: DictConfig) -> None:
+    """Hydra has written the job's ``.hydra/*.yaml`` (and a sweep's ``multirun.yaml``) with the
+    overrides as typed, and set up its log: mask any secret there, and in every line logged."""
+    from mip.config.redact import mask_text
+    from mip.files import atomic_write
+
+    secrets = _filter_logs(config)
+    if not secrets:
+        return
+    output = Path(config.hydra.runtime.output_dir)
+    files = list((output / str(config.hydra.output_subdir)).glob("*.yaml")) if config.hydra.output_subdir else []
+    files.append(Path(config.hydra.sweep.dir) / "multirun.yaml")
+    for path in files:
+        if path.is_file() and (text := path.read_text(encoding="utf-8")) != (masked := mask_text(text, secrets)):
+            atomic_write(path, masked, durable=False)
 
 
 class SummaryCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_writable(config)
+        _filter_logs(config)
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _mask_secrets(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Refuse a sweep with a model whose context window is smaller than a budget,
         here on the login node, before any job is launched; a dry run too, which says what
         the real sweep would say."""
         _check_writable(config)
+        _filter_logs(config)
         from hydra import compose
         from omegaconf import OmegaConf
 

@@ -95,6 +95,7 @@ NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
         "use_filtered": "which pool; the pool version is keyed",
         "dry_run": "no call is made",
         "progress": "a progress bar",
+        "stop_grace_s": "how long a stopping job waits for replies in flight",
     },
     "task": {
         "source": "where the rows come from; the pool version hashes the pool's content",

@@ -14,9 +14,10 @@ Two more folders live beside the records, both hidden from readers of records:
   rerun after a kill carries on from them, so no attempt is paid twice and none beyond
   the limit; they are folded into the record when it is stored.
 - ``.quarantine/`` — records (and attempts) that could not be read or failed their
-  schema, moved aside with a line in ``.quarantine/log.jsonl`` saying why. They never
-  count as stored: the experiment is asked again, and ``analyze.py`` and ``mip.summary``
-  list them.
+  schema, moved aside by a job with a line in ``.quarantine/log.jsonl`` saying why. They
+  never count as stored: the experiment is asked again, and ``analyze.py`` and ``mip.summary``
+  list them. Readers open the store with ``readonly=True``: they list a damaged file
+  (``Store.damaged``) and leave it where it is.
 
 >>> store = Store("results/store")                    # doctest: +SKIP
 >>> store.put(record); store.valid_keys("smollm2_135m", "arith", wanted)   # doctest: +SKIP
@@ -179,8 +180,11 @@ class JsonFolder:
 
     model: type[BaseModel] = BaseModel
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, readonly: bool = False):
         self.root = Path(root).expanduser()
+        self.readonly = readonly
+        """A reader's view: nothing is moved, removed or written (a damaged file is only listed)."""
+        self.damaged: list[tuple[Path, str]] = []
         self._folders: set[Path] = set()
         self.syncer = Syncer()
 
@@ -200,7 +204,7 @@ class JsonFolder:
 
     def keys(self, model: str, task: str) -> set[str]:
         """Listed keys (no file read); see :meth:`valid_keys` for what counts as stored."""
-        return keys_in(self.root / model / task, clear_stale=True)
+        return keys_in(self.root / model / task, clear_stale=not self.readonly)
 
     def load(self, model: str, task: str, key: str) -> Any:
         """The stored item, or None when there is none or it was damaged (then quarantined)."""
@@ -225,6 +229,10 @@ class JsonFolder:
 
     def _quarantine(self, path: Path, error: BaseException) -> None:
         why = why_unreadable(error)
+        if self.readonly:
+            self.damaged.append((path, why))
+            warnings.warn(f"Skipping unreadable record {path}: {why[:300]}", stacklevel=3)
+            return
         if quarantine(self.root, path, why):
             print(f"Moved the damaged file {path} to {self.root / QUARANTINE} ({why}); it will be asked again.",
                   file=sys.stderr)
@@ -272,7 +280,7 @@ class Store(JsonFolder):
         if not folder.is_dir():
             return {}
         found: dict[str, list[Attempt]] = {}
-        for name in sorted(keys_in(folder, clear_stale=True)):
+        for name in sorted(keys_in(folder, clear_stale=not self.readonly)):
             key, _, _ = name.partition(".")
             if key not in keys:
                 continue

@@ -19,7 +19,7 @@ from mip.instances import PATTERNS
 from mip.folders import WHAT_TO_PASS, Folder, FolderError, open_folder
 from mip.records import Record
 from mip.scoring import OUTCOMES, Verdict, outcome
-from mip.store import QUARANTINE, quarantined, read_record
+from mip.store import QUARANTINE, iter_records, quarantined
 
 if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py (~0.6 s of each start)
     import pandas as pd
@@ -203,7 +203,8 @@ def describe(folder: Path) -> str:
 
 def summarise(opened: Folder) -> str:
     jobs = [_with_backend(j) for j in opened.jobs]
-    records = [r for p in opened.files if (r := read_record(p)) is not None]
+    damaged: list[tuple[Path, str]] = []  # listed, never moved: a reader writes nothing
+    records = list(iter_records(opened.files, damaged))
     lines = []
     if jobs:
         experiments = sum(j["experiments"] for j in jobs)
@@ -228,6 +229,8 @@ def summarise(opened: Folder) -> str:
         stores = sorted({str(s) for s in opened.stores})
         lines.append(f"Records: {', '.join(stores)}")
         lines += quarantine_lines(stores)
+        lines += [f"Unreadable record {path} ({why}): not counted; the next run of its job moves it aside and asks "
+                  "it again." for path, why in damaged[:20]]
     if jobs:
         lines.append(f"Job folders: {opened.path}")
     return "\n".join(lines)

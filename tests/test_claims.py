@@ -138,3 +138,82 @@ def test_the_same_command_twice_at_once_pays_each_experiment_once(results):
     assert "left to a running job" in second.stdout
     records = list(Store(results / "store"))
     assert len(records) == 60 and len({r.key for r in records}) == 60
+
+
+# issue 27 case 2: claims hold to the last reply ------------------------------------------------
+
+
+def test_a_claim_deleted_while_every_request_is_in_flight_still_holds(results):
+    """The first job has all its requests in flight (none left to pull, so nothing checks a
+    claim at a pull); the whole claims folder is deleted and the same command started: the
+    second job leaves every experiment to the first, and each is requested once."""
+    import shutil
+
+    from .test_store_trust import server_args, started, wait_for
+
+    with FakeServer() as server:
+        server.hold_call = 1  # every first request waits until release(): all four are in flight meanwhile
+        args = server_args(server, "pattern=random", "order_seeds=[0,1]", "model.max_concurrency=4")
+        first = started(args)
+        wait_for(lambda: server.held == 4, proc=first)
+        shutil.rmtree(results / "store" / claims.FOLDER)
+        second = run_py(*args)
+        server.release()
+        out, err = first.communicate(timeout=240)
+        calls = dict(server.calls)
+    assert first.returncode == 0, err[-2000:]
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert len(calls) == 4 and set(calls.values()) == {1}, calls  # each experiment paid for once
+    assert "4 left to a running job" in second.stdout
+    assert "claimed again" in err
+    assert len(list(Store(results / "store"))) == 4
+
+
+def test_a_job_that_claims_in_the_gap_leaves_the_older_claim_its_keys(tmp_path):
+    """The claims folder is deleted and a second job claims before the running one wrote its
+    claim again: the older claim keeps the keys, the younger sends none of them."""
+    import shutil
+
+    first = claim_experiments(tmp_path, "m", ["a", "b", "c"], nothing_stored, "job-1")
+    assert first.holds("a")  # in flight
+    shutil.rmtree(tmp_path / claims.FOLDER)
+    second = claim_experiments(tmp_path, "m", ["a", "b", "c", "d"], nothing_stored, "job-2")
+    assert second.keys == {"a", "b", "c", "d"}  # nothing on disk said otherwise
+    assert [k for k in "abcd" if second.holds(k)] == ["d"]
+    assert second.lost == {"a", "b", "c"} and second.elsewhere["a"].output_dir == "job-1"
+    assert first.holds("b") and first.holds("c") and not first.lost
+    assert len(claim_files(tmp_path)) == 2
+    first.release(), second.release()
+    assert claim_files(tmp_path) == []
+
+
+def _foreign_claim(root: Path, age_s: float) -> Path:
+    """A claim written by a job on another host, whose lock this host cannot see."""
+    folder = root / claims.FOLDER / "m"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"node-7-{age_s:g}.claim"
+    path.write_text('{"host": "node-7", "pid": 1, "started": "-", "output_dir": "far", "since": [0, ""], "keys": ["a"]}')
+    os.utime(path, (time.time() - age_s, time.time() - age_s))
+    return path
+
+
+def test_a_claim_from_another_host_lives_while_its_heartbeat_does(tmp_path):
+    live = _foreign_claim(tmp_path, age_s=1)
+    with claim_experiments(tmp_path, "m", ["a", "b"], nothing_stored) as claim:
+        assert claim.keys == {"b"} and claim.elsewhere["a"].host == "node-7"
+    assert live.exists()
+    live.unlink()
+    dead = _foreign_claim(tmp_path, age_s=claims.STALE_S + 5)
+    with claim_experiments(tmp_path, "m", ["a", "b"], nothing_stored) as claim:
+        assert claim.keys == {"a", "b"}
+    assert not dead.exists()  # cleared by the next job
+
+
+def test_a_running_claim_refreshes_its_heartbeat(tmp_path, monkeypatch):
+    monkeypatch.setattr(claims, "BEAT_S", 0.2)
+    with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
+        os.utime(claim.path, (0, 0))
+        deadline = time.time() + 30
+        while time.time() < deadline and claim.path.stat().st_mtime < time.time() - 60:
+            time.sleep(0.05)
+        assert claim.path.stat().st_mtime > time.time() - 60

@@ -101,3 +101,6 @@ class Config:
     """Use a task's filtered pool (App. C.1) when filter.py has built one; false: the unfiltered pool."""
     dry_run: bool = False
     progress: bool = True
+    stop_grace_s: float = 20.0
+    """On SIGTERM, SIGINT or submitit's preemption signal, how long a job waits for the replies in
+    flight before it stops (mip/job/stop.py); inside SLURM's KillWait (30 s by default)."""

@@ -24,6 +24,7 @@ from mip.claims import Claim
 from mip.config import Config, to_plain
 from mip.experiments import Planned, final_prompt
 from mip.job.provenance import GitState, now
+from mip.job.stop import Drain
 from mip.job.summary import JobSummary, StoreError
 from mip.job.tokens import counted, output_room, overflows
 from mip.keys import KEY_SCHEME, attempts_allowed
@@ -47,9 +48,11 @@ class JobLoop:
     """The call loop of one job: attempts in rounds, each stored as it lands."""
 
     def __init__(self, cfg: Config, backend: Backend, store: Store, tracker: Tracker, git: GitState, summary: JobSummary,
-                 claim: Claim, paid: dict[str, list[Attempt]] | None = None):
+                 claim: Claim, paid: dict[str, list[Attempt]] | None = None, stop: Drain | None = None):
         self.cfg, self.backend, self.store, self.tracker, self.git, self.summary = cfg, backend, store, tracker, git, summary
         self.claim = claim
+        self.stop = stop or Drain()
+        """Once a stop is requested nothing new is pulled, and a record being written is finished."""
         self.attempts: dict[str, list[Attempt]] = {k: list(v) for k, v in (paid or {}).items()}
         """The attempts paid so far of each experiment not yet stored (earlier runs' included)."""
         self.allowed = attempts_allowed(cfg)
@@ -76,7 +79,8 @@ class JobLoop:
         """Completions through the one retry wrapper; calls and errors go into the summary."""
         stats = CallStats()
         try:
-            yield from call_with_retries(self.backend, requests, self.cfg.infra_retries, stats)
+            yield from call_with_retries(self.backend, requests, self.cfg.infra_retries, stats,
+                                         stopping=lambda: self.stop.requested)
         finally:
             self.summary.calls += stats.calls
             self.summary.errors += stats.errors
@@ -95,7 +99,8 @@ class JobLoop:
                 landed: set[str] = set()
                 for result in self.strategy.attempts(self, self._held(live, made)):
                     landed.add(result.plan.key)
-                    self._land(result, bar)
+                    with self.stop.shielded():  # a stop waits until the attempt is kept
+                        self._land(result, bar)
                 # An experiment that made this round without an attempt landing failed for good
                 # (infrastructure): it is left unstored, its paid attempts kept for a rerun.
                 failed = [p for p, _ in made if p.key not in landed]
@@ -103,15 +108,16 @@ class JobLoop:
                 for plan in failed:
                     self.attempts.pop(plan.key, None)
                 live = [(p, n) for p, n in made if p.key in self.attempts]
-                if not live:
+                if not live or self.stop.requested:
                     break
         finally:
             bar.close()
             self.summary.verdicts = dict(self.verdicts)
-            try:
-                self.store.flush()  # what this job stored is on disk before it says so
-            except OSError as e:
-                raise self._store_error(e) from e
+            with self.stop.shielded():
+                try:
+                    self.store.flush()  # what this job stored is on disk before it says so
+                except OSError as e:
+                    raise self._store_error(e) from e
 
     def _open(self, plans: Iterable[tuple[Planned, int]], bar: Progress) -> Iterator[tuple[Planned, int]]:
         """The experiments still to call. One that does not fit the context window is stored
@@ -121,9 +127,11 @@ class JobLoop:
         for plan, n_tokens in plans:
             paid = self.attempts.get(plan.key, [])
             if paid and (self._final(paid)):
-                self._store(plan, n_tokens, self.attempts.pop(plan.key), bar)
+                with self.stop.shielded():
+                    self._store(plan, n_tokens, self.attempts.pop(plan.key), bar)
             elif whole and overflows(n_tokens, self.cfg.model.context_window):
-                self._store(plan, n_tokens, [], bar)
+                with self.stop.shielded():
+                    self._store(plan, n_tokens, [], bar)
             else:
                 yield plan, n_tokens
 
@@ -131,6 +139,8 @@ class JobLoop:
         """``live`` as the strategy pulls it, less what this job no longer holds; each pulled
         experiment is noted in ``made``."""
         for plan, n_tokens in live:
+            if self.stop.requested:  # a stopping job sends nothing new
+                return
             if not self.claim.holds(plan.key):
                 self.summary.left_to_other_jobs += 1
                 self.attempts.pop(plan.key, None)

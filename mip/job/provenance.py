@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TypedDict
 
 import mip
-from mip.config import Config
+from mip.config import Config, to_plain
+from mip.config.redact import mask_text, secret_values
 from mip.job.summary import JobSummary
 from mip.files import atomic_write
 
@@ -45,13 +46,15 @@ def now() -> str:
 
 
 def write_manifest(output_dir: Path, cfg: Config, git: GitState, summary: JobSummary) -> None:
-    """The job's output folder: resolved config, git commit and what the job covered."""
+    """The job's output folder: resolved config (secrets masked), git commit and what the job covered."""
     import yaml
 
     config_file = output_dir / "config.yaml"
+    plain = to_plain(cfg)
     if not config_file.exists():  # the config does not change during the job
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where PyYAML has it: ~10x faster
-        text = yaml.dump(dataclasses.asdict(cfg), Dumper=dumper, sort_keys=False, allow_unicode=True)
+        text = yaml.dump(plain, Dumper=dumper, sort_keys=False, allow_unicode=True)
         atomic_write(config_file, text, durable=False)
     payload = {"git": git, "mip_version": mip.__version__, "written_at": now(), **summary.__dict__}
-    atomic_write(output_dir / "job.json", json.dumps(payload, indent=1), durable=False)
+    atomic_write(output_dir / "job.json", mask_text(json.dumps(payload, indent=1), secret_values(
+        dataclasses.asdict(cfg))), durable=False)

@@ -24,17 +24,19 @@ from mip.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
+from mip.files import unwritable
 from mip.experiments import Planned, plan_job
 from mip.instances import split_counts
 from mip.job.loop import JobLoop
-from mip.job.provenance import git_commit, write_manifest
+from mip.job.provenance import GitState, git_commit, write_manifest
+from mip.job.stop import Drain, JobStopped, Stopped
 from mip.job.summary import JobSummary, StoreError
 from mip.job.tokens import OfflineTokenizer, budget_error, counted, overflows
 from mip.models import Backend, backend_class, build_backend, check_schema
 from mip.records import Attempt
 from mip.store import Store
 from mip.strategies import strategy_for
-from mip.tracking import build_tracker
+from mip.tracking import Tracker, build_tracker
 
 
 def validate(cfg: Config) -> None:
@@ -112,12 +114,12 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
     validate(cfg)
     output_dir = Path(output_dir)
-    _writable(output_dir, Path(cfg.paths.store_dir).expanduser())
+    _writable(output_dir, *(() if cfg.dry_run else (Path(cfg.paths.store_dir).expanduser(),)))
     git = git_commit()
     pools = load_pools(cfg)
     for pool in pools.values():
         print(pool.summary(), file=sys.stderr)
-    store = Store(cfg.paths.store_dir)
+    store = Store(cfg.paths.store_dir, readonly=cfg.dry_run)  # a dry run reads the store, and moves nothing
     plans, stored_keys, todo = pending(cfg, store, pools)
     stored = set(stored_keys.valid)  # as the job found it, before it claims
     summary = JobSummary(
@@ -138,6 +140,26 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     backend.prepare(pools)
 
     claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
+    with Drain(cfg.stop_grace_s) as stop:
+        tracker = _call(cfg, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
+        stop.finished()
+        if stop.requested:
+            summary.stopped_by = stop.received[0].name
+        if tracker is not None:
+            tracker.finish(summary)
+        write_manifest(output_dir, cfg, git, summary)
+    if stop.requested:
+        raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
+                         f"{summary.stored_now} stored now, {summary.unstored} left unstored; the manifest is in "
+                         f"{output_dir}. Run the same command again to carry on.", stop)
+    return summary
+
+
+def _call(cfg: Config, backend: Backend, store: Store, plans: list[Planned], stored: set[str], todo: list[Planned],
+          claim: Claim, summary: JobSummary, output_dir: Path, git: GitState, stop: Drain) -> Tracker | None:
+    """Call and store what ``claim`` holds; returns the tracker (None if a stop came before it
+    was made). A stop (:mod:`mip.job.stop`) ends the calls early."""
+    tracker = None
     try:
         if len(claim.keys) < len(todo):
             todo = _left_to_others(todo, claim, summary, cfg)
@@ -150,18 +172,19 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
                 if plan.key in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
                     tracker.log_record(record, plan.prompt)
                     plan.release()
+        stop.on_stop.append(backend.stop_sending)
         try:
-            JobLoop(cfg, backend, store, tracker, git, summary, claim, paid).run(todo)
+            JobLoop(cfg, backend, store, tracker, git, summary, claim, paid, stop).run(todo)
         finally:  # connections and weights are released also when the store fails mid-job
             backend.close()
+    except Stopped:  # a second signal, or the grace period ran out: what is stored stays
+        pass
     finally:  # what this job did not store is free for the next one, also after an error
         claim.release()
     if claim.lost:
-        print(f"{len(claim.lost)} experiment(s) were left to another job after this job's claim file was removed.",
-              file=sys.stderr)
-    tracker.finish(summary)
-    write_manifest(output_dir, cfg, git, summary)
-    return summary
+        print(f"{len(claim.lost)} experiment(s) were left to an older running job that claims them too (a claim file "
+              "had been removed).", file=sys.stderr)
+    return tracker
 
 
 def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Backend | OfflineTokenizer) -> None:
@@ -187,12 +210,13 @@ def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Bac
 
 
 def _writable(*folders: Path) -> None:
+    """Refuse a job folder or store that cannot be written (read-only, full), before the job
+    reads the store: a damaged record found there is moved aside, which needs a writable store."""
     for folder in folders:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"Cannot create {e.filename or folder}: {e.strerror or e}. Point paths.results_dir at a "
-                             "writable folder.") from e
+        why = unwritable(folder)
+        if why:
+            raise StoreError(f"Cannot write to {folder} ({why}). Free space, or point paths.results_dir (or "
+                             "paths.store_dir) at a writable folder; nothing was written there.")
 
 
 def _budget_each(cfg: Config) -> int:

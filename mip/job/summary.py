@@ -53,6 +53,8 @@ class JobSummary:
     """Attempts a killed earlier run had paid for, carried on from instead of paid again."""
     keys: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    stopped_by: str = ""
+    """The signal that stopped the job before it finished (SIGTERM, SIGINT, SIGUSR2), if one did."""
 
     @property
     def ok(self) -> bool:

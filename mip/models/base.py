@@ -119,5 +119,9 @@ class Backend(ABC):
     def check(self) -> None:
         """Before the first call of a job: raise BackendSetupError if the backend cannot serve it."""
 
+    def stop_sending(self) -> None:
+        """The job is stopping (:mod:`mip.job.stop`): send no request not yet sent, and retry
+        none; those in flight finish. Called from a signal handler, so it only sets a flag."""
+
     def close(self) -> None:
         """Release what the backend holds (weights, connections)."""

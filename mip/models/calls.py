@@ -72,7 +72,7 @@ class RequestGuard:
     nothing else; ``payload`` (what the backend sends) is handed to each try as it is.
     """
 
-    __slots__ = ("retries", "deadline_s", "concurrency", "backoff", "_gate")
+    __slots__ = ("retries", "deadline_s", "concurrency", "backoff", "_gate", "closed")
 
     def __init__(self, retries: int, deadline_s: float, concurrency: int, backoff: Callable[[int], float]):
         self.retries = retries
@@ -80,6 +80,8 @@ class RequestGuard:
         self.concurrency = concurrency
         self.backoff = backoff
         self._gate: asyncio.Semaphore | None = None
+        self.closed = False
+        """Set when the job stops: a request not yet sent is not sent, a failed one not retried."""
 
     async def run(self, request_id: str, one_try: OneTry, payload: Any = None) -> Completion:
         """The request's final completion: the first one a try returns, or, once the tries
@@ -88,8 +90,10 @@ class RequestGuard:
             self._gate = asyncio.Semaphore(self.concurrency)
         async with self._gate:
             start = time.perf_counter()
-            error = ""
+            error = "not sent: the job is stopping"
             for retry in range(self.retries + 1):
+                if self.closed:
+                    break
                 delay: float | None = None
                 try:
                     async with asyncio.timeout(self.deadline_s):
@@ -107,7 +111,8 @@ class RequestGuard:
             return Completion(request_id, error=error, latency_s=time.perf_counter() - start)
 
 
-def call_with_retries(backend: Backend, requests: Iterable[Request], retries: int, stats: CallStats) -> Iterator[Completion]:
+def call_with_retries(backend: Backend, requests: Iterable[Request], retries: int, stats: CallStats,
+                      stopping: Callable[[], bool] = lambda: False) -> Iterator[Completion]:
     """Completions as they arrive; failed calls are retried with backoff, and those that keep
     failing are reported in ``stats`` and never yielded (their work stays unstored).
 
@@ -143,6 +148,8 @@ def call_with_retries(backend: Backend, requests: Iterable[Request], retries: in
             crashed = True
         if not (failed or crashed):
             return
+        if stopping():  # a stopping job retries nothing
+            break
         if failed and retry < retries:
             time.sleep(min(2**retry, 30))
     for r in [*failed, *source]:  # what is still unasked after a crash on the last try fails too

@@ -201,6 +201,10 @@ class OpenAICompatBackend(Backend):
             for future in running:
                 future.cancel()
 
+    def stop_sending(self) -> None:
+        if self._guard is not None:
+            self._guard.closed = True
+
     def close(self) -> None:
         if self._loop is not None:
             self._loop.close(self._shutdown())

@@ -1,0 +1,62 @@
+"""No file holds a secret (issue 27 case 5): a key pasted into a config, under a key named like a
+credential or in place of a variable's name, or equal to the value of the variable
+``api_key_env`` names, is masked in every file a job writes (config.yaml, .hydra/,
+multirun.yaml, run.log, job.json, records, W&B) and in what it prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .conftest import run_entry, run_py
+from .fake_server import FakeServer
+from .test_store_trust import server_args
+
+PASTED = "sk-planted-extra-0001"  # under a key named like a credential
+IN_ENV = "sk-planted-env-0002"  # the value of the variable api_key_env names, also pasted elsewhere
+
+
+def files_holding(folder: Path, *secrets: str) -> list[str]:
+    """Every file under ``folder`` whose bytes hold one of ``secrets``."""
+    return sorted(f"{p}: {s}" for p in folder.rglob("*") if p.is_file() for s in secrets if s.encode() in p.read_bytes())
+
+
+def test_planted_keys_reach_no_file_a_sweep_writes(results):
+    with FakeServer() as server:
+        out = run_py("-m", *server_args(server, "pattern=majority_first", f"+model.extra_body.api_key={PASTED}",
+                                        f"+model.extra_body.user={IN_ENV}", "model.api_key_env=MIP_TEST_KEY",
+                                        "logger=wandb", "logger.mode=offline"),
+                     env={"MIP_TEST_KEY": IN_ENV})
+        sent = server.bodies
+        headers = server.headers_seen
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert sent and sent[0]["api_key"] == PASTED and sent[0]["user"] == IN_ENV  # the job did use them
+    assert any(h.get("authorization") == f"Bearer {IN_ENV}" for h in headers)
+    written = {p.name for p in results.rglob("*") if p.is_file()}
+    assert {"config.yaml", "overrides.yaml", "hydra.yaml", "multirun.yaml", "run.log", "job.json"} <= written
+    assert any(p.suffix == ".wandb" for p in results.rglob("*"))  # W&B's offline files are searched too
+    assert files_holding(results, PASTED, IN_ENV) == []
+    assert PASTED not in out.stdout + out.stderr and IN_ENV not in out.stdout + out.stderr
+
+
+def test_a_key_pasted_as_the_variable_name_is_refused_without_echoing_it(results):
+    pasted = "sk-or-v1-pasted-0003"
+    out = run_entry("run.py", "model=smollm2_135m_server", "model.base_url=http://127.0.0.1:9/v1", "model.model_id=m",
+                    "model.tokenizer=null", "task=arith", "n=20", "p=0.6", "budget=smoke", "pattern=majority_first",
+                    "progress=false", f"model.api_key_env={pasted}")
+    assert out.returncode == 2 and out.stderr.count("error:") == 1, out.stderr[-2000:]
+    assert "must name an environment variable" in out.stderr
+    assert pasted not in out.stdout + out.stderr
+    assert files_holding(results, pasted) == []
+
+
+def test_what_is_masked():
+    from mip.config.redact import redact, secret_key, secret_values
+
+    assert [secret_key(k) for k in ("api_key", "API-KEY", "x_auth_token", "client_secret", "mysecretthing",
+                                    "Authorization", "db_password", "max_tokens", "tokenizer", "api_key_env")] == \
+        [True, True, True, True, True, True, True, False, False, False]
+    plain = {"model": {"api_key_env": "NOT_SET_ANYWHERE_0", "tokenizer": "HuggingFaceTB/x", "extra": ["a", "sk-12345"]},
+             "hf_token_env": "sk-12345"}
+    assert secret_values(plain) == {"sk-12345"}
+    assert redact(plain) == {"model": {"api_key_env": "NOT_SET_ANYWHERE_0", "tokenizer": "HuggingFaceTB/x",
+                                       "extra": ["a", "***"]}, "hf_token_env": "***"}
