@@ -166,7 +166,7 @@ def _hint(cfg: Config, status: int | None, raw: bytes) -> str:
                 "this body (require_parameters) or its max_tokens; drop the parameter or choose another provider")
     if status == 400 and "provider" in message:
         return " — check the names in model.provider.order against the model's provider list on OpenRouter"
-    if status in (401, 403):
+    if status in (401, 403) or "api key" in message or "api_key" in message:  # Google: 400 API_KEY_INVALID
         return f" — the key in ${cfg.model.api_key_env} was refused; set a valid one"
     if status is None:
         return " — the endpoint could not be reached; check model.base_url and the network"

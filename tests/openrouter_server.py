@@ -20,6 +20,12 @@ What it reproduces, and where it is documented:
 - ``reasoning.max_tokens`` is passed to the provider's thinking budget; whether ``max_tokens``
   then also bounds the reasoning is each provider's rule (``counts_reasoning`` below).
 
+With ``google=True`` a wrong key is refused as Google's OpenAI-compatible Gemini endpoint refuses
+it: HTTP 400, a one-element list ``[{"error": {"code": 400, "message": "API key not valid. Please
+pass a valid API key.", "status": "INVALID_ARGUMENT", …}}]`` (as clients of
+generativelanguage.googleapis.com/v1beta/openai report it: github.com/continuedev/continue/issues/8516;
+the same error object, unlisted, in google/timesketch#3703).
+
 The "model" wants to think ``think_tokens`` tokens and then answer ``answer_tokens`` tokens.
 """
 
@@ -39,8 +45,9 @@ class Provider:
 
 class OpenRouterServer(LocalServer):
     def __init__(self, providers: dict[str, Provider], key: str = "sk-or-test", model: str = "openai/gpt-oss-120b",
-                 think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False):
+                 think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False):
         super().__init__()
+        self.google = google
         self.providers, self.key, self.model = providers, key, model
         self.think_tokens, self.answer_tokens, self.inline_thoughts = think_tokens, answer_tokens, inline_thoughts
         self.bodies: list[dict] = []
@@ -49,7 +56,7 @@ class OpenRouterServer(LocalServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/v1"
 
-    async def _send(self, writer, status: int, payload: dict) -> None:
+    async def _send(self, writer, status: int, payload: dict | list) -> None:
         raw = json.dumps(payload).encode()
         writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n".encode() + raw)
         await writer.drain()
@@ -61,6 +68,11 @@ class OpenRouterServer(LocalServer):
         headers = self.headers_seen[-1]
         request = json.loads(body)
         self.bodies.append(request)
+        if headers.get("authorization") != f"Bearer {self.key}" and self.google:
+            await self._send(writer, 400, [{"error": {
+                "code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
+                "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}}])
+            return True
         if headers.get("authorization") != f"Bearer {self.key}":
             await self._send(writer, 401, {"error": {"code": 401, "message": "Invalid credentials"}})
             return True

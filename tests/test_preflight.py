@@ -106,6 +106,14 @@ def test_a_missing_key_is_one_line(results):
     assert ran.returncode == 2 and ran.stderr.strip().count("\n") == 0 and "OPENROUTER_API_KEY" in ran.stderr
 
 
+def test_googles_refusal_of_a_key_is_named(results):
+    with OpenRouterServer({"Google": Provider(set())}, model="gemini-3.1-pro-preview", google=True) as server:
+        ran = run_entry("run.py", "model=gemini31_pro", f"model.base_url={server.base_url}", "budget=smoke",
+                        "preflight=only", env={"GEMINI_API_KEY": "wrong"})
+    assert ran.returncode == 1 and "FAIL HTTP 400" in ran.stdout
+    assert "API key not valid" in ran.stdout and "the key in $GEMINI_API_KEY was refused" in ran.stdout
+
+
 def test_thoughts_inline_in_the_content_are_named(results):
     with OpenRouterServer({"Google": Provider(set())}, model="gemini-3.1-pro-preview", inline_thoughts=True) as server:
         ran = run_entry("run.py", "model=gemini31_pro", f"model.base_url={server.base_url}", "budget=smoke",
