@@ -82,7 +82,8 @@ def keeps_special_tokens(cfg: VLLMModelConfig) -> bool:
 
     As vLLM's server does: its parsers turn ``skip_special_tokens`` off for every request
     (``ParserEngine.adjust_request`` in vllm/parser/engine/parser_engine.py, which the qwen3
-    parser of vllm/parser/qwen3.py extends; vLLM main as stored on 2026-12-02, the 0.33 line),
+    parser of vllm/parser/qwen3.py extends: vLLM's main branch as stored, commit 001ba1eb, read
+    2026-12-02; the 0.33.0 wheel itself could not be opened here),
     because a ``</think>`` that is a special token in the model's vocabulary would otherwise
     vanish from the text before the parser splits reasoning from the answer.
     """
