@@ -158,7 +158,11 @@ class VLLMModelConfig(ModelConfig):
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     """Passed to the chat template, e.g. {enable_thinking: true}."""
     reasoning_parser: Optional[str] = None
-    """vLLM reasoning parser of the model family (qwen3, deepseek_r1, …); null: no reasoning split."""
+    """vLLM reasoning parser of the model family (qwen3, deepseek_r1, …); null: no reasoning split.
+    With a parser, special tokens are kept in the text, as vLLM's server keeps them."""
+    chunk_size: Optional[int] = None
+    """Prompts per engine call; each chunk's answers are stored before the next is sent, so a
+    requeue loses at most one chunk. null: 4 × ``engine_kwargs.max_num_seqs`` (vLLM's default 256)."""
 
 
 @dataclass

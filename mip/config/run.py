@@ -100,6 +100,10 @@ class Config:
     use_filtered: bool = True
     """Use a task's filtered pool (App. C.1) when filter.py has built one; false: the unfiltered pool."""
     dry_run: bool = False
+    preflight: str = "off"
+    """off | only (one request per model and body of the command, reported and kept under
+    results/preflight/; no job runs) | required (refuse, exit 2, unless a passing preflight of
+    each model's body is on file); see mip.preflight."""
     progress: bool = True
     stop_grace_s: float = 20.0
     """On SIGTERM, SIGINT or submitit's preemption signal, how long a job waits for the replies in

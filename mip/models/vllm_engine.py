@@ -1,5 +1,9 @@
-"""The in-process ``vllm.LLM`` engine on a GPU node: a job hands all its prompts over in
-one call, and vLLM schedules them (continuous batching, prefix caching).
+"""The in-process ``vllm.LLM`` engine on a GPU node: a job hands its prompts over in chunks
+of ``model.chunk_size``, and vLLM schedules each chunk (continuous batching, prefix caching).
+
+Each chunk's completions are handed back before the next chunk is sent, so the job stores
+them first: a requeue, a time limit or a crash mid-job loses at most the chunk in flight, and
+the rerun calls only for what is not stored (:func:`chunk_size` says how big a chunk is).
 
 vLLM is imported here only, when the backend is built, so nothing else needs it; it is
 GPU-only and pins its own torch and transformers (``pip install -e '.[vllm]'`` in a GPU
@@ -8,6 +12,7 @@ environment). The engine is replaced at its boundary in the tests.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -48,9 +53,53 @@ def reasoning_splitter(vllm: Any, name: str | None, tokenizer: Any, cfg: VLLMMod
     return lambda text: extract(text, request)
 
 
+#: vLLM's own default of ``max_num_seqs`` (sequences one engine step holds) where
+#: ``engine_kwargs`` does not set it.
+VLLM_MAX_NUM_SEQS = 256
+#: A chunk is this many full engine batches (see :func:`chunk_size`).
+CHUNK_BATCHES = 4
+
+
+def chunk_size(cfg: VLLMModelConfig) -> int:
+    """Prompts per ``llm.chat`` call: ``model.chunk_size`` where set, else ``CHUNK_BATCHES``
+    times the engine's ``max_num_seqs``.
+
+    Why four batches: a chunk keeps the GPU full until its last sequences drain, so a chunk
+    of one batch would idle the GPU behind every long reasoning trace, while a chunk of the
+    whole job loses every answer to a requeue. Four batches keep the drain to about a
+    quarter of a chunk's waves and bound the loss to four batches' answers.
+
+    >>> chunk_size(VLLMModelConfig(engine_kwargs={"max_num_seqs": 64}))
+    256
+    """
+    if cfg.chunk_size is not None:
+        return cfg.chunk_size
+    return CHUNK_BATCHES * int(cfg.engine_kwargs.get("max_num_seqs") or VLLM_MAX_NUM_SEQS)
+
+
+def keeps_special_tokens(cfg: VLLMModelConfig) -> bool:
+    """Whether the text is decoded with the special tokens in it: yes with a reasoning parser.
+
+    As vLLM's server does: its parsers turn ``skip_special_tokens`` off for every request
+    (``ParserEngine.adjust_request`` in vllm/parser/engine/parser_engine.py, which the qwen3
+    parser of vllm/parser/qwen3.py extends: vLLM's main branch as stored, commit 001ba1eb, read
+    2026-12-02; the 0.33.0 wheel itself could not be opened here),
+    because a ``</think>`` that is a special token in the model's vocabulary would otherwise
+    vanish from the text before the parser splits reasoning from the answer.
+    """
+    return bool(cfg.reasoning_parser)
+
+
 class VLLMBackend(Backend):
     schema = VLLMModelConfig
     cost_basis = "time"
+
+    @classmethod
+    def refuses(cls, cfg) -> str | None:
+        size = getattr(cfg.model, "chunk_size", None)
+        if size is not None and size < 1:
+            return f"{cfg.model.name}: model.chunk_size={size} must be at least 1 (or null: four engine batches)."
+        return None
 
     def __init__(self, cfg: VLLMModelConfig, context: BackendContext | None = None):
         self.cfg = cfg
@@ -78,12 +127,18 @@ class VLLMBackend(Backend):
         return [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
 
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
-        requests = list(requests)  # one engine call schedules them all
-        if not requests:
-            return
+        """Completions chunk by chunk: each chunk's are yielded (and so stored by the job)
+        before the next chunk is pulled and sent."""
+        source, size = iter(requests), chunk_size(self.cfg)
+        while chunk := list(itertools.islice(source, size)):
+            yield from self._chunk(chunk)
+
+    def _chunk(self, requests: list[Request]) -> Iterator[Completion]:
         vllm = _import_vllm()
         llm = self.llm
-        params = [vllm.SamplingParams(temperature=0.0, max_tokens=r.max_tokens, seed=0) for r in requests]
+        keep = keeps_special_tokens(self.cfg)
+        params = [vllm.SamplingParams(temperature=0.0, max_tokens=r.max_tokens, seed=0, skip_special_tokens=not keep)
+                  for r in requests]
         start = time.perf_counter()
         outputs = llm.chat(
             [[{"role": "user", "content": r.prompt}] for r in requests],

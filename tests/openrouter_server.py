@@ -1,0 +1,117 @@
+"""A local server that routes and refuses as OpenRouter documents it, for the preflight tests.
+
+What it reproduces, and where it is documented:
+
+- The ``provider`` object — ``order``, ``allow_fallbacks`` (default true), ``require_parameters``
+  ("only use providers that support all parameters in your request", default false):
+  https://openrouter.ai/docs/features/provider-routing (read 2026-12-02).
+- Error bodies ``{"error": {"code": N, "message": …}}`` with the HTTP status equal to the code;
+  400 for invalid parameters, 401 for an invalid or disabled key: https://openrouter.ai/docs/errors.
+- A request no endpoint can serve — ``require_parameters`` excluding every provider, or a
+  provider whose output limit is below ``max_tokens`` — is refused with 404 "No endpoints found
+  that can handle the requested parameters. To learn more about provider routing, visit:
+  https://openrouter.ai/docs/provider-routing" (the message clients report in their issues, e.g.
+  github.com/lastmile-ai/mcp-agent/issues/237 for its tool-use variant; shared/notes/providers.md).
+- A provider name in ``order`` that OpenRouter does not know: 400 (invalid parameter).
+- Replies name the serving ``provider`` at the top level; reasoning comes back in
+  ``message.reasoning`` and ``message.reasoning_details``; ``usage`` carries
+  ``completion_tokens_details.reasoning_tokens`` and ``cost`` (https://openrouter.ai/docs/use-cases/reasoning-tokens,
+  /docs/use-cases/usage-accounting).
+- ``reasoning.max_tokens`` is passed to the provider's thinking budget; whether ``max_tokens``
+  then also bounds the reasoning is each provider's rule (``counts_reasoning`` below).
+
+With ``google=True`` a wrong key is refused as Google's OpenAI-compatible Gemini endpoint refuses
+it: HTTP 400, a one-element list ``[{"error": {"code": 400, "message": "API key not valid. Please
+pass a valid API key.", "status": "INVALID_ARGUMENT", …}}]`` (as clients of
+generativelanguage.googleapis.com/v1beta/openai report it: github.com/continuedev/continue/issues/8516;
+the same error object, unlisted, in google/timesketch#3703).
+
+The "model" wants to think ``think_tokens`` tokens and then answer ``answer_tokens`` tokens.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .local_server import LocalServer
+
+ROUTING_KEYS = {"model", "messages", "provider", "stream", "usage"}
+
+
+class Provider:
+    def __init__(self, params: set[str], max_output: int = 100_000, counts_reasoning: bool = True):
+        self.params, self.max_output, self.counts_reasoning = params, max_output, counts_reasoning
+
+
+class OpenRouterServer(LocalServer):
+    def __init__(self, providers: dict[str, Provider], key: str = "sk-or-test", model: str = "openai/gpt-oss-120b",
+                 think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False):
+        super().__init__()
+        self.google = google
+        self.providers, self.key, self.model = providers, key, model
+        self.think_tokens, self.answer_tokens, self.inline_thoughts = think_tokens, answer_tokens, inline_thoughts
+        self.bodies: list[dict] = []
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v1"
+
+    async def _send(self, writer, status: int, payload: dict | list) -> None:
+        raw = json.dumps(payload).encode()
+        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n".encode() + raw)
+        await writer.drain()
+
+    async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
+        if method == "GET" and path.endswith("/models"):
+            await self._send(writer, 200, {"data": [{"id": self.model}]})
+            return True
+        headers = self.headers_seen[-1]
+        request = json.loads(body)
+        self.bodies.append(request)
+        if headers.get("authorization") != f"Bearer {self.key}" and self.google:
+            await self._send(writer, 400, [{"error": {
+                "code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
+                "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}]}}])
+            return True
+        if headers.get("authorization") != f"Bearer {self.key}":
+            await self._send(writer, 401, {"error": {"code": 401, "message": "Invalid credentials"}})
+            return True
+        status, payload = self._answer(request)
+        await self._send(writer, status, payload)
+        return True
+
+    def _answer(self, request: dict) -> tuple[int, dict]:
+        routing = request.get("provider") or {}
+        order = routing.get("order") or []
+        unknown = [name for name in order if name not in self.providers]
+        if unknown:
+            return 400, {"error": {"code": 400, "message": f"Invalid provider(s) in provider.order: {', '.join(unknown)}"}}
+        names = order if order and routing.get("allow_fallbacks") is False else [*order, *self.providers]
+        wanted = set(request) - ROUTING_KEYS
+        limit = request.get("max_tokens") or request.get("max_completion_tokens") or 0
+        usable = [n for n in names if self.providers[n].max_output >= limit
+                  and (not routing.get("require_parameters") or wanted <= self.providers[n].params)]
+        if not usable:
+            return 404, {"error": {"code": 404, "message": "No endpoints found that can handle the requested parameters. "
+                                   "To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing"}}
+        return 200, self._completion(usable[0], request, limit)
+
+    def _completion(self, name: str, request: dict, limit: int) -> dict:
+        provider = self.providers[name]
+        budget = (request.get("reasoning") or {}).get("max_tokens") or self.think_tokens
+        reasoning = min(self.think_tokens, budget)
+        answer, finish = self.answer_tokens, "stop"
+        if provider.counts_reasoning and reasoning + answer > limit:
+            reasoning = min(reasoning, limit)
+            answer, finish = limit - reasoning, "length"
+        elif not provider.counts_reasoning and answer > limit:
+            answer, finish = limit, "length"
+        trace = "2 is prime. 3 is prime. 4 is not."
+        message = {"role": "assistant", "content": "2, 3, 5, 7, 11", "reasoning": trace,
+                   "reasoning_details": [{"type": "reasoning.text", "text": trace}]}
+        if self.inline_thoughts:
+            message = {"role": "assistant", "content": f"<thought>{trace}</thought>2, 3, 5, 7, 11"}
+        return {"id": "gen-1", "model": request["model"], "provider": name, "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 60, "completion_tokens": reasoning + answer, "total_tokens": 60 + reasoning + answer,
+                          "completion_tokens_details": {"reasoning_tokens": reasoning}, "cost": 0.0004}}

@@ -1,0 +1,136 @@
+"""preflight=only|required through run.py, against a local server that routes and refuses as
+OpenRouter documents it (tests/openrouter_server.py cites the pages)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mip.job.loop import request_for
+from mip.models.chat_api import request_body
+
+from .conftest import compose, run_entry
+from .openrouter_server import OpenRouterServer, Provider
+
+KEY = {"OPENROUTER_API_KEY": "sk-or-test"}
+ALL = {"temperature", "max_tokens", "reasoning"}
+
+
+def _stored(results, model: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((results / "preflight" / model).glob("*.json"))]
+
+
+def job_body(cfg) -> dict:
+    """What a job of ``cfg`` sends for a short prompt (its builders, as the job loop calls them)."""
+    return request_body(cfg.model, request_for(cfg, "k", "Instance 1: …", 100))
+
+
+def _without_messages(body: dict) -> dict:
+    return {k: v for k, v in body.items() if k != "messages"}
+
+
+def _local_copies(tmp_path, url: str, *models: str) -> str:
+    """A config folder with ``<model>_local``: the paper's model file, pointed at ``url``."""
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    for model in models:
+        (tmp_path / "conf" / "model" / f"{model}_local.yaml").write_text(
+            f"defaults:\n  - /model/{model}@_here_\n  - _self_\nbase_url: {url}\n")
+    return f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
+
+
+def test_one_request_per_model_with_the_sweeps_body_and_what_it_tells(results, tmp_path):
+    providers = {"DeepInfra": Provider({"temperature", "max_tokens"}),
+                 "Alibaba": Provider(ALL, counts_reasoning=False)}
+    with OpenRouterServer(providers, think_tokens=30000) as server:
+        searchpath = _local_copies(tmp_path, server.base_url, "gpt_oss_120b", "qwen36_plus")
+        ran = run_entry("run.py", "-m", "model=gpt_oss_120b_local,qwen36_plus_local", "pattern=random,majority_first",
+                        "seed=0,1", "budget=20k", searchpath, "preflight=only", env=KEY)
+    assert ran.returncode == 0, ran.stderr
+    assert len(server.bodies) == 2  # one per model, not one per job (8 jobs)
+    assert not (results / "store").exists() and not (results / "sweeps").exists() or \
+        not any((results / "sweeps").rglob("manifest.json"))  # no job ran
+    lines = [line for line in ran.stdout.splitlines() if ": PASS" in line]
+    assert len(lines) == 2 and all("served by" in line for line in lines)
+    for model in ("gpt_oss_120b", "qwen36_plus"):
+        cfg = compose(f"model={model}", "budget=20k", f"model.base_url={server.base_url}")
+        sent = next(b for b in server.bodies if b["model"] == cfg.model.model_id)
+        assert _without_messages(sent) == _without_messages(job_body(cfg)) == _stored(results, model)[0]["body"]
+    gpt, = _stored(results, "gpt_oss_120b")
+    assert gpt["status"] == 200 and gpt["passed"] and gpt["provider"] == "DeepInfra"
+    assert gpt["reasoning_in"] == ["reasoning", "reasoning_details"] and gpt["cost_usd"] == 0.0004
+    assert gpt["max_tokens_counts_reasoning"] == "yes" and gpt["completion_tokens"] == 20000
+    qwen, = _stored(results, "qwen36_plus")
+    assert qwen["body"]["provider"] == {"order": ["Alibaba"], "allow_fallbacks": False, "require_parameters": True}
+    assert qwen["max_tokens"] == 20000 and qwen["reasoning_budget"] == 19980
+    assert qwen["max_tokens_counts_reasoning"] == "no" and "about 39,980" in qwen["counting"]
+    assert qwen["reasoning_tokens"] == 19980 and qwen["answer_tokens"] == 400
+
+
+@pytest.mark.parametrize("override, env, status, said", [
+    # require_parameters with a parameter the pinned provider lacks: OpenRouter's 404
+    ("+model.reasoning.effort=high", KEY, 404, "No endpoints found that can handle the requested parameters"),
+    ("model.provider.order=[DeepInfro]", KEY, 400, "check the names in model.provider.order"),
+    ("seed=0", {"OPENROUTER_API_KEY": "sk-or-wrong"}, 401, "the key in $OPENROUTER_API_KEY was refused"),
+])
+def test_a_documented_refusal_fails_the_preflight_and_required_then_refuses_the_sweep(results, override, env, status, said):
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
+        args = ("model=gpt_oss_120b", f"model.base_url={server.base_url}", override)
+        ran = run_entry("run.py", *args, "preflight=only", env=env)
+        sent = len(server.bodies)
+        refused = run_entry("run.py", "-m", *args, "pattern=random,majority_first", "preflight=required", env=env)
+    assert ran.returncode == 1 and f"FAIL HTTP {status}" in ran.stdout and said in ran.stdout
+    found, = _stored(results, "gpt_oss_120b")
+    assert found["status"] == status and found["passed"] is False
+    assert refused.returncode == 2 and len(server.bodies) == sent  # nothing sent, nothing launched
+    assert refused.stderr.count("error:") == 1 and "no passing preflight on file for gpt_oss_120b" in refused.stderr
+
+
+def test_required_lets_a_job_run_after_a_pass_and_refuses_a_changed_body(results):
+    with OpenRouterServer({"DeepInfra": Provider(ALL)}) as server:
+        args = ("model=gpt_oss_120b", f"model.base_url={server.base_url}", "budget=smoke", "task=arith",
+                "setting=smoke", "progress=false")
+        assert run_entry("run.py", *args, "preflight=only", env=KEY).returncode == 0
+        ran = run_entry("run.py", *args, "preflight=required", env=KEY)
+        changed = run_entry("run.py", *args, "model.provider.require_parameters=false", "preflight=required", env=KEY)
+        dry = run_entry("run.py", *args, "model.provider.require_parameters=false", "preflight=required",
+                        "dry_run=true", env=KEY)
+    assert ran.returncode == 0, ran.stderr
+    assert any("Instance" in b["messages"][-1]["content"] for b in server.bodies)  # the job ran
+    assert changed.returncode == 2 and "no passing preflight" in changed.stderr
+    assert dry.returncode == 0  # a dry run spends nothing
+
+
+def test_a_missing_key_is_one_line(results):
+    ran = run_entry("run.py", "model=gpt_oss_120b", "preflight=only", env={"OPENROUTER_API_KEY": ""})
+    assert ran.returncode == 2 and ran.stderr.strip().count("\n") == 0 and "OPENROUTER_API_KEY" in ran.stderr
+
+
+def test_googles_refusal_of_a_key_is_named(results):
+    with OpenRouterServer({"Google": Provider(set())}, model="gemini-3.1-pro-preview", google=True) as server:
+        ran = run_entry("run.py", "model=gemini31_pro", f"model.base_url={server.base_url}", "budget=smoke",
+                        "preflight=only", env={"GEMINI_API_KEY": "wrong"})
+    assert ran.returncode == 1 and "FAIL HTTP 400" in ran.stdout
+    assert "API key not valid" in ran.stdout and "the key in $GEMINI_API_KEY was refused" in ran.stdout
+
+
+def test_thoughts_inline_in_the_content_are_named(results):
+    with OpenRouterServer({"Google": Provider(set())}, model="gemini-3.1-pro-preview", inline_thoughts=True) as server:
+        ran = run_entry("run.py", "model=gemini31_pro", f"model.base_url={server.base_url}", "budget=smoke",
+                        "preflight=only", env={"GEMINI_API_KEY": "sk-or-test"})
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+    found, = _stored(results, "gemini31_pro")
+    assert found["reasoning_in"] == ["inline"] and "max_completion_tokens" in found["body"]
+
+
+def test_backends_with_nothing_to_pay_for_say_so(results):
+    ran = run_entry("run.py", "-m", "model=qwen36_35b,mock", "preflight=only")
+    assert ran.returncode == 0, ran.stderr
+    assert "qwen36_35b: vllm runs on your own GPU, nothing to pay for: preflight is a no-op" in ran.stdout
+    assert "mock: backend mock calls no paid API, nothing to pay for" in ran.stdout
+    assert not (results / "preflight").exists()
+
+
+def test_an_unknown_mode_is_one_line(results):
+    ran = run_entry("run.py", "model=mock", "preflight=yes")
+    assert ran.returncode == 2 and "choose off, only or required" in ran.stderr
