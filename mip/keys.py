@@ -80,6 +80,7 @@ NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
         "output_tokens_per_s": "dry-run GPU time",
         "max_batch_size": "hf: batching under greedy decoding",
         "max_batch_tokens": "hf: batching under greedy decoding",
+        "chunk_size": "vllm: how many prompts go to the engine at once (batching under greedy decoding)",
         "device": "where the weights run",
         "gguf_package": "which package ships the weights file; the file name is keyed",
         "mock.latency_s": "a test model's delay",
@@ -96,6 +97,7 @@ NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
         "dry_run": "no call is made",
         "progress": "a progress bar",
         "stop_grace_s": "how long a stopping job waits for replies in flight",
+        "preflight": "whether a one-request check runs (or is required) before a sweep; it sends no experiment",
     },
     "task": {
         "source": "where the rows come from; the pool version hashes the pool's content",
