@@ -37,6 +37,14 @@ def _check_writable(config: DictConfig) -> None:
         sys.exit(2)
 
 
+def offline_runs(folder: Path) -> list[Path]:
+    """The offline W&B runs the jobs under ``folder`` wrote (their manifests name them)."""
+    import json
+
+    runs = (json.loads(m.read_text(encoding="utf-8")).get("wandb_offline_run") for m in folder.rglob("job.json"))
+    return [Path(r) for r in runs if r]
+
+
 class SummaryCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_writable(config)
@@ -66,8 +74,11 @@ class SummaryCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from mip.summary import describe, unstored_jobs
+        from mip.tracking import sync_hint
 
         folder = Path(config.hydra.sweep.dir)
         print("\n== sweep summary ==\n" + describe(folder), flush=True)
+        if hint := sync_hint(offline_runs(folder), sweep=folder):
+            print(hint, flush=True)
         if unstored_jobs(folder):
             sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command

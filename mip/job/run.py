@@ -156,6 +156,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
         print(f"{len(claim.lost)} experiment(s) were left to another job after this job's claim file was removed.",
               file=sys.stderr)
     tracker.finish(summary)
+    summary.wandb_offline_run = str(tracker.offline_dir or "")
     write_manifest(output_dir, cfg, git, summary)
     return summary
 

@@ -51,6 +51,8 @@ class JobSummary:
     """Experiments another running job had claimed: left to it, neither called nor failed here."""
     resumed_attempts: int = 0
     """Attempts a killed earlier run had paid for, carried on from instead of paid again."""
+    wandb_offline_run: str = ""
+    """The folder of the job's W&B run when it ran offline (what ``wandb sync`` uploads)."""
     keys: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
