@@ -93,7 +93,8 @@ def cost_lines(jobs: list[dict]) -> list[str]:
                            "max output tokens": j.get("max_output_tokens", 0),
                            "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
                            "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
-                           "device": j.get("device") or "GPU", "cost": _cost_basis(j)} for j in jobs])
+                           "device": j.get("device") or "GPU", "cost": _cost_basis(j),
+                           "elapsed": j.get("elapsed_s")} for j in jobs])
     lines = []
     dry = all(j.get("dry_run") for j in jobs)
     for model, g in table.groupby("model", sort=True):
@@ -105,10 +106,21 @@ def cost_lines(jobs: list[dict]) -> list[str]:
             line += (f"; {overflow} overflow the context window (input_overflow without a call: not sent, not "
                      f"counted); for the {g['to run'].sum() - overflow} sent ({g['sent tokens'].sum():,} prompt "
                      f"tokens): {_cost(str(model), g)}")
+        elif (measured := not dry and g["elapsed"].notna().all()) and _timed(g):
+            line += f"; {took(g['elapsed'].sum(), len(g), g['device'].iloc[0])}"  # what it took, not an estimate
         else:
-            line += f"; {_cost(str(model), g)}"
+            line += f"; {_cost(str(model), g)}" + (f"; {took(g['elapsed'].sum(), len(g))}" if measured else "")
         lines.append(line)
     return lines
+
+
+def _timed(g: pd.DataFrame) -> bool:
+    """Whether a model's cost is the time it runs (no price set; a local model, or rates given)."""
+    import pandas as pd
+
+    first = g.iloc[0]
+    priced = pd.notna(first["in"]) and pd.notna(first["out"])
+    return not priced and (first["cost"] == "time" or (pd.notna(first["rate in"]) and pd.notna(first["rate out"])))
 
 
 def _cost(model: str, g: pd.DataFrame) -> str:
@@ -162,6 +174,20 @@ def dry_tables(jobs: list[dict]) -> list[str]:
         table = table.rename(columns=names).map(lambda v: f"{int(v):,}").reset_index()
         lines += [f"  {model}, per task:", *("    " + row for row in table.to_string(index=False).splitlines())]
     return lines
+
+
+def took(seconds: float, jobs: int, device: str | None = None) -> str:
+    """What jobs that ran took, measured (their wall times added up: the time the model ran).
+
+    >>> took(175.2, 1, "CPU")
+    'took 175 s of CPU time (measured)'
+    >>> print(took(5400, 3))
+    took 1.5 h (measured: the 3 jobs' wall times added up)
+    """
+    text = f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    where = f" of {device} time" if device else ""
+    added = f": the {jobs} jobs' wall times added up" if jobs > 1 else ""
+    return f"took {text}{where} (measured{added})"
 
 
 def _hours(hours: float, device: str) -> str:
