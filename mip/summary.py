@@ -79,9 +79,11 @@ def _records_by_key(store: Store, keys: set[str]) -> Iterable[Record]:
                     yield record
 
 
-def cost_lines(jobs: list[dict]) -> list[str]:
+def cost_lines(jobs: list[dict], took_s: float | None = None) -> list[str]:
     """Per model: experiments, prompt tokens, and the expected cost where prices are set, or
     for a model run on one's own GPU (or CPU) the time it takes at the config's throughput.
+    After a real run, the time it took instead (``took_s`` where the caller measured it, e.g.
+    batches generated ahead of the jobs; else the jobs' own wall times).
     Prompts a dry run found overflowing the context window are never sent: they are named and
     left out of cost and time."""
     import pandas as pd
@@ -106,12 +108,19 @@ def cost_lines(jobs: list[dict]) -> list[str]:
             line += (f"; {overflow} overflow the context window (input_overflow without a call: not sent, not "
                      f"counted); for the {g['to run'].sum() - overflow} sent ({g['sent tokens'].sum():,} prompt "
                      f"tokens): {_cost(str(model), g)}")
-        elif (measured := not dry and g["elapsed"].notna().all()) and _timed(g):
-            line += f"; {took(g['elapsed'].sum(), len(g), g['device'].iloc[0])}"  # what it took, not an estimate
+        elif (spent := None if dry else _spent(g, took_s)) and _timed(g):
+            line += f"; {took(*spent, g['device'].iloc[0])}"  # what it took, not an estimate
         else:
-            line += f"; {_cost(str(model), g)}" + (f"; {took(g['elapsed'].sum(), len(g))}" if measured else "")
+            line += f"; {_cost(str(model), g)}" + (f"; {took(*spent)}" if spent else "")
         lines.append(line)
     return lines
+
+
+def _spent(g: pd.DataFrame, took_s: float | None) -> tuple[float, int] | None:
+    """Seconds a real run took and over how many jobs: the caller's measure, else the jobs' own."""
+    if took_s is not None:
+        return took_s, 1
+    return (float(g["elapsed"].sum()), len(g)) if g["elapsed"].notna().all() else None
 
 
 def _timed(g: pd.DataFrame) -> bool:
@@ -213,7 +222,7 @@ def quarantine_lines(stores: list[str]) -> list[str]:
     return lines
 
 
-def describe(folder: Path) -> str:
+def describe(folder: Path, took_s: float | None = None) -> str:
     manifests = sorted(folder.rglob("job.json"))
     if not manifests:
         return f"No job manifests (job.json) under {folder}."
@@ -223,7 +232,7 @@ def describe(folder: Path) -> str:
     estimated = any(j["tokens_estimated"] for j in jobs)
     lines = [f"{len(jobs)} job(s), {experiments} experiments, {tokens:,} prompt tokens"
              + (" (estimated)" if estimated else " (tokenizer-counted)")]
-    lines += cost_lines(jobs)
+    lines += cost_lines(jobs, took_s)
     if all(j["dry_run"] for j in jobs):
         lines += dry_tables(jobs)
         lines.append("Dry run: no model was called.")

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from mip import progress
 from mip.job import run_job
+from mip.summary import cost_lines
 from mip.models import Request
 from mip.models.mock import MockBackend
 
@@ -161,3 +162,17 @@ def test_a_terminal_gets_a_tqdm_bar_and_progress_false_none(monkeypatch):
     assert isinstance(off, tqdm) and off.disable
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert isinstance(progress.bar(3, "job", "exp"), progress.Lines)
+
+
+def test_a_closing_line_gives_the_measured_time_also_where_a_batch_ran_ahead_of_the_jobs():
+    """The demo generates its seven jobs' answers in one batch before the jobs run: their own wall
+    times are near zero, the batch's time is what the model took (mip.demo passes it)."""
+    job = {"model": "smollm2_135m", "experiments": 2, "already_stored": 0, "prompt_tokens": 500, "dry_run": False,
+           "max_output_tokens": 640, "backend": "hf", "device": "CPU", "prompt_tokens_per_s": 300,
+           "output_tokens_per_s": 25, "elapsed_s": 0.2}
+    (ahead,) = cost_lines([job] * 7, took_s=175.2)
+    assert ahead.endswith("; took 175 s of CPU time (measured)") and "budget" not in ahead
+    (own,) = cost_lines([job] * 7)
+    assert own.endswith("; took 1 s of CPU time (measured: the 7 jobs' wall times added up)")
+    (dry,) = cost_lines([{**job, "dry_run": True}])  # a dry run still estimates, and says so
+    assert "if every experiment uses its whole budget" in dry
