@@ -104,11 +104,11 @@ def sync_hint(runs: Iterable[Path], sweep: Path | None = None) -> str | None:
     if not runs:
         return None
     if sweep is not None and len(runs) > 1 and all(r.parent.parent.parent == Path(sweep) for r in runs):
-        where, target = f"{len(runs)} offline W&B runs under {sweep}", f"{shlex.quote(str(sweep))}/*/wandb"
+        where, target = f"the files of its {len(runs)} runs are under {sweep}/*/wandb", f"{shlex.quote(str(sweep))}/*/wandb"
     else:
-        where = f"{len(runs)} offline W&B run{'s' if len(runs) > 1 else ''}: {', '.join(map(str, runs))}"
+        where = f"its files are in {', '.join(map(str, runs))}"
         target = " ".join(shlex.quote(str(r)) for r in runs)
-    return f"W&B ran offline ({where}); upload with:  wandb sync {target}"
+    return f"W&B ran offline: {where}. Upload them with:\n  wandb sync {target}"
 
 
 def table_row(record: Record, prompt: str | None) -> list[Any]:

@@ -26,7 +26,7 @@ def sync_lines(text: str) -> list[str]:
 
 def would_sync(line: str) -> list[str]:
     """The .wandb files `wandb sync` would upload for the command in ``line`` (run by bash, as a user would)."""
-    command = line.split("upload with:", 1)[1].strip()
+    command = line.strip()
     assert command.startswith("wandb sync ")
     proc = subprocess.run(["bash", "-c", f"{WANDB} sync --dry-run {command.removeprefix('wandb sync ')}"],
                           capture_output=True, text=True, timeout=120)
@@ -47,9 +47,10 @@ def shape(name: str) -> str:
 def test_an_offline_run_says_once_where_it_is_and_how_to_sync_it(results, wandb_env):
     ran = run_entry("run.py", "model=mock", "task=arith", "pattern=majority_first", "logger=wandb", "progress=false")
     assert ran.returncode == 0, ran.stderr[-2000:]
-    (line,) = sync_lines(ran.stdout + ran.stderr)
+    text = ran.stdout + ran.stderr
+    (line,) = sync_lines(text)
     (run_dir,) = results.glob("runs/*/*/wandb/offline-run-*")
-    assert str(run_dir) in line
+    assert f"W&B ran offline: its files are in {run_dir}. Upload them with:\n{line}" in text
     assert [Path(p).name for p in would_sync(line)] == [p.name for p in run_dir.glob("*.wandb")]
     (log,) = results.glob("runs/*/*/run.log")
     assert sync_lines(log.read_text())  # and in the job's log
