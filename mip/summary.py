@@ -186,17 +186,18 @@ def dry_tables(jobs: list[dict]) -> list[str]:
 
 
 def took(seconds: float, jobs: int, device: str | None = None) -> str:
-    """What jobs that ran took, measured (their wall times added up: the time the model ran).
+    """What jobs that ran took, measured: their wall time (added up over several jobs), which on
+    a shared machine is more than the CPU time the model used.
 
     >>> took(175.2, 1, "CPU")
-    'took 175 s of CPU time (measured)'
+    'took 175 s on the CPU (measured wall time)'
     >>> print(took(5400, 3))
     took 1.5 h (measured: the 3 jobs' wall times added up)
     """
     text = f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
-    where = f" of {device} time" if device else ""
-    added = f": the {jobs} jobs' wall times added up" if jobs > 1 else ""
-    return f"took {text}{where} (measured{added})"
+    where = f" on the {device}" if device else ""
+    how = f"measured: the {jobs} jobs' wall times added up" if jobs > 1 else "measured wall time"
+    return f"took {text}{where} ({how})"
 
 
 def _hours(hours: float, device: str) -> str:

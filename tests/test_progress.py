@@ -82,7 +82,7 @@ def test_a_run_closes_with_the_time_it_took_not_an_estimate(results, monkeypatch
     (line,) = [x for x in ran.stdout.splitlines() if x.startswith("  smollm2_135m_server:")]
     (manifest,) = results.glob("runs/*/*/job.json")
     elapsed = json.loads(manifest.read_text())["elapsed_s"]
-    assert line.endswith(f"took {elapsed:.0f} s of CPU time (measured)"), line
+    assert line.endswith(f"took {elapsed:.0f} s on the CPU (measured wall time)"), line
     assert "whole budget" not in line and "minute" not in line
 
 
@@ -171,8 +171,8 @@ def test_a_closing_line_gives_the_measured_time_also_where_a_batch_ran_ahead_of_
            "max_output_tokens": 640, "backend": "hf", "device": "CPU", "prompt_tokens_per_s": 300,
            "output_tokens_per_s": 25, "elapsed_s": 0.2}
     (ahead,) = cost_lines([job] * 7, took_s=175.2)
-    assert ahead.endswith("; took 175 s of CPU time (measured)") and "budget" not in ahead
+    assert ahead.endswith("; took 175 s on the CPU (measured wall time)") and "budget" not in ahead
     (own,) = cost_lines([job] * 7)
-    assert own.endswith("; took 1 s of CPU time (measured: the 7 jobs' wall times added up)")
+    assert own.endswith("; took 1 s on the CPU (measured: the 7 jobs' wall times added up)")
     (dry,) = cost_lines([{**job, "dry_run": True}])  # a dry run still estimates, and says so
     assert "if every experiment uses its whole budget" in dry
