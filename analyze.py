@@ -4,7 +4,7 @@
     python analyze.py 'results=[results/sweeps/2026-11-30/10-00-00]'        # a sweep's (or job's) own experiments
     python analyze.py results=[results/sweeps/2026-11-30/10-00-00,results/store] out_dir=paper/figs
     python analyze.py source=wandb results=[results/sweeps]                  # offline W&B run folders
-    python analyze.py source=wandb wandb.project=mip wandb.group=sweeps/2026-11-30
+    python analyze.py source=wandb wandb.project=mip wandb.group=sweeps/2026-11-30/10-00-00-3f9a1c
     python analyze.py where.budget=100k where.model=[a,b]                    # some slices only
     python analyze.py core=[20,0.6]                                          # another core (n, p)
 """

@@ -26,6 +26,7 @@ from mip.job import StoreError, run_job
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.summary import describe
+from mip.tracking import run_group, sync_hint
 
 register()
 
@@ -39,9 +40,9 @@ def main(cfg: DictConfig) -> None:
     check_keys(cfg, Config)
     check_sweep_preset(hydra_cfg)
     config: Config = OmegaConf.to_object(cfg)
-    if config.logger.group is None:  # one W&B group per sweep (or single run)
+    if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
         folder = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else hydra_cfg.run.dir
-        config.logger.group = "/".join(Path(folder).parts[-2:])
+        config.logger.group = run_group(folder, config.paths.results_dir)
     try:
         summary = run_job(config, hydra_cfg.runtime.output_dir)
     except (ValueError, DataError, BackendSetupError, StoreError) as e:  # say what to do, no traceback
@@ -62,6 +63,9 @@ def main(cfg: DictConfig) -> None:
         log.info(f"  prompt tokens {summary.tokens_from}; {summary.overflowing} experiment(s) would not fit the context "
               f"window ({config.model.context_window:,}) and be stored as input_overflow without a call; "
               f"output tokens at most {summary.max_output_tokens:,}")
+    if hint := sync_hint([Path(summary.wandb_offline_run)] if summary.wandb_offline_run else []):
+        # a sweep says it once at its end, for all its runs (mip.hydra_callbacks); each job's log keeps its own
+        (log if hydra_cfg.mode == RunMode.RUN else logging.getLogger("mip.file")).info(hint)
     if hydra_cfg.mode == RunMode.RUN:
         log.info(describe(Path(summary.output_dir)))
         if not hydra_cfg.overrides.task:  # plain `python run.py`: say where to go from here

@@ -1,10 +1,14 @@
 """Hydra callbacks: check a sweep before it starts, mask secrets in the files Hydra writes for
-a job, summarise the sweep when it ends."""
+a job, say how far a sweep is after each job (done/total jobs, rate, ETA: logger
+``mip.progress``), summarise it when it ends."""
 
 from __future__ import annotations
 
 import itertools
+import logging
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +87,37 @@ def _mask_secrets(config: DictConfig) -> None:
             atomic_write(path, masked, durable=False)
 
 
+def _sweep_size(config: DictConfig) -> int | None:
+    """The number of jobs a sweep launches, as Hydra's basic sweeper splits it (glob(*) and
+    the presets' sweeper params included); None for another sweeper or what cannot be parsed."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        return None
+    try:
+        params = [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
+        parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
+        batches = BasicSweeper.split_arguments(parser.parse_overrides(params + list(config.hydra.overrides.task)), None)
+        return sum(map(len, batches))
+    except Exception:  # noqa: BLE001 - progress is no reason to stop a sweep
+        return None
+
+
+def offline_runs(folder: Path) -> list[Path]:
+    """The offline W&B runs the jobs under ``folder`` wrote (their manifests name them)."""
+    import json
+
+    runs = (json.loads(m.read_text(encoding="utf-8")).get("wandb_offline_run") for m in folder.rglob("job.json"))
+    return [Path(r) for r in runs if r]
+
+
 class SummaryCallback(Callback):
+    sweep: tuple[int, int, float] | None = None
+    """(process, jobs in the sweep, start time), set when a sweep starts in this process."""
+    done = 0
+
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_writable(config)
         _filter_logs(config)
@@ -97,6 +131,8 @@ class SummaryCallback(Callback):
         the real sweep would say."""
         _check_writable(config)
         _filter_logs(config)
+        total = _sweep_size(config)
+        self.sweep, self.done = (os.getpid(), total, time.monotonic()) if total else None, 0
         from hydra import compose
         from omegaconf import OmegaConf
 
@@ -115,10 +151,25 @@ class SummaryCallback(Callback):
                 print(f"error: {error} Nothing was launched.", file=sys.stderr)
                 sys.exit(2)
 
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        """A sweep's progress, after each of its jobs that runs in the launching process
+        (the basic launcher; a SLURM job runs elsewhere, and its array shows in squeue)."""
+        from mip.progress import rate_eta
+
+        if self.sweep is None or self.sweep[0] != os.getpid():
+            return
+        self.done += 1
+        _, total, start = self.sweep
+        logging.getLogger("mip.progress").info("sweep: %d/%d jobs (%s)", self.done, total,
+                                               rate_eta(self.done, total, time.monotonic() - start, "jobs"))
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from mip.summary import describe, unstored_jobs
+        from mip.tracking import sync_hint
 
         folder = Path(config.hydra.sweep.dir)
         print("\n== sweep summary ==\n" + describe(folder), flush=True)
+        if hint := sync_hint(offline_runs(folder), sweep=folder):
+            print(hint, flush=True)
         if unstored_jobs(folder):
             sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command

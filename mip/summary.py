@@ -84,9 +84,11 @@ def _cost_basis(job: dict) -> str:
     return backend_class(job["backend"]).cost_basis if job.get("backend") in BACKENDS else "price"
 
 
-def cost_lines(jobs: list[dict]) -> list[str]:
+def cost_lines(jobs: list[dict], took_s: float | None = None) -> list[str]:
     """Per model: experiments, prompt tokens, and the expected cost where prices are set, or
     for a model run on one's own GPU (or CPU) the time it takes at the config's throughput.
+    After a real run, the time it took instead (``took_s`` where the caller measured it, e.g.
+    batches generated ahead of the jobs; else the jobs' own wall times).
     Prompts a dry run found overflowing the context window are never sent: they are named and
     left out of cost and time."""
     import pandas as pd
@@ -98,7 +100,8 @@ def cost_lines(jobs: list[dict]) -> list[str]:
                            "max output tokens": j.get("max_output_tokens", 0),
                            "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
                            "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
-                           "device": j.get("device") or "GPU", "cost": _cost_basis(j)} for j in jobs])
+                           "device": j.get("device") or "GPU", "cost": _cost_basis(j),
+                           "elapsed": j.get("elapsed_s")} for j in jobs])
     lines = []
     dry = all(j.get("dry_run") for j in jobs)
     for model, g in table.groupby("model", sort=True):
@@ -110,10 +113,28 @@ def cost_lines(jobs: list[dict]) -> list[str]:
             line += (f"; {overflow} overflow the context window (input_overflow without a call: not sent, not "
                      f"counted); for the {g['to run'].sum() - overflow} sent ({g['sent tokens'].sum():,} prompt "
                      f"tokens): {_cost(str(model), g)}")
+        elif (spent := None if dry else _spent(g, took_s)) and _timed(g):
+            line += f"; {took(*spent, g['device'].iloc[0])}"  # what it took, not an estimate
         else:
-            line += f"; {_cost(str(model), g)}"
+            line += f"; {_cost(str(model), g)}" + (f"; {took(*spent)}" if spent else "")
         lines.append(line)
     return lines
+
+
+def _spent(g: pd.DataFrame, took_s: float | None) -> tuple[float, int] | None:
+    """Seconds a real run took and over how many jobs: the caller's measure, else the jobs' own."""
+    if took_s is not None:
+        return took_s, 1
+    return (float(g["elapsed"].sum()), len(g)) if g["elapsed"].notna().all() else None
+
+
+def _timed(g: pd.DataFrame) -> bool:
+    """Whether a model's cost is the time it runs (no price set; a local model, or rates given)."""
+    import pandas as pd
+
+    first = g.iloc[0]
+    priced = pd.notna(first["in"]) and pd.notna(first["out"])
+    return not priced and (first["cost"] == "time" or (pd.notna(first["rate in"]) and pd.notna(first["rate out"])))
 
 
 def _cost(model: str, g: pd.DataFrame) -> str:
@@ -169,6 +190,21 @@ def dry_tables(jobs: list[dict]) -> list[str]:
     return lines
 
 
+def took(seconds: float, jobs: int, device: str | None = None) -> str:
+    """What jobs that ran took, measured: their wall time (added up over several jobs), which on
+    a shared machine is more than the CPU time the model used.
+
+    >>> took(175.2, 1, "CPU")
+    'took 175 s on the CPU (measured wall time)'
+    >>> print(took(5400, 3))
+    took 1.5 h (measured: the 3 jobs' wall times added up)
+    """
+    text = f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    where = f" on the {device}" if device else ""
+    how = f"measured: the {jobs} jobs' wall times added up" if jobs > 1 else "measured wall time"
+    return f"took {text}{where} ({how})"
+
+
 def _hours(hours: float, device: str) -> str:
     if hours >= 1:
         return f"≈ {hours:,.1f} {device}-h"
@@ -192,16 +228,17 @@ def quarantine_lines(stores: list[str]) -> list[str]:
     return lines
 
 
-def describe(folder: Path) -> str:
-    """What the jobs under a job or sweep folder did (or what a store holds), per slice."""
+def describe(folder: Path, took_s: float | None = None) -> str:
+    """What the jobs under a job or sweep folder did (or what a store holds), per slice;
+    ``took_s``: the wall time the caller measured, where it is not the jobs' own."""
     try:
         opened = open_folder(folder)
     except FolderError as e:
         return str(e)
-    return summarise(opened)
+    return summarise(opened, took_s)
 
 
-def summarise(opened: Folder) -> str:
+def summarise(opened: Folder, took_s: float | None = None) -> str:
     jobs = [_with_backend(j) for j in opened.jobs]
     damaged: list[tuple[Path, str]] = []  # listed, never moved: a reader writes nothing
     records = list(iter_records(opened.files, damaged))
@@ -212,7 +249,7 @@ def summarise(opened: Folder) -> str:
         estimated = any(j["tokens_estimated"] for j in jobs)
         lines.append(f"{len(jobs)} job(s), {experiments} experiments, {tokens:,} prompt tokens"
                      + (" (estimated)" if estimated else " (tokenizer-counted)"))
-        lines += cost_lines(jobs)
+        lines += cost_lines(jobs, took_s)
     else:
         lines.append(f"{len(records)} stored record(s) in {opened.path}")
     if jobs and all(j["dry_run"] for j in jobs):

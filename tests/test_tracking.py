@@ -202,9 +202,11 @@ from mip.store import Store
 from mip.tracking import WandbTracker
 from tests.conftest import compose
 
-folder, kill_after, overrides = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+folder, kill_after, lost, overrides = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "lost", sys.argv[4:]
 cfg = compose(*overrides)
 tracker = WandbTracker(cfg, folder, "offline", flush_rows=2)
+if lost:  # the rows are handed over but never reach the run's files (an upload a kill cut short)
+    tracker.run.log = lambda *args, **kwargs: None
 for i, record in enumerate(sorted(Store(cfg.paths.store_dir), key=lambda r: r.key)):
     if i == kill_after:
         os.kill(os.getpid(), signal.SIGKILL)  # no finish, no flush, no atexit
@@ -217,21 +219,36 @@ def job_env():
     return {**{k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}, "PYTHONPATH": str(REPO)}
 
 
-def test_a_killed_job_keeps_its_batches_and_a_rerun_adds_only_the_missing_rows(tmp_path, wandb_env):
-    cfg, records = stored_records(tmp_path)
+def killed_job(tmp_path, folder: str, lost: bool) -> list[str]:
+    """Log the six stored records in a job killed (SIGKILL) after handing five over; the keys its run's files hold."""
     overrides = ["model=mock", "task=arith", "setting=smoke", "pattern=random", "logger=wandb", "progress=false",
                  f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}"]
-    proc = subprocess.run([sys.executable, "-c", KILLED_JOB, str(tmp_path / "killed"), "5", *overrides], cwd=REPO,
-                          env=job_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", KILLED_JOB, str(tmp_path / folder), "5", "lost" if lost else "kept",
+                           *overrides], cwd=REPO, env=job_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, proc.stderr[-2000:]
-    kept = [row[0] for t in tables(tmp_path / "killed") for row in t["data"]]
-    assert sorted(kept) == [r.key for r in records[:4]], proc.stderr[-3000:]  # two batches of two; the fifth was held
+    return [row[0] for t in tables(tmp_path / folder) for row in t["data"]]
 
-    again = run_job(cfg, tmp_path / "rerun")  # everything is stored: no call, and the run gets what it lacks
-    assert again.stored_now == 0 and again.calls == 0
+
+def test_a_killed_job_keeps_its_batches_and_a_rerun_sends_every_unconfirmed_row_once(tmp_path, wandb_env):
+    cfg, records = stored_records(tmp_path)
+    kept = killed_job(tmp_path, "killed", lost=False)
+    assert sorted(kept) == [r.key for r in records[:4]]  # two batches of two; the fifth was held
+    again = run_job(cfg, tmp_path / "rerun")  # everything is stored: no call; the run is never finished, so
+    assert again.stored_now == 0 and again.calls == 0  # nothing counts as W&B's yet: all six go again, once each
     added = [row[0] for t in tables(tmp_path / "rerun") for row in t["data"]]
-    assert sorted(added) == [r.key for r in records[4:]]
-    assert sorted(kept + added) == sorted(r.key for r in records)  # each row once
+    assert sorted(added) == [r.key for r in records]
+    run_job(cfg, tmp_path / "third")  # the rerun finished: W&B holds every row, none is sent again
+    assert tables(tmp_path / "third") == []
+
+
+def test_rows_handed_to_wandb_but_lost_by_a_kill_are_sent_again(tmp_path, wandb_env):
+    """issue 28.6: the ledger said "sent" when the rows were only handed to wandb's async upload."""
+    cfg, records = stored_records(tmp_path)
+    assert killed_job(tmp_path, "killed", lost=True) == []  # four rows handed over, none written
+    assert tracking.Ledger.of(cfg.logger.project, cfg.paths.results_dir, job_run_id(cfg), "offline").confirmed == {}
+    run_job(cfg, tmp_path / "rerun")
+    added = [row[0] for t in tables(tmp_path / "rerun") for row in t["data"]]
+    assert sorted(added) == [r.key for r in records]  # each row once: none lost for good
 
 
 def test_the_summary_covers_the_whole_job_also_when_a_rerun_logs_few_rows(tmp_path, wandb_env, monkeypatch):
@@ -276,8 +293,26 @@ def test_a_key_on_the_command_line_or_in_the_console_reaches_no_wandb_file(tmp_p
 
 def test_an_unreadable_ledger_turns_wandb_off_and_the_job_goes_on(tmp_path, wandb_env, capsys):
     cfg = mock_cfg(tmp_path)
-    ledger = tracking.Ledger.of(cfg, job_run_id(cfg), "offline").path
+    ledger = tracking.Ledger.of(cfg.logger.project, cfg.paths.results_dir, job_run_id(cfg), "offline").path
     ledger.mkdir(parents=True)  # a folder where the ledger file should be
     summary = run_job(cfg, tmp_path / "job")
     assert summary.ok and summary.stored_now == 6
     assert capsys.readouterr().err.count("W&B logging failed") == 1
+
+
+LOGIN_CHECK = "from mip.tracking import logged_in, wandb_mode; print(wandb_mode(None, login=logged_in))"
+
+
+@pytest.mark.parametrize("saved", [True, False])
+def test_a_user_logged_in_with_wandb_login_runs_online(tmp_path, wandb_env, saved):
+    """issue 28.6: `wandb login` saves the key in ~/.netrc; without WANDB_API_KEY the job went offline silently.
+    A fresh process (wandb keeps a session's credentials), with its own home and netrc."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine api.wandb.ai\n  login user\n  password " + "a1" * 20 + "\n" if saved else "")
+    netrc.chmod(0o600)
+    env = {**job_env(), "HOME": str(tmp_path), "NETRC": str(netrc)}
+    proc = subprocess.run([sys.executable, "-c", LOGIN_CHECK], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == ("online" if saved else "offline"), proc.stdout + proc.stderr[-2000:]
+    assert "a1" * 20 not in proc.stdout + proc.stderr

@@ -52,10 +52,11 @@ class LoggerConfig:
     project: str = "mip"
     entity: Optional[str] = None
     group: Optional[str] = None
-    """W&B group; null: the sweep (or run) folder's name, set by run.py."""
+    """W&B group; null: the sweep (or run) folder under the results folder, ``sweeps/<day>/<time>-<token>``
+    (set by run.py, mip.wandb_run.run_group)."""
     mode: Optional[str] = None
-    """online | offline | disabled; null: WANDB_MODE where set, else online when WANDB_API_KEY is set,
-    else offline (mip.tracking.wandb_mode)."""
+    """online | offline | disabled; null: WANDB_MODE where set, else online when logged in (WANDB_API_KEY,
+    or a key `wandb login` saved), else offline (mip.tracking.wandb_mode)."""
     tags: list[str] = field(default_factory=list)
 
 

@@ -16,6 +16,7 @@ Exercised by ``pytest tests/test_runner.py tests/test_store_trust.py``.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -112,6 +113,7 @@ def pending(cfg: Config, store: Store, pools: dict[str, Pool]) -> tuple[list[Pla
 
 def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None) -> JobSummary:
     """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
+    started = time.monotonic()
     validate(cfg)
     output_dir = Path(output_dir)
     _writable(output_dir, *(() if cfg.dry_run else (Path(cfg.paths.store_dir).expanduser(),)))
@@ -147,6 +149,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
             summary.stopped_by = stop.received[0].name
         if tracker is not None:
             tracker.finish(summary)
+            summary.wandb_offline_run = str(tracker.offline_dir or "")
+        summary.elapsed_s = round(time.monotonic() - started, 3)
         write_manifest(output_dir, cfg, git, summary)
     if stop.requested:
         raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "

@@ -51,6 +51,11 @@ class JobSummary:
     """Experiments another running job had claimed: left to it, neither called nor failed here."""
     resumed_attempts: int = 0
     """Attempts a killed earlier run had paid for, carried on from instead of paid again."""
+    elapsed_s: float | None = None
+    """The job's wall time from start to manifest, measured (what a closing summary reports as
+    time taken, never an estimate from the config's rates)."""
+    wandb_offline_run: str = ""
+    """The folder of the job's W&B run when it ran offline (what ``wandb sync`` uploads)."""
     keys: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     stopped_by: str = ""

@@ -32,7 +32,8 @@ from filelock import FileLock
 
 from mip.config import HFModelConfig
 from mip.models.base import Backend, BackendContext, Completion, Request
-from mip.progress import Lines
+from mip import progress
+from mip.progress import Progress
 
 #: The model this process loaded last, by (folder, dtype, device): its "tokenizer" and
 #: "model" (weights), each loaded on first use. One entry only, so a sweep over several hf
@@ -239,8 +240,8 @@ class HFBackend(Backend):
                     top_p=None,
                     top_k=None,
                     pad_token_id=tok.pad_token_id,
-                    streamer=Steps(Lines(max_new, f"{self.cfg.name}: batch {number}/{len(batches)} of {len(batch)} "
-                                               "prompts", "tokens", STEPS_EVERY_S)),
+                    streamer=Steps(progress.bar(max_new, f"{self.cfg.name}: batch {number}/{len(batches)} of "
+                                                f"{len(batch)} prompts", "tokens", interval=STEPS_EVERY_S, leave=False)),
                 )
             latency = time.perf_counter() - start
             for i, (request, ids) in enumerate(batch):
@@ -260,11 +261,12 @@ class HFBackend(Backend):
 
 class Steps:
     """A transformers streamer that only counts: each decoding step of a batch is one token
-    more for every prompt still going, shown as a log line at most every :data:`STEPS_EVERY_S`
-    ("smollm2_135m: batch 1/2 of 6 prompts: 120/320 tokens (40 s)"). It reads the tokens
+    more for every prompt still going, shown on a terminal as a bar under the job's and elsewhere
+    as a log line at most every :data:`STEPS_EVERY_S` ("smollm2_135m: batch 1/2 of 6 prompts:
+    120/320 tokens (00:40, 3.00 tokens/s, ETA 01:06)"). It reads the tokens
     generate hands it and changes nothing, so the answers are those of a run without it."""
 
-    def __init__(self, lines: Lines):
+    def __init__(self, lines: Progress):
         self.lines, self.prompt_seen = lines, False
 
     def put(self, value: Any) -> None:
