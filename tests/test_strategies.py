@@ -111,7 +111,8 @@ def test_strategies_appear_as_rows_with_their_costs_and_count_errors(tmp_path):
     with FakeServer() as server:
         for strategy in ("single_call", "count_report", "decomposed"):
             for pattern in ("majority_first", "majority_middle"):
-                run_job(config(tmp_path, server, f"strategy={strategy}", "strategy.batch_size=5", f"pattern={pattern}"),
+                batches = ["strategy.batch_size=5"] if strategy == "decomposed" else []
+                run_job(config(tmp_path, server, f"strategy={strategy}", *batches, f"pattern={pattern}"),
                         tmp_path / f"{strategy}-{pattern}")
     frame = load_local([tmp_path / "store"])
     assert set(frame["model"]) == {"smollm2_135m_server", "smollm2_135m_server [count_report]",

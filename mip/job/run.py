@@ -19,26 +19,27 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mip import prompts
 from mip.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
 from mip.experiments import Planned, plan_job
 from mip.instances import split_counts
+from mip.job.dry_run import dry_run
 from mip.job.loop import JobLoop
 from mip.job.provenance import git_commit, write_manifest
 from mip.job.summary import JobSummary, StoreError
-from mip.job.tokens import OfflineTokenizer, budget_error, counted, overflows
+from mip.job.tokens import OfflineTokenizer, budget_error
 from mip.models import Backend, backend_class, build_backend, check_schema
 from mip.records import Attempt
 from mip.store import Store
-from mip.strategies import strategy_for
+from mip.strategies import Strategy, build
 from mip.tracking import build_tracker
 
 
-def validate(cfg: Config) -> None:
-    """Refuse a job whose settings cannot work, before any data is read or model loaded."""
+def validate(cfg: Config) -> Strategy:
+    """Refuse a job whose settings cannot work, before any data is read or model loaded;
+    return its strategy, built here once for the whole job."""
     check_schema(cfg.model)
     split_counts(cfg.n, cfg.p)
     if cfg.max_attempts < 1 or cfg.infra_retries < 0:
@@ -51,12 +52,12 @@ def validate(cfg: Config) -> None:
     split = cfg.model.reserved_answer_tokens
     if split is not None and not 0 < split < cfg.budget.max_tokens:
         raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
-    if cfg.prompt_variant.name not in prompts.VARIANTS:
-        raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
-    strategy_for(cfg)  # an unknown strategy, or settings it cannot run, are refused here
+    # an unknown prompt variant or strategy, or settings the strategy cannot run, are refused here
+    strategy = build(cfg.strategy, cfg.prompt_variant.name)
     for task in cfg.task.values():
         if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
+    return strategy
 
 
 def load_pools(cfg: Config) -> dict[str, Pool]:
@@ -97,38 +98,40 @@ class _Stored:
         return set(self.valid)
 
 
-def pending(cfg: Config, store: Store, pools: dict[str, Pool]) -> tuple[list[Planned], _Stored, list[Planned]]:
+def pending(cfg: Config, store: Store, pools: dict[str, Pool],
+            strategy: Strategy | None = None) -> tuple[list[Planned], _Stored, list[Planned]]:
     """The job's plans, what of them is stored (read back valid) and what is still to call."""
-    plans = plan_job(cfg, pools)
+    plans = plan_job(cfg, pools, strategy)
     stored = _Stored(store, cfg.model.name, plans)
     valid = stored()
     return plans, stored, [p for p in plans if p.key not in valid]
 
 
-def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None) -> JobSummary:
-    """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
-    validate(cfg)
+def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
+            strategy: Strategy | None = None) -> JobSummary:
+    """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``;
+    ``strategy``: the one :func:`validate` built for ``cfg``, where the caller has it."""
+    strategy = validate(cfg) if strategy is None else strategy
     output_dir = Path(output_dir)
     _writable(output_dir, Path(cfg.paths.store_dir).expanduser())
     git = git_commit()
     pools = load_pools(cfg)
-    for pool in pools.values():
-        print(pool.summary(), file=sys.stderr)
+    _say_pools(pools)
     store = Store(cfg.paths.store_dir)
-    plans, stored_keys, todo = pending(cfg, store, pools)
+    plans, stored_keys, todo = pending(cfg, store, pools, strategy)
     stored = set(stored_keys.valid)  # as the job found it, before it claims
     summary = JobSummary(
         output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
         already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
-        model=cfg.model.name, price_input_per_mtok=cfg.model.price_input_per_mtok,
-        price_output_per_mtok=cfg.model.price_output_per_mtok, max_output_tokens=len(todo) * _budget_each(cfg),
+        model=cfg.model.name, budget=cfg.budget.name, prompt_variant=cfg.prompt_variant.name, strategy=cfg.strategy.name,
+        price_input_per_mtok=cfg.model.price_input_per_mtok, price_output_per_mtok=cfg.model.price_output_per_mtok,
         backend=cfg.model.backend, cost_basis=backend_class(cfg.model.backend).cost_basis, device=cfg.model.runs_on,
         prompt_tokens_per_s=cfg.model.prompt_tokens_per_s, output_tokens_per_s=cfg.model.output_tokens_per_s,
         keys=[p.key for p in plans],
     )
     write_manifest(output_dir, cfg, git, summary)
     if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
-        _dry_run(cfg, todo, summary, backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir))
+        dry_run(cfg, strategy, todo, summary, backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir))
         write_manifest(output_dir, cfg, git, summary)
         return summary
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
@@ -136,7 +139,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
     try:
         if len(claim.keys) < len(todo):
-            todo = _left_to_others(todo, claim, summary, cfg)
+            todo = _left_to_others(todo, claim, summary)
         paid = _paid_attempts(store, cfg, todo, summary)
         if todo:
             backend.check()
@@ -147,7 +150,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
                     tracker.log_record(record, plan.prompt)
                     plan.release()
         try:
-            JobLoop(cfg, backend, store, tracker, git, summary, claim, paid).run(todo)
+            JobLoop(cfg, strategy, backend, store, tracker, git, summary, claim, paid).run(todo)
         finally:  # connections and weights are released also when the store fails mid-job
             backend.close()
     finally:  # what this job did not store is free for the next one, also after an error
@@ -160,26 +163,15 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     return summary
 
 
-def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Backend | OfflineTokenizer) -> None:
-    """Count what the job would send: prompt tokens, the prompts that would overflow the
-    context window (input_overflow verdicts to come, never sent: their tokens are kept apart
-    so that cost and time count only what is sent), output tokens at most."""
-    whole = strategy_for(cfg).whole_prompt
-    for plan, n_tokens in counted(counter, todo, summary, cfg.model.chars_per_token):
-        task = summary.per_task.setdefault(plan.experiment.task, dict.fromkeys(
-            ("experiments", "prompt_tokens", "overflowing", "max_output_tokens"), 0))
-        task["experiments"] += 1
-        task["prompt_tokens"] += n_tokens
-        if whole and overflows(n_tokens, cfg.model.context_window):
-            task["overflowing"] += 1
-            summary.overflow_prompt_tokens += n_tokens
-        else:
-            task["max_output_tokens"] += _budget_each(cfg)
-        plan.release()
-    summary.overflowing = sum(t["overflowing"] for t in summary.per_task.values())
-    summary.max_output_tokens = sum(t["max_output_tokens"] for t in summary.per_task.values())
-    summary.tokens_from = getattr(counter, "source", "") if not summary.tokens_estimated else \
-        f"estimated from characters ({cfg.model.chars_per_token:g} per token)"
+#: The pools this process has described: a sweep's jobs share their pools, and say each once.
+_POOLS_SAID: set[str] = set()
+
+
+def _say_pools(pools: dict[str, Pool]) -> None:
+    for pool in pools.values():
+        if (text := pool.summary()) not in _POOLS_SAID:
+            _POOLS_SAID.add(text)
+            print(text, file=sys.stderr)
 
 
 def _writable(*folders: Path) -> None:
@@ -189,11 +181,6 @@ def _writable(*folders: Path) -> None:
         except OSError as e:
             raise StoreError(f"Cannot create {e.filename or folder}: {e.strerror or e}. Point paths.results_dir at a "
                              "writable folder.") from e
-
-
-def _budget_each(cfg: Config) -> int:
-    """Output tokens one experiment may use at most (self-prompting makes two calls)."""
-    return cfg.budget.max_tokens * (2 if cfg.prompt_variant.name == "self_prompt" else 1)
 
 
 def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable[[], set[str]], output_dir: Path) -> Claim:
@@ -207,14 +194,13 @@ def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable
         raise StoreError(str(e)) from None
 
 
-def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary, cfg: Config) -> list[Planned]:
+def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary) -> list[Planned]:
     """The experiments this job claimed; those another job stored meanwhile count as stored,
     those another running job holds are left to it, and the job says so."""
     mine = [p for p in todo if p.key in claim.keys]
     held = [p for p in todo if p.key in claim.elsewhere]
     summary.already_stored += len(todo) - len(mine) - len(held)
     summary.left_to_other_jobs = len(held)
-    summary.max_output_tokens = len(mine) * _budget_each(cfg)
     if held:
         holders = list(dict.fromkeys(str(claim.elsewhere[p.key]) for p in held))
         print(f"{len(held)} experiment(s) of this job are being run by another job ({'; '.join(holders[:3])}"

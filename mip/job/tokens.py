@@ -18,8 +18,10 @@ from mip.models import Backend
 from mip.models.tokenizer import chat_token_counts, load_tokenizer
 
 if TYPE_CHECKING:
+    from mip.config import Config
     from mip.experiments import Planned
     from mip.job.summary import JobSummary
+    from mip.strategies import Context
 
 
 class OfflineTokenizer:
@@ -109,3 +111,16 @@ def counted(backend: Backend | OfflineTokenizer, plans: Iterable[Planned], summa
         summary.tokens_estimated |= estimated
         summary.prompt_tokens += sum(tokens)
         yield from zip(group, tokens)
+
+
+def context_for(cfg: Config, counter: Backend | OfflineTokenizer, **more: Any) -> Context:
+    """What a strategy sees of job ``cfg`` (:class:`mip.strategies.Context`): prompt tokens
+    counted as the job counts them, the output limit and the context-window check; ``more``
+    adds the ``generate`` and attempt log of a job that calls."""
+    from mip.strategies import Context
+
+    model, budget = cfg.model, cfg.budget.max_tokens
+    return Context(count=lambda texts: count_texts(counter, texts, model.chars_per_token, quiet=True)[0],
+                   room=lambda tokens: output_room(tokens, model.context_window, budget),
+                   overflows=lambda tokens: overflows(tokens, model.context_window), budget=budget,
+                   forced_answer_ok=model.reserved_answer_tokens is not None, **more)
