@@ -1,4 +1,5 @@
-"""What a job or a sweep did, as a verdict table per pattern (printed at the end of runs).
+"""What a job or a sweep did, as a verdict table per pattern (printed at the end of runs);
+what it costs, or for a dry run would cost, is :mod:`mip.costs`'s.
 
     python -m mip.summary results/sweeps/2026-11-30/10-00-00
 
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mip.costs import cost_lines, dry_tables
 from mip.instances import PATTERNS
 from mip.records import Record
 from mip.scoring import OUTCOMES, Verdict, outcome
@@ -54,15 +56,6 @@ def _job(manifest: Path) -> dict:
     return job
 
 
-def _cost_basis(job: dict) -> str:
-    """How a job's model cost is counted (a manifest written before jobs said so: from its backend)."""
-    if job.get("cost_basis"):
-        return job["cost_basis"]
-    from mip.models import BACKENDS, backend_class
-
-    return backend_class(job["backend"]).cost_basis if job.get("backend") in BACKENDS else "price"
-
-
 def records_of(manifests: Iterable[Path]) -> tuple[list[Record], list[dict]]:
     """The stored records of the jobs whose ``job.json`` manifests are given."""
     jobs = [_job(m) for m in manifests]
@@ -77,97 +70,6 @@ def _records_by_key(store: Store, keys: set[str]) -> Iterable[Record]:
                 record = store.get(model_dir.name, task_dir.name, key)
                 if record is not None:
                     yield record
-
-
-def cost_lines(jobs: list[dict]) -> list[str]:
-    """Per model: experiments, prompt tokens, and the expected cost where prices are set, or
-    for a model run on one's own GPU (or CPU) the time it takes at the config's throughput.
-    Prompts a dry run found overflowing the context window are never sent: they are named and
-    left out of cost and time."""
-    import pandas as pd
-
-    table = pd.DataFrame([{"model": j.get("model", "?"), "experiments": j["experiments"],
-                           "to run": j["experiments"] - j["already_stored"], "prompt tokens": j["prompt_tokens"],
-                           "overflow": j.get("overflowing", 0) if j.get("dry_run") else 0,
-                           "sent tokens": j["prompt_tokens"] - (j.get("overflow_prompt_tokens", 0) if j.get("dry_run") else 0),
-                           "max output tokens": j.get("max_output_tokens", 0),
-                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
-                           "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
-                           "device": j.get("device") or "GPU", "cost": _cost_basis(j)} for j in jobs])
-    lines = []
-    dry = all(j.get("dry_run") for j in jobs)
-    for model, g in table.groupby("model", sort=True):
-        done = g["experiments"].sum() - g["to run"].sum()
-        what = (f"{g['to run'].sum()} to run, {done} already stored" if dry
-                else f"{g['to run'].sum()} run by this command, {done} found already stored")
-        line = f"  {model}: {g['experiments'].sum()} experiments ({what}), {g['prompt tokens'].sum():,} prompt tokens"
-        if overflow := int(g["overflow"].sum()):
-            line += (f"; {overflow} overflow the context window (input_overflow without a call: not sent, not "
-                     f"counted); for the {g['to run'].sum() - overflow} sent ({g['sent tokens'].sum():,} prompt "
-                     f"tokens): {_cost(str(model), g)}")
-        else:
-            line += f"; {_cost(str(model), g)}"
-        lines.append(line)
-    return lines
-
-
-def _cost(model: str, g: pd.DataFrame) -> str:
-    """The cost of one model's jobs, over the prompts that are sent: money at the config's
-    prices, time at its throughput, or what to set."""
-    import pandas as pd
-
-    first = g.iloc[0]
-    prompt, output = int(g["sent tokens"].sum()), int(g["max output tokens"].sum())
-    if pd.notna(first["in"]) and pd.notna(first["out"]):
-        return (f"expected cost ${prompt / 1e6 * first['in']:,.2f} input + at most ${output / 1e6 * first['out']:,.2f} "
-                "output (whole budget used)")
-    device = first["device"]
-    if pd.notna(first["rate in"]) and pd.notna(first["rate out"]):
-        hours = (prompt / first["rate in"] + output / first["rate out"]) / 3600
-        return (f"{_hours(hours, device)} if every experiment uses its whole budget ({prompt:,} prompt tokens at "
-                f"{first['rate in']:,.0f}/s + {output:,} output tokens at {first['rate out']:,.0f}/s on one {device}, "
-                f"the rates in conf/model/{model}.yaml; set model.prompt_tokens_per_s and model.output_tokens_per_s to "
-                "your measured rates)")
-    if first["cost"] == "none":
-        return "no cost (a scripted or simulated model, not an LLM)"
-    if first["cost"] == "time":
-        return (f"{device} time unknown (set model.prompt_tokens_per_s and model.output_tokens_per_s: tokens per "
-                f"second on one {device})")
-    return (f"cost unknown: no public price shipped in conf/model/{model}.yaml; set model.price_input_per_mtok and "
-            "model.price_output_per_mtok (USD per million tokens)")
-
-
-def dry_tables(jobs: list[dict]) -> list[str]:
-    """Per model, a dry run's count per task (a job's totals where its manifest has no
-    ``per_task``): experiments to run, prompt tokens, how many would overflow the context
-    window (stored as input_overflow without a call) and output tokens at most."""
-    import pandas as pd
-
-    rows = []
-    for j in jobs:
-        per_task = j.get("per_task") or {"(all)": {"experiments": j["experiments"] - j["already_stored"],
-                                                  "prompt_tokens": j["prompt_tokens"],
-                                                  "overflowing": j.get("overflowing", 0),
-                                                  "max_output_tokens": j.get("max_output_tokens", 0)}}
-        rows += [{"model": j.get("model", "?"), "task": task, **counts} for task, counts in per_task.items()]
-    if not rows:
-        return []
-    names = {"experiments": "to run", "prompt_tokens": "prompt tokens",
-             "overflowing": "overflow (no call)", "max_output_tokens": "output tokens at most"}
-    lines = []
-    for model, g in pd.DataFrame(rows).groupby("model", sort=True):
-        table = g.groupby("task", sort=True)[list(names)].sum()
-        if len(table) > 1:
-            table.loc["all"] = table.sum()
-        table = table.rename(columns=names).map(lambda v: f"{int(v):,}").reset_index()
-        lines += [f"  {model}, per task:", *("    " + row for row in table.to_string(index=False).splitlines())]
-    return lines
-
-
-def _hours(hours: float, device: str) -> str:
-    if hours >= 1:
-        return f"≈ {hours:,.1f} {device}-h"
-    return f"≈ {round(hours * 60)} {device}-min" if hours * 60 >= 0.5 else f"under one {device}-minute"
 
 
 def unstored_jobs(folder: Path) -> int:
