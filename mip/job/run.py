@@ -116,7 +116,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     _writable(output_dir, Path(cfg.paths.store_dir).expanduser())
     git = git_commit()
     pools = load_pools(cfg)
-    _say_pools(pools)
+    _say_pools(pools, output_dir)
     store = Store(cfg.paths.store_dir)
     plans, stored_keys, todo = pending(cfg, store, pools, strategy)
     stored = set(stored_keys.valid)  # as the job found it, before it claims
@@ -163,15 +163,16 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     return summary
 
 
-#: The pools this process has described: a sweep's jobs share their pools, and say each once.
-_POOLS_SAID: set[str] = set()
+#: The pools described in this process, by folder of jobs: a sweep's jobs (an audit's, the
+#: demo's) share their pools, and each is said once per sweep.
+_POOLS_SAID: set[tuple[str, str]] = set()
 
 
-def _say_pools(pools: dict[str, Pool]) -> None:
+def _say_pools(pools: dict[str, Pool], output_dir: Path) -> None:
     for pool in pools.values():
-        if (text := pool.summary()) not in _POOLS_SAID:
-            _POOLS_SAID.add(text)
-            print(text, file=sys.stderr)
+        if (said := (str(output_dir.resolve().parent), pool.summary())) not in _POOLS_SAID:
+            _POOLS_SAID.add(said)
+            print(said[1], file=sys.stderr)
 
 
 def _writable(*folders: Path) -> None:
