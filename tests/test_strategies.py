@@ -218,3 +218,21 @@ def test_each_strategy_has_its_own_settings():
     assert isinstance(compose("strategy=decomposed", "strategy.batch_size=9").strategy, DecomposedConfig)
     with pytest.raises(ConfigCompositionException):
         compose("strategy=single_call", "strategy.batch_size=9")
+
+
+@pytest.mark.parametrize("strategy, settings", [("single_call", {}), ("decomposed", {"batch_size": 7, "max_reasks": 2})])
+def test_a_job_config_saved_when_every_strategy_had_decomposed_s_settings_still_loads(tmp_path, strategy, settings):
+    """A job's config.yaml of mip <= 0.3 kept batch_size and max_reasks on every strategy:
+    it loads, each strategy with its own settings."""
+    from dataclasses import asdict
+
+    import yaml
+
+    from mip.config import load_saved
+    from mip.config.redact import to_plain
+
+    saved = to_plain(compose("model=mock", "task=arith"))
+    saved["strategy"] = {"name": strategy, "batch_size": settings.get("batch_size", 50), "max_reasks": 2}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    loaded = load_saved(tmp_path / "config.yaml")
+    assert asdict(loaded.strategy) == {"name": strategy, **settings}

@@ -122,7 +122,7 @@ class Strategy(ABC):
     own_prompt: ClassVar[bool] = False
 
     def __init__(self, settings: StrategyConfig | None = None):
-        self.settings = settings or self.schema(name="")
+        self.settings = settings or self.schema()
 
     def check(self) -> None:
         """Raise a one-line ValueError for settings this strategy cannot run."""
