@@ -50,7 +50,7 @@ def main(cfg: DictConfig) -> None:
     if summary.dry_run:  # one line a job: a sweep's summary splits the cost by slice and task
         log.info(f"{job} would run {summary.experiments - summary.already_stored} of {summary.experiments} experiments "
                  f"({summary.already_stored} already stored), {summary.prompt_tokens:,} prompt tokens "
-                 f"{summary.tokens_from}; {summary.overflowing} would not fit the context window "
+                 f"{summary.tokens_from or 'counted'}; {summary.overflowing} would not fit the context window "
                  f"({config.model.context_window:,}: input_overflow without a call); output tokens at most "
                  f"{summary.max_output_tokens:,} (one attempt each)")
     else:

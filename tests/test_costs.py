@@ -152,10 +152,10 @@ def test_a_budgets_dry_run_costs_each_budget_apart_and_says_each_pool_once(resul
     ran = run_entry("run.py", "-m", "+experiment=budgets", "model=gpt_oss_120b", f"data_dir={RAW}", "dry_run=true",
                     "pattern=majority_first,majority_last", "seed=0", env={"OPENROUTER_API_KEY": ""})
     assert ran.returncode == 0, ran.stderr[-2000:]
-    _budgets_apart(ran.stdout + ran.stderr, per_budget=2)
+    _budgets_apart(ran.stdout + ran.stderr, per_budget=2, experiments=20)
 
 
-def _budgets_apart(out: str, per_budget: int) -> None:
+def _budgets_apart(out: str, per_budget: int, experiments: int) -> None:
     """Each budget's own cost line, ceiling and table per task; each pool said once; short."""
     lines = out.splitlines()
     pools = [x for x in lines if x.startswith("pool ")]
@@ -163,12 +163,12 @@ def _budgets_apart(out: str, per_budget: int) -> None:
     for budget, limit in (("20k", 20_000), ("100k", 100_000)):
         title = f"  gpt_oss_120b budget={budget} prompt_variant=standard strategy=single_call"
         cost = next(x for x in lines if x.startswith(title + ":"))
-        assert f"{per_budget * 10} experiments" in cost and "ceiling, every attempt allowed (3 per experiment)" in \
+        assert f"{experiments} experiments" in cost and "ceiling, every attempt allowed (3 per experiment)" in \
             lines[lines.index(cost) + 1]
         table = lines[lines.index(title + ", per task:") + 2:][:6]
         assert [row.split()[0] for row in table] == ["math", "ner", "occurrence", "sentiment", "wsd", "all"]
         ner = table[1].split()
-        calls = 2 * per_budget  # two majority labels a job
+        calls = experiments // 5  # one call an experiment, a fifth of them ner's
         assert ner[4] == f"{calls}" and int(ner[5].replace(",", "")) == calls * limit  # ner's prompts fit either budget
     assert len(lines) < 40 + 2 * 2 * per_budget  # the summary, each job's two lines, each pool once
 
@@ -180,7 +180,7 @@ def test_the_budgets_preset_dry_run_is_short(results):
     ran = run_entry("run.py", "-m", "+experiment=budgets", "model=gpt_oss_120b", f"data_dir={RAW}", "dry_run=true",
                     env={"OPENROUTER_API_KEY": ""})
     assert ran.returncode == 0, ran.stderr[-2000:]
-    _budgets_apart(ran.stdout + ran.stderr, per_budget=21)
+    _budgets_apart(ran.stdout + ran.stderr, per_budget=21, experiments=270)
 
 
 def test_a_local_server_on_the_cpu_says_cpu_time_and_counts_with_the_served_tokenizer(tmp_path):
