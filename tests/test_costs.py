@@ -223,3 +223,24 @@ def test_a_tokenizer_folder_not_on_this_machine_is_an_estimate_without_importing
             "assert 'transformers' not in sys.modules, 'transformers was imported'")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_the_ceiling_leaves_out_attempts_a_killed_run_paid_for(tmp_path):
+    """A rerun never pays an attempt twice (mip.job.loop): its dry run's ceiling counts only
+    the attempts still allowed; an experiment whose paid attempt is valid costs nothing more."""
+    from mip.records import Attempt
+    from mip.scoring import InvalidKind, Verdict
+    from mip.store import Store
+
+    cfg = compose("model=mock", "model.deterministic=false", "task=arith", "setting=smoke", "budget=smoke",
+                  "pattern=majority_first", "dry_run=true", "progress=false", f"paths.results_dir={tmp_path}")
+    first = run_job(cfg, tmp_path / "first")
+    assert (first.per_task["arith"]["calls"], first.per_task["arith"]["ceiling_calls"]) == (2, 6)
+    store = Store(cfg.paths.store_dir)
+    invalid, valid = (Attempt(index=0, stages=[], verdict=v, invalid_kind=k)
+                      for v, k in ((Verdict.INVALID, InvalidKind.PARSE), (Verdict.CORRECT, None)))
+    store.put_attempt("mock", "arith", first.keys[0], invalid)
+    store.put_attempt("mock", "arith", first.keys[1], valid)
+    store.flush()
+    again = run_job(cfg, tmp_path / "again")
+    assert (again.per_task["arith"]["calls"], again.per_task["arith"]["ceiling_calls"]) == (1, 2)

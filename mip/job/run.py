@@ -131,7 +131,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     )
     write_manifest(output_dir, cfg, git, summary)
     if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
-        dry_run(cfg, strategy, todo, summary, backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir))
+        dry_run(cfg, strategy, todo, summary, backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir),
+                _paid_attempts(store, cfg, todo, summary))
         write_manifest(output_dir, cfg, git, summary)
         return summary
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
