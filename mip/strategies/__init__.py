@@ -89,8 +89,8 @@ class Context:
     """Whether a prompt of that many tokens leaves no room in the context window (input_overflow)."""
     budget: int
     """The output-token budget of one call."""
-    generate: Callable[[Iterable[Request]], Iterator[Completion]] | None = None
-    """Completions through the job's one retry wrapper; None where nothing is sent (a dry run)."""
+    generate: Callable[[Iterable[Request]], Iterator[Completion]] = field(default=lambda requests: _no_calls())
+    """Completions through the job's one retry wrapper (a dry run's context sends nothing)."""
     attempt_log: Mapping[str, Sequence[Attempt]] = field(default_factory=dict)
     """The attempts paid so far of each experiment, earlier runs' included (the store's log)."""
     forced_answer_ok: bool = False
@@ -103,6 +103,10 @@ class Context:
     def next_index(self, key: str) -> int:
         """The index of an experiment's next attempt."""
         return len(self.attempt_log.get(key, ()))
+
+
+def _no_calls() -> Iterator[Completion]:
+    raise RuntimeError("A dry run sends nothing: Strategy.sends counts, Strategy.attempts calls.")
 
 
 class Strategy(ABC):
