@@ -51,18 +51,21 @@ def main(cfg: DictConfig) -> None:
     except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
         print(f"error: {e}", file=sys.stderr, flush=True)
         e.drain.hand_over()
-    verb = "would run" if summary.dry_run else "ran"
-    log.info(
-        f"[{hydra_cfg.job.override_dirname or 'defaults'}] {verb} {summary.experiments} experiments "
-        f"({summary.already_stored} already stored, {summary.stored_now} stored now, {summary.unstored} unstored"
-        f"{f', {summary.left_to_other_jobs} left to a running job' if summary.left_to_other_jobs else ''}), "
-        f"{summary.prompt_tokens:,} prompt tokens{' (estimated)' if summary.tokens_estimated else ''}; "
-        f"verdicts {summary.verdicts or '-'}"
-    )
-    if summary.dry_run:
-        log.info(f"  prompt tokens {summary.tokens_from}; {summary.overflowing} experiment(s) would not fit the context "
-              f"window ({config.model.context_window:,}) and be stored as input_overflow without a call; "
-              f"output tokens at most {summary.max_output_tokens:,}")
+    job = f"[{hydra_cfg.job.override_dirname or 'defaults'}]"
+    if summary.dry_run:  # one line a job: a sweep's summary splits the cost by slice and task
+        log.info(f"{job} would run {summary.experiments - summary.already_stored} of {summary.experiments} experiments "
+                 f"({summary.already_stored} already stored), {summary.prompt_tokens:,} prompt tokens "
+                 f"{summary.tokens_from or 'counted'}; {summary.overflowing} would not fit the context window "
+                 f"({config.model.context_window:,}: input_overflow without a call); output tokens at most "
+                 f"{summary.max_output_tokens:,} (one attempt each)")
+    else:
+        log.info(
+            f"{job} ran {summary.experiments} experiments "
+            f"({summary.already_stored} already stored, {summary.stored_now} stored now, {summary.unstored} unstored"
+            f"{f', {summary.left_to_other_jobs} left to a running job' if summary.left_to_other_jobs else ''}), "
+            f"{summary.prompt_tokens:,} prompt tokens{' (estimated)' if summary.tokens_estimated else ''}; "
+            f"verdicts {summary.verdicts or '-'}"
+        )
     if hint := sync_hint([Path(summary.wandb_offline_run)] if summary.wandb_offline_run else []):
         # a sweep says it once at its end, for all its runs (mip.hydra_callbacks); each job's log keeps its own
         (log if hydra_cfg.mode == RunMode.RUN else logging.getLogger("mip.file")).info(hint)

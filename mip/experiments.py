@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 
 import numpy as np
 
 from mip import prompts
-from mip.config import Config, StrategyConfig, TaskConfig
+from mip.config import Config, TaskConfig
 from mip.data import Instance, Pool
 from mip.instances import arrangement, order_seeds_for, pattern_of, picked, select, shuffle_within_labels, structured
 from mip.keys import answer_settings, encode_settings, experiment_key, task_settings
 from mip.columns import JsonColumn
 from mip.records import Attempt, Experiment, Record, counted_attempt
-from mip.strategies import strategy_class
+from mip.strategies import STRATEGIES, Strategy, build, strategy_class
 
 
 @dataclass
@@ -44,8 +44,8 @@ class Planned:
     pool: Pool
     arrangement: Callable[[], Sequence[int]]
     """Returns the presented instances as positions in the pool, in prompt order."""
-    strategy: StrategyConfig = field(default_factory=StrategyConfig)
-    """The job's strategy settings (its own prompt, if it has one, is built from them)."""
+    strategy: Strategy = field(default_factory=lambda: strategy_class("single_call")())
+    """The job's strategy (its own prompt, if it has one, is built by it)."""
 
     @cached_property
     def positions(self) -> np.ndarray:
@@ -76,11 +76,8 @@ class Planned:
 
     @cached_property
     def prompt(self) -> str | None:
-        """The final prompt; None for self-prompting, whose prompt needs stage one's output."""
-        e = self.experiment
-        if e.prompt_variant == "self_prompt":
-            return None
-        return build_prompt(self.task, e.prompt_variant, self.texts, strategy=self.strategy)
+        """The final prompt; None where the strategy's prompt needs a call first (self-prompting)."""
+        return self.strategy.planned_prompt(self.task, self.experiment.prompt_variant, self.texts)
 
     @cached_property
     def prompt_sha(self) -> str | None:
@@ -103,26 +100,16 @@ def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -
         raise ValueError(f"Task {pool.task!r}{where}, majority {majority_label!r}: {e}{hint}") from None
 
 
-def build_prompt(task: TaskConfig, variant: str, texts: list[str], instruction: str | None = None,
-                 strategy: StrategyConfig | None = None) -> str:
-    """The final prompt (what a record's hash covers): the strategy's own where it has one
-    (:meth:`mip.strategies.Strategy.planned_prompt`), else the prompt variant's;
-    self-prompting needs stage one's ``instruction``."""
-    strategy = strategy or StrategyConfig()
-    own = strategy_class(strategy.name).planned_prompt(task, variant, texts, strategy)
-    if own is not None:
-        return own
-    if variant == "self_prompt":
-        if instruction is None:
-            raise ValueError("A self-prompting prompt needs the instruction written in stage one.")
-        return prompts.self_prompt(instruction, texts)
-    return prompts.standard_prompt(task.prompt, task.labels, texts, variant)
+def build_prompt(task: TaskConfig, variant: str, texts: list[str], strategy: Strategy | None = None) -> str | None:
+    """The prompt a record's hash covers, built before any call (:meth:`mip.strategies.Strategy.planned_prompt`):
+    the prompt variant's (App. B) under the paper's single call, or ``strategy``'s own."""
+    return (strategy or strategy_class("single_call")()).planned_prompt(task, variant, texts)
 
 
-def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
-    """Every experiment of one job, each once, in a fixed order."""
-    if cfg.prompt_variant.name not in prompts.VARIANTS:
-        raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
+def plan_job(cfg: Config, pools: dict[str, Pool], strategy: Strategy | None = None) -> list[Planned]:
+    """Every experiment of one job, each once, in a fixed order, under the job's strategy
+    (built here from ``cfg`` when not given)."""
+    strategy = strategy or build(cfg.strategy, cfg.prompt_variant.name)
     pattern_of(cfg.pattern.name)  # an unknown pattern fails here, naming the registered ones
     settings = answer_settings(cfg)
     plans: dict[str, Planned] = {}
@@ -153,7 +140,7 @@ def plan_job(cfg: Config, pools: dict[str, Pool]) -> list[Planned]:
                     repeated += 1
                     continue
                 arrangement = partial(arranged, majority, minority, cfg.pattern.name, order_seed, shuffle_seed)
-                plans[key] = Planned(experiment, key, task, pool, arrangement, cfg.strategy)
+                plans[key] = Planned(experiment, key, task, pool, arrangement, strategy)
     if repeated:
         print(f"{repeated} experiment(s) named more than once (a seed repeated in order_seeds or shuffle_seeds) run "
               "once each.", file=sys.stderr)
@@ -176,21 +163,9 @@ def arranged(majority: np.ndarray, minority: np.ndarray, pattern: str, order_see
 
 
 def final_prompt(plan: Planned, counted: Attempt | None) -> str:
-    """The prompt a record's hash covers: the last prompt the counted attempt sent.
-
-    For self-prompting that is stage two's prompt, or stage one's when stage two was
-    never sent; before any call (input overflow) it is the planned prompt, or the
-    instance block alone for self-prompting.
-    """
-    if plan.prompt is not None:
-        return plan.prompt
-    stages = counted.stages if counted else []
-    instruction = next((s for s in stages if s.name == "instruction"), None)
-    if instruction is None:
-        return prompts.instance_block(plan.texts)
-    if not any(s.name == "answer" for s in stages):
-        return instruction.prompt or ""
-    return build_prompt(plan.task, "self_prompt", plan.texts, instruction.output)
+    """The prompt a record's hash covers: the last prompt the counted attempt sent
+    (:meth:`mip.strategies.Strategy.final_prompt`)."""
+    return plan.strategy.final_prompt(plan, counted)
 
 
 def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
@@ -207,12 +182,22 @@ def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
         raise ValueError(f"Record {record.key} names instance {e} that pool {pool.version} does not hold.") from None
     counted = counted_attempt(record.attempts)
     experiment = record.experiment
-    saved = record.config.get("strategy")
-    saved = saved if isinstance(saved, dict) else {}
-    known = {f.name for f in fields(StrategyConfig)}
-    strategy = StrategyConfig(**{"name": experiment.strategy, **{k: v for k, v in saved.items() if k in known and k != "name"}})
-    plan = Planned(experiment, record.key, task, pool, lambda: positions, strategy)
+    plan = Planned(experiment, record.key, task, pool, lambda: positions, strategy_of(record))
     prompt = final_prompt(plan, counted)
     if prompts.prompt_hash(prompt) != record.prompt_hash:
         raise ValueError(f"The rebuilt prompt of record {record.key} does not match its stored hash.")
     return prompt
+
+
+def strategy_of(record: Record) -> Strategy:
+    """The strategy a record was made with, with the settings its config kept."""
+    experiment = record.experiment
+    if experiment.strategy not in STRATEGIES:
+        raise ValueError(f"Record {record.key} was made by strategy {experiment.strategy!r}, which this mip does not "
+                         f"register; choose one of {', '.join(STRATEGIES)}.")
+    saved = record.config.get("strategy")
+    saved = saved if isinstance(saved, dict) else {}
+    schema = strategy_class(experiment.strategy).schema
+    known = set(schema.__dataclass_fields__) - {"name"}
+    settings = schema(**{"name": experiment.strategy, **{k: v for k, v in saved.items() if k in known}})
+    return build(settings, experiment.prompt_variant)

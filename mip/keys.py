@@ -54,6 +54,11 @@ SCHEME_2_MODEL_DEFAULTS: dict[str, Any] = {
 #: config had before: keyed only when set to another value, so those records keep their keys.
 KEYED_WHEN_SET: dict[str, dict[str, Any]] = {"model": {"read_last": None}}
 
+#: Keyed fields of the one strategy schema of key scheme 2 (decomposed's settings, on every
+#: strategy then), at its defaults: each strategy now has its own schema
+#: (:mod:`mip.strategies`), and one that lacks these is keyed as if it held them, as every job did.
+SCHEME_2_STRATEGY_DEFAULTS: dict[str, Any] = {"batch_size": 50, "max_reasks": 2}
+
 #: Fields keyed through the experiment itself (mip.records.Experiment), not the settings.
 IN_EXPERIMENT: dict[str, frozenset[str]] = {
     "model": frozenset({"name"}), "budget": frozenset({"name"}), "prompt_variant": frozenset({"name"}),
@@ -148,7 +153,7 @@ def answer_settings(cfg: Config) -> dict[str, Any]:
         "model": {**SCHEME_2_MODEL_DEFAULTS, **_keyed(cfg.model, "model")},
         "budget": _keyed(cfg.budget, "budget"),
         "prompt_variant": _keyed(cfg.prompt_variant, "prompt_variant"),
-        "strategy": _keyed(cfg.strategy, "strategy"),
+        "strategy": {**SCHEME_2_STRATEGY_DEFAULTS, **_keyed(cfg.strategy, "strategy")},
         "attempts_allowed": attempts_allowed(cfg),  # max_attempts, unless the model is deterministic
         "temperature": 0.0,
         "template_version": prompts.TEMPLATE_VERSION,

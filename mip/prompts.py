@@ -22,7 +22,9 @@ from collections.abc import Sequence
 
 from mip.config import PromptSpec
 
-VARIANTS: tuple[str, ...] = ("standard", "hint", "strategy", "self_prompt")
+#: The prompt variants built on the App. B.1 template; self-prompting (App. B.2.3), whose
+#: attempt is two calls, is a strategy (mip.strategies.VARIANT_STRATEGIES).
+TEMPLATED: tuple[str, ...] = ("standard", "hint", "strategy")
 
 #: Bump whenever a template below changes: it is part of every experiment key.
 TEMPLATE_VERSION = 1
@@ -78,7 +80,7 @@ def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str
     ``report_counts`` (the count_report strategy, beyond the paper) asks for the per-label
     counts beside the answer.
     """
-    if variant not in ("standard", "hint", "strategy"):
+    if variant not in TEMPLATED:
         raise ValueError(f"standard_prompt builds standard, hint and strategy prompts, not {variant!r}.")
     return _standard_header(spec.task, tuple(spec.instructions), tuple(labels), variant, report_counts) + instance_block(texts)
 

@@ -32,7 +32,7 @@ class Experiment(BaseModel):
     order_seed: Optional[int] = Field(default=None, description="s_order; random pattern only.")
     shuffle_seed: Optional[int] = Field(
         default=None, description="Expanded orderings (§5.2.1): X_maj and X_min shuffled independently before a structured pattern.")
-    prompt_variant: str = Field(description="standard, hint, strategy or self_prompt.")
+    prompt_variant: str = Field(description="A prompt variant of App. B (mip.strategies.variants).")
     budget: str = Field(description="Budget name (20k, 100k, smoke, …).")
     strategy: str = Field(default="single_call", description="Aggregation strategy: single_call (the paper), count_report, decomposed.")
 

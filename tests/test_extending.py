@@ -5,6 +5,7 @@ file, a new metric one registry entry."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -136,9 +137,16 @@ def test_a_new_metric_is_one_entry_and_reaches_table_2_and_the_budgets_figure(mo
 
 class AskTwice(Strategy):
     """A strategy in one module: each attempt asks the same prompt twice and keeps the
-    second answer (what a self-consistency check would build on)."""
+    second answer (what a self-consistency check would build on). It states what an attempt
+    sends, and sees only its context: a ``generate``, token counts, the attempt log."""
 
-    def attempts(self, job, live):
+    def sends(self, plan, prompt_tokens, ctx):
+        from mip.strategies import Sent
+
+        twice = Sent(2, 2 * prompt_tokens, 2 * ctx.room(prompt_tokens))
+        return twice, twice
+
+    def attempts(self, ctx, live):
         from mip import scoring
         from mip.records import Attempt
         from mip.strategies import Landed, stage_of
@@ -146,15 +154,15 @@ class AskTwice(Strategy):
         for plan, n_tokens in live:
             stages, answer = [], None
             for name in ("first", "second"):
-                request = job.request(f"{plan.key}#{name}", plan.prompt, n_tokens)
-                (completion,) = job.calls([request])
+                request = ctx.request(f"{plan.key}#{name}", plan.prompt, n_tokens)
+                (completion,) = ctx.generate([request])
                 if completion.error:
                     break
                 stages.append(stage_of(name, request, completion, prompt_sha=plan.prompt_sha))
                 answer = scoring.parse_answer(completion.output, plan.task.labels)
             else:
                 verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason)
-                yield Landed(plan, n_tokens, Attempt(index=job.next_index(plan.key), stages=stages, answer=answer,
+                yield Landed(plan, n_tokens, Attempt(index=ctx.next_index(plan.key), stages=stages, answer=answer,
                                                      verdict=verdict, invalid_kind=kind))
 
 
@@ -166,8 +174,11 @@ def test_a_new_strategy_is_one_class_one_registry_entry_and_one_yaml_file(tmp_pa
     (tmp_path / "conf" / "strategy" / "ask_twice.yaml").write_text("name: ask_twice\n")
     cfg = small(tmp_path, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "strategy=ask_twice",
                 "pattern=majority_first")
+    dry = run_job(dataclasses.replace(cfg, dry_run=True), tmp_path / "dry")
     summary = run_job(cfg, tmp_path / "job")
     assert summary.stored_now == 2 and summary.calls == 4
+    # Its dry run counts the calls it states, as the run then makes them.
+    assert dry.per_task["arith"]["calls"] == summary.calls and dry.max_output_tokens == summary.max_output_tokens
     records = list(Store(cfg.paths.store_dir))
     assert all([s.name for s in r.attempts[0].stages] == ["first", "second"] for r in records)
     assert {r.experiment.strategy for r in records} == {"ask_twice"}

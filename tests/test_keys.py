@@ -113,7 +113,14 @@ def models_of_every_backend(model):
 
 
 def walk_every_schema(cfgs, pools, group: str):
-    """walk() over the group; a model's fields under each backend's schema (each has its own)."""
+    """walk() over the group; a model's fields under each backend's schema, a strategy's under
+    each strategy's (each has its own)."""
+    if group == "strategy":
+        from mip.strategies import schemas
+
+        for name, schema in schemas().items():
+            yield from walk([dataclasses.replace(c, strategy=schema(name=name)) for c in cfgs], pools, group)
+        return
     if group != "model":
         yield from walk(cfgs, pools, group)
         return
@@ -269,3 +276,24 @@ def test_every_shipped_model_keeps_the_keys_its_stored_records_have(tmp_path):
                       "use_filtered=false", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.results_dir={tmp_path}")
         pools = pools or load_pools(cfg)
         assert min(p.key for p in plan_job(cfg, pools)) == SHIPPED_KEYS[name], f"model={name}: its experiment keys changed"
+
+
+#: Keys of the mock's first smoke experiment under each strategy and prompt variant, computed by
+#: mip before each strategy had its own settings schema and self-prompting became a strategy:
+#: the records stored under them stay found.
+SHIPPED_STRATEGY_KEYS = {
+    ("strategy=decomposed", "strategy.batch_size=7"): "69dffdcc896a63064c144347",
+    ("strategy=decomposed",): "2104499fa6d17d084e6795b0",
+    ("prompt_variant=self_prompt",): "1959eae19f9c000cc5b13334",
+    ("strategy=count_report",): "0a77216dab8ef2b3d71fbaee",
+    ("prompt_variant=hint",): "1f84252dc057e6b804544e11",
+}
+
+
+def test_every_strategy_and_variant_keeps_its_keys(tmp_path):
+    pools = None
+    for overrides, key in SHIPPED_STRATEGY_KEYS.items():
+        cfg = compose("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=random", "use_filtered=false",
+                      f"paths.cache_dir={tmp_path / 'cache'}", f"paths.results_dir={tmp_path}", *overrides)
+        pools = pools or load_pools(cfg)
+        assert min(p.key for p in plan_job(cfg, pools)) == key, f"{overrides}: its experiment keys changed"

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 from mip import progress
 from mip.job import run_job
-from mip.summary import cost_lines
+from mip.costs import cost_lines
 from mip.models import Request
 from mip.models.mock import MockBackend
 
@@ -79,7 +79,7 @@ def test_a_run_closes_with_the_time_it_took_not_an_estimate(results, monkeypatch
                         "model.model_id=fake-model", "model.tokenizer=null", "model.api_key_env=MIP_TEST_API_KEY",
                         "task=arith", "pattern=majority_first", "progress=false")
     assert ran.returncode == 0, ran.stderr[-2000:]
-    (line,) = [x for x in ran.stdout.splitlines() if x.startswith("  smollm2_135m_server:")]
+    (line,) = [x for x in ran.stdout.splitlines() if x.startswith("  smollm2_135m_server budget=smoke ")]
     (manifest,) = results.glob("runs/*/*/job.json")
     elapsed = json.loads(manifest.read_text())["elapsed_s"]
     assert line.endswith(f"took {elapsed:.0f} s on the CPU (measured wall time)"), line

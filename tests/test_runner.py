@@ -186,7 +186,7 @@ def test_prompts_are_built_as_requests_go_out_and_dropped_once_stored(tmp_path, 
 
     plans: list = []
     real_plan_job = job_run.plan_job
-    monkeypatch.setattr(job_run, "plan_job", lambda cfg, pools: plans.extend(real_plan_job(cfg, pools)) or plans)
+    monkeypatch.setattr(job_run, "plan_job", lambda *args: plans.extend(real_plan_job(*args)) or plans)
     held = []
 
     class Watching(Scripted):
@@ -324,5 +324,7 @@ def test_a_dry_run_needs_no_key_no_vllm_and_counts_what_overflows(tmp_path, monk
     assert summary.experiments == 2 and summary.overflowing == 2 and summary.max_output_tokens == 0
     assert summary.overflow_prompt_tokens == summary.prompt_tokens > 0  # never sent: kept apart from the cost
     assert summary.tokens_from  # says how tokens were counted
+    sent = ("calls", "sent_prompt_tokens", "max_output_tokens", "ceiling_calls", "ceiling_prompt_tokens",
+            "ceiling_output_tokens")
     assert summary.per_task == {"arith": {"experiments": 2, "prompt_tokens": summary.prompt_tokens, "overflowing": 2,
-                                          "max_output_tokens": 0}}
+                                          **dict.fromkeys(sent, 0)}}  # nothing is sent

@@ -111,7 +111,8 @@ def test_strategies_appear_as_rows_with_their_costs_and_count_errors(tmp_path):
     with FakeServer() as server:
         for strategy in ("single_call", "count_report", "decomposed"):
             for pattern in ("majority_first", "majority_middle"):
-                run_job(config(tmp_path, server, f"strategy={strategy}", "strategy.batch_size=5", f"pattern={pattern}"),
+                batches = ["strategy.batch_size=5"] if strategy == "decomposed" else []
+                run_job(config(tmp_path, server, f"strategy={strategy}", *batches, f"pattern={pattern}"),
                         tmp_path / f"{strategy}-{pattern}")
     frame = load_local([tmp_path / "store"])
     assert set(frame["model"]) == {"smollm2_135m_server", "smollm2_135m_server [count_report]",
@@ -141,3 +142,97 @@ def test_settings_a_strategy_cannot_run_are_refused_before_any_data_is_read(over
 
     with pytest.raises(ValueError, match=re.escape(message)):
         validate(compose("model=mock", "task=arith", *overrides))
+
+
+@pytest.mark.parametrize("answers", ["whole", "none"])
+def test_a_decomposed_dry_run_counts_what_the_run_sends(tmp_path, answers):
+    """Issue 30: the dry run counts a decomposed attempt by its batches (n = 20, batch_size = 7:
+    three calls, not one). Where every batch comes back whole, the run sends exactly the
+    expected count; where no batch holds a label, each of the three attempts asks every batch
+    again in each round: exactly the ceiling. Counted at the server: calls, prompt tokens (the
+    job's estimate of each prompt it received) and output limits."""
+    from mip.job.tokens import estimate_tokens
+
+    settings = ("strategy=decomposed", "strategy.batch_size=7", "pattern=majority_first", "model.deterministic=false")
+    with FakeServer() as server:
+        if answers == "none":
+            server.faults = {"garbage": 10**6}  # "I could not decide.": no label in any answer
+        cfg = config(tmp_path, server, *settings)
+        dry = run_job(config(tmp_path, server, *settings, "dry_run=true"), tmp_path / "dry").per_task["arith"]
+        assert not server.bodies  # a dry run calls nothing
+        summary = run_job(cfg, tmp_path / "job")
+        bodies = list(server.bodies)
+    sent = (len(bodies), sum(estimate_tokens(b["messages"][-1]["content"], cfg.model.chars_per_token) for b in bodies),
+            sum(b["max_tokens"] for b in bodies))
+    prefix, prompt = ("", "sent_prompt_tokens") if answers == "whole" else ("ceiling_", "ceiling_prompt_tokens")
+    assert sent == (dry[f"{prefix}calls"], dry[prompt], dry[f"{prefix}output_tokens" if prefix else "max_output_tokens"])
+    assert dry["calls"] == 2 * 3 and dry["ceiling_calls"] == 2 * 3 * 3 * 3  # 3 batches; 3 rounds × 3 attempts at most
+    assert summary.calls == len(bodies) and summary.max_output_tokens == sent[2]
+
+
+def test_self_prompting_is_a_strategy_of_two_calls_chosen_as_a_prompt_variant(tmp_path):
+    """prompt_variant=self_prompt (the paper's name) runs the self-prompting strategy: its dry
+    run counts the two calls of each attempt, and the run makes them; its records keep the
+    paper's experiment (prompt_variant self_prompt, strategy single_call)."""
+    from mip.strategies import build
+
+    from .conftest import run_entry
+
+    ran = run_entry("run.py", "-m", "model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first",
+                    "prompt_variant=standard,self_prompt", "dry_run=true", f"paths.results_dir={tmp_path}")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    for variant, calls in (("standard", 2), ("self_prompt", 4)):  # each variant its own slice
+        title = f"  mock budget=smoke prompt_variant={variant} strategy=single_call"
+        line = next(x for x in ran.stdout.splitlines() if x.startswith(title + ":"))
+        assert f"one attempt each, {calls} calls" in line
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first",
+                  "prompt_variant=self_prompt", "progress=false", f"paths.results_dir={tmp_path}")
+    summary = run_job(cfg, tmp_path / "job")
+    assert summary.calls == 4 and type(build(cfg.strategy, "self_prompt")).__name__ == "SelfPrompting"
+    for record in Store(cfg.paths.store_dir):
+        assert [s.name for s in record.attempts[0].stages] == ["instruction", "answer"]
+        assert (record.experiment.prompt_variant, record.experiment.strategy) == ("self_prompt", "single_call")
+
+
+def test_a_job_builds_its_strategy_once(tmp_path, monkeypatch):
+    """validate builds it; planning, the dry run and the loop use that one."""
+    from mip.strategies import Strategy
+
+    built = []
+    real = Strategy.__init__
+    monkeypatch.setattr(Strategy, "__init__", lambda self, *a: built.append(type(self)) or real(self, *a))
+    for dry in ("true", "false"):
+        cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "strategy=decomposed",
+                      f"dry_run={dry}", "progress=false", f"paths.results_dir={tmp_path}")
+        run_job(cfg, tmp_path / dry)
+    assert len(built) == 2  # one a job
+
+
+def test_each_strategy_has_its_own_settings():
+    """decomposed's batch_size is decomposed's: on another strategy it is a typo, refused at
+    composition, and it never enters that strategy's key (mip.keys keeps scheme 2's bytes)."""
+    from hydra.errors import ConfigCompositionException
+
+    from mip.strategies.decomposed import DecomposedConfig
+
+    assert isinstance(compose("strategy=decomposed", "strategy.batch_size=9").strategy, DecomposedConfig)
+    with pytest.raises(ConfigCompositionException):
+        compose("strategy=single_call", "strategy.batch_size=9")
+
+
+@pytest.mark.parametrize("strategy, settings", [("single_call", {}), ("decomposed", {"batch_size": 7, "max_reasks": 2})])
+def test_a_job_config_saved_when_every_strategy_had_decomposed_s_settings_still_loads(tmp_path, strategy, settings):
+    """A job's config.yaml of mip <= 0.3 kept batch_size and max_reasks on every strategy:
+    it loads, each strategy with its own settings."""
+    from dataclasses import asdict
+
+    import yaml
+
+    from mip.config import load_saved
+    from mip.config.redact import to_plain
+
+    saved = to_plain(compose("model=mock", "task=arith"))
+    saved["strategy"] = {"name": strategy, "batch_size": settings.get("batch_size", 50), "max_reasks": 2}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    loaded = load_saved(tmp_path / "config.yaml")
+    assert asdict(loaded.strategy) == {"name": strategy, **settings}

@@ -56,18 +56,27 @@ def register() -> None:
     store.store(name="filter_schema", node=FilterConfig)
     store.store(name="audit_schema", node=AuditConfig)
     from mip.models import schemas  # the backends name their schemas; mip.models imports mip.config
+    from mip.strategies import schemas as strategy_schemas
 
     for backend, schema in schemas().items():
         # The registry name is the one place a backend is named: it sets `backend` too.
         store.store(group="model_schema", name=backend, node=schema(backend=backend))
+    for strategy, settings in strategy_schemas().items():
+        store.store(group="strategy_schema", name=strategy, node=settings(name=strategy))
 
 
 def load_saved(path: str | os.PathLike, schema: type = Config) -> Any:
     """A job's saved ``config.yaml`` (or an audit's) as the typed config it was: its model
     section is checked against its backend's schema, as composition checked it."""
     from mip.models import backend_class
+    from mip.strategies import STRATEGIES, strategy_class
 
     saved = OmegaConf.load(path)
     typed = OmegaConf.structured(schema)
     typed.model = OmegaConf.structured(backend_class(saved.model.backend).schema)
+    if "strategy" in saved:  # its settings under its own schema; a job of mip <= 0.3 kept decomposed's on every job
+        name = saved.strategy.get("name")
+        settings = strategy_class(name).schema if name in STRATEGIES else StrategyConfig
+        typed.strategy = OmegaConf.structured(settings)
+        saved.strategy = {k: v for k, v in saved.strategy.items() if k in settings.__dataclass_fields__}
     return OmegaConf.to_object(OmegaConf.merge(typed, saved))

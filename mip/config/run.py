@@ -30,19 +30,17 @@ class BudgetConfig:
 @dataclass
 class PromptVariantConfig:
     name: str = MISSING
-    """standard | hint | strategy | self_prompt (App. B)."""
+    """A prompt variant of App. B (mip.strategies.variants)."""
 
 
 @dataclass
 class StrategyConfig:
-    """How the model aggregates (beyond the paper): single_call is the paper's setting."""
+    """How the model aggregates (beyond the paper): single_call is the paper's setting. A
+    strategy with settings extends this schema in its module (``schema`` of its class, stored
+    as ``strategy_schema/<name>``; e.g. :class:`mip.strategies.decomposed.DecomposedConfig`)."""
 
     name: str = "single_call"
-    """single_call | count_report | decomposed."""
-    batch_size: int = 50
-    """decomposed: instances labelled per call (1: one call per instance)."""
-    max_reasks: int = 2
-    """decomposed: rounds that ask again for instances missing from the answers."""
+    """single_call | count_report | decomposed (mip.strategies.STRATEGIES)."""
 
 
 @dataclass

@@ -5,6 +5,7 @@
 - :mod:`mip.job.loop` — attempt rounds and storing;
 - :mod:`mip.strategies` — how one attempt is made (single call, self-prompting, decomposed, …);
 - :mod:`mip.job.tokens` — prompt tokens and the one context-window check;
+- :mod:`mip.job.dry_run` — what a job would send, by its strategy's count of an attempt;
 - :mod:`mip.job.provenance` — git commit and the job folder's manifest;
 - :mod:`mip.job.stop` — a drained stop on SIGTERM, SIGINT or submitit's preemption signal.
 

@@ -22,11 +22,11 @@ from mip import prompts, scoring
 from mip.scoring import InvalidKind, Verdict
 from mip.claims import Claim
 from mip.config import Config, to_plain
-from mip.experiments import Planned, final_prompt
+from mip.experiments import Planned
 from mip.job.provenance import GitState, now
 from mip.job.stop import Drain
 from mip.job.summary import JobSummary, StoreError
-from mip.job.tokens import counted, output_room, overflows
+from mip.job.tokens import context_for, counted, overflows
 from mip.keys import KEY_SCHEME, attempts_allowed
 from mip.models import Backend, Completion, Request
 from mip.models.calls import CallStats, call_with_retries
@@ -34,32 +34,26 @@ from mip import progress
 from mip.progress import Progress
 from mip.records import Attempt, Record, counted_attempt
 from mip.store import Store
-from mip.strategies import Landed, strategy_for
+from mip.strategies import Landed, Strategy
 from mip.tracking import Tracker
-
-
-def request_for(cfg: Config, key: str, prompt: str, prompt_tokens: int) -> Request:
-    """The request a job sends for ``prompt``: its output limit is the budget, never past
-    what the context window leaves."""
-    return Request(key, prompt, output_room(prompt_tokens, cfg.model.context_window, cfg.budget.max_tokens))
 
 
 class JobLoop:
     """The call loop of one job: attempts in rounds, each stored as it lands."""
 
-    def __init__(self, cfg: Config, backend: Backend, store: Store, tracker: Tracker, git: GitState, summary: JobSummary,
-                 claim: Claim, paid: dict[str, list[Attempt]] | None = None, stop: Drain | None = None):
+    def __init__(self, cfg: Config, strategy: Strategy, backend: Backend, store: Store, tracker: Tracker, git: GitState,
+                 summary: JobSummary, claim: Claim, paid: dict[str, list[Attempt]] | None = None,
+                 stop: Drain | None = None):
         self.cfg, self.backend, self.store, self.tracker, self.git, self.summary = cfg, backend, store, tracker, git, summary
-        self.claim = claim
+        self.claim, self.strategy = claim, strategy
         self.stop = stop or Drain()
         """Once a stop is requested nothing new is pulled, and a record being written is finished."""
         self.attempts: dict[str, list[Attempt]] = {k: list(v) for k, v in (paid or {}).items()}
         """The attempts paid so far of each experiment not yet stored (earlier runs' included)."""
         self.allowed = attempts_allowed(cfg)
-        self.strategy = strategy_for(cfg)
+        self.context = context_for(cfg, backend, generate=self.calls, attempt_log=self.attempts)
+        """All the strategy sees of the job."""
         self.verdicts: Counter = Counter()
-        # A reserved answer budget (App. C.2) forces an answer after a length stop: parse it.
-        self.forced_answer_ok = cfg.model.reserved_answer_tokens is not None
         self.record_config = {
             "model": to_plain(cfg.model),
             "budget": to_plain(cfg.budget),
@@ -71,22 +65,21 @@ class JobLoop:
             "data_dir": cfg.data_dir,
         }
 
-    # ------------------------------------------------------------------ what strategies use
-    def request(self, key: str, prompt: str, prompt_tokens: int) -> Request:
-        return request_for(self.cfg, key, prompt, prompt_tokens)
-
     def calls(self, requests: Iterable[Request]) -> Iterator[Completion]:
         """Completions through the one retry wrapper; calls and errors go into the summary."""
         stats = CallStats()
         try:
-            yield from call_with_retries(self.backend, requests, self.cfg.infra_retries, stats,
+            yield from call_with_retries(self.backend, self._sent(requests), self.cfg.infra_retries, stats,
                                          stopping=lambda: self.stop.requested)
         finally:
             self.summary.calls += stats.calls
             self.summary.errors += stats.errors
 
-    def next_index(self, key: str) -> int:
-        return len(self.attempts.get(key, ()))
+    def _sent(self, requests: Iterable[Request]) -> Iterator[Request]:
+        """``requests`` as they go out, their output limits added up in the summary."""
+        for request in requests:
+            self.summary.max_output_tokens += request.max_tokens
+            yield request
 
     # ------------------------------------------------------------------ the rounds
     def run(self, todo: list[Planned]) -> None:
@@ -97,7 +90,7 @@ class JobLoop:
             while True:
                 made: list[tuple[Planned, int]] = []
                 landed: set[str] = set()
-                for result in self.strategy.attempts(self, self._held(live, made)):
+                for result in self.strategy.attempts(self.context, self._held(live, made)):
                     landed.add(result.plan.key)
                     with self.stop.shielded():  # a stop waits until the attempt is kept
                         self._land(result, bar)
@@ -174,7 +167,7 @@ class JobLoop:
         counted = counted_attempt(attempts)
         verdict, answer = (counted.verdict, counted.answer) if counted else (Verdict.INVALID, None)
         kind = counted.invalid_kind if counted else InvalidKind.INPUT_OVERFLOW
-        prompt = final_prompt(plan, counted)
+        prompt = self.strategy.final_prompt(plan, counted)
         # Built from typed parts by this code alone, so not validated again (a 2,000-id list
         # costs a fraction of a millisecond to check); every read validates.
         record = Record.model_construct(

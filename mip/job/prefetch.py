@@ -23,35 +23,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mip.config import Config
-from mip.job.loop import request_for
 from mip.job.run import load_pools, pending, validate
-from mip.job.tokens import overflows
+from mip.job.tokens import context_for
 from mip.models import Backend, Request
 from mip.store import Store
-from mip.strategies import strategy_for
+from mip.strategies import Strategy
 
 
-def first_requests(cfg: Config, backend: Backend) -> list[Request]:
+def first_requests(cfg: Config, backend: Backend, strategy: Strategy | None = None) -> list[Request]:
     """The requests job ``cfg`` will send first: one per experiment not yet stored whose
     prompt fits the context window, built as the job builds them. Only a strategy whose
-    first request is known before any call has them (:attr:`mip.strategies.Strategy.ahead`)."""
-    validate(cfg)
-    if not strategy_for(cfg).ahead:
+    first request is known before any call has them (:attr:`mip.strategies.Strategy.ahead`).
+    ``strategy``: the one :func:`mip.job.validate` built for ``cfg``, where the caller has it."""
+    strategy = validate(cfg) if strategy is None else strategy
+    if not strategy.ahead:
         return []
-    _, _, todo = pending(cfg, Store(cfg.paths.store_dir), load_pools(cfg))
+    _, _, todo = pending(cfg, Store(cfg.paths.store_dir), load_pools(cfg), strategy)
     counts = backend.count_tokens([p.prompt for p in todo]) if todo else None
+    ctx = context_for(cfg, backend)
     requests = []
     for plan, n_tokens in zip(todo, counts or ()):
-        if not overflows(n_tokens, cfg.model.context_window):
-            requests.append(request_for(cfg, plan.key, plan.prompt, n_tokens))
+        if not ctx.overflows(n_tokens):
+            requests.append(ctx.request(plan.key, plan.prompt, n_tokens))
         plan.release()
     return requests
 
 
-def prefetch_jobs(configs: Sequence[Config], backend: Backend) -> int:
+def prefetch_jobs(configs: Sequence[Config], backend: Backend, strategies: Sequence[Strategy] | None = None) -> int:
     """Generate the first requests of every job in ``configs`` in shared batches; returns
-    how many. A backend that cannot keep completions for later gets nothing to do."""
+    how many. A backend that cannot keep completions for later gets nothing to do.
+    ``strategies``: each job's, built once by :func:`mip.job.validate` (the caller then hands
+    the same to :func:`mip.job.run_job`)."""
     prefetch = getattr(backend, "prefetch", None)
     if prefetch is None:
         return 0
-    return prefetch([r for cfg in configs for r in first_requests(cfg, backend)])
+    strategies = strategies or [None] * len(configs)
+    return prefetch([r for cfg, s in zip(configs, strategies) for r in first_requests(cfg, backend, s)])

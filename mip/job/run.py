@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mip import prompts
 from mip.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
 from mip.data import Pool, build_pool
@@ -28,20 +27,22 @@ from mip.data.pools import load_pool
 from mip.files import unwritable
 from mip.experiments import Planned, plan_job
 from mip.instances import split_counts
+from mip.job.dry_run import dry_run
 from mip.job.loop import JobLoop
 from mip.job.provenance import GitState, git_commit, write_manifest
 from mip.job.stop import Drain, JobStopped, Stopped
 from mip.job.summary import JobSummary, StoreError
-from mip.job.tokens import OfflineTokenizer, budget_error, counted, overflows
+from mip.job.tokens import OfflineTokenizer, budget_error
 from mip.models import Backend, backend_class, build_backend, check_schema
 from mip.records import Attempt
 from mip.store import Store
-from mip.strategies import strategy_for
+from mip.strategies import Strategy, build
 from mip.tracking import Tracker, build_tracker
 
 
-def validate(cfg: Config) -> None:
-    """Refuse a job whose settings cannot work, before any data is read or model loaded."""
+def validate(cfg: Config) -> Strategy:
+    """Refuse a job whose settings cannot work, before any data is read or model loaded;
+    return its strategy, built here once for the whole job."""
     check_schema(cfg.model)
     split_counts(cfg.n, cfg.p)
     if cfg.max_attempts < 1 or cfg.infra_retries < 0:
@@ -54,15 +55,15 @@ def validate(cfg: Config) -> None:
     split = cfg.model.reserved_answer_tokens
     if split is not None and not 0 < split < cfg.budget.max_tokens:
         raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
-    if cfg.prompt_variant.name not in prompts.VARIANTS:
-        raise ValueError(f"Unknown prompt variant {cfg.prompt_variant.name!r}; choose one of {', '.join(prompts.VARIANTS)}.")
-    strategy_for(cfg)  # an unknown strategy, or settings it cannot run, are refused here
+    # an unknown prompt variant or strategy, or settings the strategy cannot run, are refused here
+    strategy = build(cfg.strategy, cfg.prompt_variant.name)
     refusal = backend_class(cfg.model.backend).refuses(cfg)  # a model that cannot answer this job, before any call
     if refusal:
         raise ValueError(refusal)
     for task in cfg.task.values():
         if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
+    return strategy
 
 
 def load_pools(cfg: Config) -> dict[str, Pool]:
@@ -103,39 +104,42 @@ class _Stored:
         return set(self.valid)
 
 
-def pending(cfg: Config, store: Store, pools: dict[str, Pool]) -> tuple[list[Planned], _Stored, list[Planned]]:
+def pending(cfg: Config, store: Store, pools: dict[str, Pool],
+            strategy: Strategy | None = None) -> tuple[list[Planned], _Stored, list[Planned]]:
     """The job's plans, what of them is stored (read back valid) and what is still to call."""
-    plans = plan_job(cfg, pools)
+    plans = plan_job(cfg, pools, strategy)
     stored = _Stored(store, cfg.model.name, plans)
     valid = stored()
     return plans, stored, [p for p in plans if p.key not in valid]
 
 
-def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None) -> JobSummary:
-    """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``."""
+def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
+            strategy: Strategy | None = None) -> JobSummary:
+    """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``;
+    ``strategy``: the one :func:`validate` built for ``cfg``, where the caller has it."""
     started = time.monotonic()
-    validate(cfg)
+    strategy = validate(cfg) if strategy is None else strategy
     output_dir = Path(output_dir)
     _writable(output_dir, *(() if cfg.dry_run else (Path(cfg.paths.store_dir).expanduser(),)))
     git = git_commit()
     pools = load_pools(cfg)
-    for pool in pools.values():
-        print(pool.summary(), file=sys.stderr)
+    _say_pools(pools, output_dir)
     store = Store(cfg.paths.store_dir, readonly=cfg.dry_run)  # a dry run reads the store, and moves nothing
-    plans, stored_keys, todo = pending(cfg, store, pools)
+    plans, stored_keys, todo = pending(cfg, store, pools, strategy)
     stored = set(stored_keys.valid)  # as the job found it, before it claims
     summary = JobSummary(
         output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
         already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
-        model=cfg.model.name, price_input_per_mtok=cfg.model.price_input_per_mtok,
-        price_output_per_mtok=cfg.model.price_output_per_mtok, max_output_tokens=len(todo) * _budget_each(cfg),
+        model=cfg.model.name, budget=cfg.budget.name, prompt_variant=cfg.prompt_variant.name, strategy=cfg.strategy.name,
+        price_input_per_mtok=cfg.model.price_input_per_mtok, price_output_per_mtok=cfg.model.price_output_per_mtok,
         backend=cfg.model.backend, cost_basis=backend_class(cfg.model.backend).cost_basis, device=cfg.model.runs_on,
         prompt_tokens_per_s=cfg.model.prompt_tokens_per_s, output_tokens_per_s=cfg.model.output_tokens_per_s,
         keys=[p.key for p in plans],
     )
     write_manifest(output_dir, cfg, git, summary)
     if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
-        _dry_run(cfg, todo, summary, backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir))
+        counter = backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir, said_in=output_dir.resolve().parent)
+        dry_run(cfg, strategy, todo, summary, counter, _paid_attempts(store, cfg, todo, summary))
         write_manifest(output_dir, cfg, git, summary)
         return summary
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
@@ -143,7 +147,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
 
     claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
     with Drain(cfg.stop_grace_s) as stop:
-        tracker = _call(cfg, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
+        tracker = _call(cfg, strategy, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
         stop.finished()
         if stop.requested:
             summary.stopped_by = stop.received[0].name
@@ -159,14 +163,15 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None)
     return summary
 
 
-def _call(cfg: Config, backend: Backend, store: Store, plans: list[Planned], stored: set[str], todo: list[Planned],
-          claim: Claim, summary: JobSummary, output_dir: Path, git: GitState, stop: Drain) -> Tracker | None:
+def _call(cfg: Config, strategy: Strategy, backend: Backend, store: Store, plans: list[Planned], stored: set[str],
+          todo: list[Planned], claim: Claim, summary: JobSummary, output_dir: Path, git: GitState,
+          stop: Drain) -> Tracker | None:
     """Call and store what ``claim`` holds; returns the tracker (None if a stop came before it
     was made). A stop (:mod:`mip.job.stop`) ends the calls early."""
     tracker = None
     try:
         if len(claim.keys) < len(todo):
-            todo = _left_to_others(todo, claim, summary, cfg)
+            todo = _left_to_others(todo, claim, summary)
         paid = _paid_attempts(store, cfg, todo, summary)
         if todo:
             backend.check()
@@ -178,7 +183,7 @@ def _call(cfg: Config, backend: Backend, store: Store, plans: list[Planned], sto
                     plan.release()
         stop.on_stop.append(backend.stop_sending)
         try:
-            JobLoop(cfg, backend, store, tracker, git, summary, claim, paid, stop).run(todo)
+            JobLoop(cfg, strategy, backend, store, tracker, git, summary, claim, paid, stop).run(todo)
         finally:  # connections and weights are released also when the store fails mid-job
             backend.close()
     except Stopped:  # a second signal, or the grace period ran out: what is stored stays
@@ -191,26 +196,16 @@ def _call(cfg: Config, backend: Backend, store: Store, plans: list[Planned], sto
     return tracker
 
 
-def _dry_run(cfg: Config, todo: list[Planned], summary: JobSummary, counter: Backend | OfflineTokenizer) -> None:
-    """Count what the job would send: prompt tokens, the prompts that would overflow the
-    context window (input_overflow verdicts to come, never sent: their tokens are kept apart
-    so that cost and time count only what is sent), output tokens at most."""
-    whole = strategy_for(cfg).whole_prompt
-    for plan, n_tokens in counted(counter, todo, summary, cfg.model.chars_per_token):
-        task = summary.per_task.setdefault(plan.experiment.task, dict.fromkeys(
-            ("experiments", "prompt_tokens", "overflowing", "max_output_tokens"), 0))
-        task["experiments"] += 1
-        task["prompt_tokens"] += n_tokens
-        if whole and overflows(n_tokens, cfg.model.context_window):
-            task["overflowing"] += 1
-            summary.overflow_prompt_tokens += n_tokens
-        else:
-            task["max_output_tokens"] += _budget_each(cfg)
-        plan.release()
-    summary.overflowing = sum(t["overflowing"] for t in summary.per_task.values())
-    summary.max_output_tokens = sum(t["max_output_tokens"] for t in summary.per_task.values())
-    summary.tokens_from = getattr(counter, "source", "") if not summary.tokens_estimated else \
-        getattr(counter, "fallback", None) or f"estimated from characters ({cfg.model.chars_per_token:g} per token)"
+#: The pools described in this process, by folder of jobs: a sweep's jobs (an audit's, the
+#: demo's) share their pools, and each is said once per sweep.
+_POOLS_SAID: set[tuple[str, str]] = set()
+
+
+def _say_pools(pools: dict[str, Pool], output_dir: Path) -> None:
+    for pool in pools.values():
+        if (said := (str(output_dir.resolve().parent), pool.summary())) not in _POOLS_SAID:
+            _POOLS_SAID.add(said)
+            print(said[1], file=sys.stderr)
 
 
 def _writable(*folders: Path) -> None:
@@ -221,11 +216,6 @@ def _writable(*folders: Path) -> None:
         if why:
             raise StoreError(f"Cannot write to {folder} ({why}). Free space, or point paths.results_dir (or "
                              "paths.store_dir) at a writable folder; nothing was written there.")
-
-
-def _budget_each(cfg: Config) -> int:
-    """Output tokens one experiment may use at most (self-prompting makes two calls)."""
-    return cfg.budget.max_tokens * (2 if cfg.prompt_variant.name == "self_prompt" else 1)
 
 
 def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable[[], set[str]], output_dir: Path) -> Claim:
@@ -239,14 +229,13 @@ def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable
         raise StoreError(str(e)) from None
 
 
-def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary, cfg: Config) -> list[Planned]:
+def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary) -> list[Planned]:
     """The experiments this job claimed; those another job stored meanwhile count as stored,
     those another running job holds are left to it, and the job says so."""
     mine = [p for p in todo if p.key in claim.keys]
     held = [p for p in todo if p.key in claim.elsewhere]
     summary.already_stored += len(todo) - len(mine) - len(held)
     summary.left_to_other_jobs = len(held)
-    summary.max_output_tokens = len(mine) * _budget_each(cfg)
     if held:
         holders = list(dict.fromkeys(str(claim.elsewhere[p.key]) for p in held))
         print(f"{len(held)} experiment(s) of this job are being run by another job ({'; '.join(holders[:3])}"

@@ -30,9 +30,15 @@ class JobSummary:
     are never sent and so count in no cost or time estimate."""
     per_task: dict[str, dict[str, int]] = field(default_factory=dict)
     """Dry runs: per task, the experiments to run, their prompt tokens, how many overflow, and
-    output tokens at most."""
+    what one attempt each and every attempt allowed would send (:mod:`mip.job.dry_run`)."""
     dry_run: bool = False
     model: str = ""
+    budget: str = ""
+    prompt_variant: str = ""
+    strategy: str = ""
+    """The job's slice beside its model, which dry-run costs are split by."""
+    attempts_allowed: int = 1
+    """Dry runs: the attempts each experiment may get, which the ceiling counts."""
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
     backend: str = ""
@@ -46,7 +52,8 @@ class JobSummary:
     output_tokens_per_s: float | None = None
     """Throughput of one GPU (or the CPU) from the model config, for dry-run time estimates."""
     max_output_tokens: int = 0
-    """Output tokens if every experiment still to run used its whole budget (a cost bound)."""
+    """Output tokens at most (a cost bound): a dry run's, of one attempt of each experiment still
+    to run, as its strategy sends it; a run's, the output limits of the calls it sent."""
     left_to_other_jobs: int = 0
     """Experiments another running job had claimed: left to it, neither called nor failed here."""
     resumed_attempts: int = 0

@@ -19,10 +19,15 @@ from mip.models import Backend
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 
 if TYPE_CHECKING:
+    from mip.config import Config
     from mip.experiments import Planned
     from mip.job.summary import JobSummary
+    from mip.strategies import Context
 
 log = logging.getLogger(__name__)
+
+#: The estimate notes already logged in this process, by folder of jobs (a sweep's jobs say each once).
+_WARNED: set[tuple[str, str]] = set()
 
 
 class OfflineTokenizer:
@@ -31,8 +36,10 @@ class OfflineTokenizer:
     cache, or the embedded model's converted folder), else None, and the caller estimates.
     ``source`` says which."""
 
-    def __init__(self, model: ModelConfig, cache_dir: str | Path):
+    def __init__(self, model: ModelConfig, cache_dir: str | Path, said_in: str | Path = ""):
         self.model, self.cache_dir = model, Path(cache_dir).expanduser()
+        self.said_in = str(said_in)
+        """The folder of jobs (a sweep's) within which the estimate note is logged once."""
         self._tokenizer: Any = None
         self.source = f"estimated from characters ({model.chars_per_token:g} per token)"
         self.fallback: str | None = None
@@ -49,7 +56,10 @@ class OfflineTokenizer:
                     break
             if not self._tokenizer and self.model.tokenizer:
                 self.fallback = estimate_note(self.model.tokenizer, why, self.model.chars_per_token)
-                log.warning(self.fallback)
+                said = (self.said_in, self.fallback)
+                if said not in _WARNED:  # once a sweep: its jobs share the reason
+                    _WARNED.add(said)
+                    log.warning(self.fallback)
         return self._tokenizer
 
     def _candidates(self) -> list[str]:
@@ -118,3 +128,16 @@ def counted(backend: Backend | OfflineTokenizer, plans: Iterable[Planned], summa
         summary.tokens_estimated |= estimated
         summary.prompt_tokens += sum(tokens)
         yield from zip(group, tokens)
+
+
+def context_for(cfg: Config, counter: Backend | OfflineTokenizer, **more: Any) -> Context:
+    """What a strategy sees of job ``cfg`` (:class:`mip.strategies.Context`): prompt tokens
+    counted as the job counts them, the output limit and the context-window check; ``more``
+    adds the ``generate`` and attempt log of a job that calls."""
+    from mip.strategies import Context
+
+    model, budget = cfg.model, cfg.budget.max_tokens
+    return Context(count=lambda texts: count_texts(counter, texts, model.chars_per_token, quiet=True)[0],
+                   room=lambda tokens: output_room(tokens, model.context_window, budget),
+                   overflows=lambda tokens: overflows(tokens, model.context_window), budget=budget,
+                   forced_answer_ok=model.reserved_answer_tokens is not None, **more)

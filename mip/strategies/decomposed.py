@@ -2,32 +2,44 @@
 instances missing from its answers are asked again (``max_reasks`` rounds), and code
 counts the labels and decides the majority (a tie is -1).
 
-All of an experiment's calls make one attempt. Each call's output limit is the budget; an
-experiment with a batch whose calls kept failing is not yielded, so it stays unstored
-like any infrastructure failure.
+All of an experiment's calls make one attempt: at n = 2,000 with ``batch_size=50``, 40
+calls where every answer is whole, up to 120 with two rounds of asking again. Each call's
+output limit is the budget; an experiment with a batch whose calls kept failing is not
+yielded, so it stays unstored like any infrastructure failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mip import prompts, scoring
-from mip.job.tokens import estimate_tokens
+from mip.config import StrategyConfig
 from mip.models import Request
 from mip.records import Attempt, Stage
-from mip.strategies import Landed, Strategy, stage_of
+from mip.strategies import Context, Landed, Sent, Strategy, stage_of
 
 if TYPE_CHECKING:
-    from mip.config import Config, StrategyConfig, TaskConfig
+    from mip.config import TaskConfig
     from mip.experiments import Planned
-    from mip.job.loop import JobLoop
 
 BATCH_SEPARATOR = "\n\n=====\n\n"
 """Between the first round's batch prompts in the prompt a record's hash covers."""
 
 
-def batch_prompts(task: TaskConfig, texts: list[str], positions, batch_size: int) -> list[str]:
+@dataclass
+class DecomposedConfig(StrategyConfig):
+    """The decomposed strategy's settings (``conf/strategy/decomposed.yaml``)."""
+
+    name: str = "decomposed"
+    batch_size: int = 50
+    """Instances labelled per call (1: one call per instance)."""
+    max_reasks: int = 2
+    """Rounds that ask again for instances missing from the answers."""
+
+
+def batch_prompts(task: TaskConfig, texts: list[str], positions: Sequence[int], batch_size: int) -> list[str]:
     """Batch prompts over the given 0-based positions, ``batch_size`` instances each."""
     positions = list(positions)
     return [prompts.batch_prompt(task.prompt, task.labels, [(i + 1, texts[i]) for i in positions[j:j + batch_size]])
@@ -35,45 +47,53 @@ def batch_prompts(task: TaskConfig, texts: list[str], positions, batch_size: int
 
 
 class Decomposed(Strategy):
+    schema = DecomposedConfig
     whole_prompt = False  # it sends batches of the instances, never the whole prompt
     own_prompt = True
+    settings: DecomposedConfig
 
-    def __init__(self, batch_size: int, max_reasks: int):
-        self.batch_size, self.max_reasks = batch_size, max_reasks
-
-    @classmethod
-    def from_config(cls, cfg: Config) -> Decomposed:
-        if cfg.strategy.batch_size < 1 or cfg.strategy.max_reasks < 0:
+    def check(self) -> None:
+        if self.settings.batch_size < 1 or self.settings.max_reasks < 0:
             raise ValueError("The decomposed strategy needs strategy.batch_size >= 1 and strategy.max_reasks >= 0.")
-        return cls(cfg.strategy.batch_size, cfg.strategy.max_reasks)
 
-    @classmethod
-    def planned_prompt(cls, task: TaskConfig, variant: str, texts: list[str], settings: StrategyConfig) -> str | None:
+    def planned_prompt(self, task: TaskConfig, variant: str, texts: list[str]) -> str | None:
         """The first round's batch prompts, joined."""
-        return BATCH_SEPARATOR.join(batch_prompts(task, texts, range(len(texts)), settings.batch_size))
+        return BATCH_SEPARATOR.join(batch_prompts(task, texts, range(len(texts)), self.settings.batch_size))
 
-    def attempts(self, job: JobLoop, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
+    def _batches(self, ctx: Context, plan: Planned, missing: list[int], round_: int) -> list[tuple[Request, int]]:
+        """One round's requests for an experiment (its missing instances in batches), with
+        their prompt tokens."""
+        texts = batch_prompts(plan.task, plan.texts, missing, self.settings.batch_size)
+        return [(ctx.request(f"{plan.key}#{round_}.{j}", text, tokens), tokens)
+                for j, (text, tokens) in enumerate(zip(texts, ctx.count(texts)))]
+
+    def sends(self, plan: Planned, prompt_tokens: int, ctx: Context) -> tuple[Sent, Sent]:
+        """Where every answer is whole, the first round's batches; at most, every round asks
+        again for all of them (a round asks only what is missing: never more batches, nor longer
+        prompts), each call up to the whole budget."""
+        first = self._batches(ctx, plan, list(range(len(plan.positions))), 0)
+        expected = Sent(len(first), sum(n for _, n in first), sum(r.max_tokens for r, _ in first))
+        rounds = 1 + self.settings.max_reasks
+        return expected, Sent(expected.calls * rounds, expected.prompt_tokens * rounds, expected.calls * rounds * ctx.budget)
+
+    def attempts(self, ctx: Context, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
         live = list(live)
-        k = self.batch_size
+        k = self.settings.batch_size
         predictions: dict[str, list[str | None]] = {p.key: [None] * len(p.positions) for p, _ in live}
         stages: dict[str, list[Stage]] = {p.key: [] for p, _ in live}
         failed: set[str] = set()
-        for round_ in range(1 + self.max_reasks):
-            requests: list[Request] = []
+        for round_ in range(1 + self.settings.max_reasks):
             batches: dict[str, tuple[Planned, list[int], Request]] = {}
             for plan, _ in live:
                 if plan.key in failed:
                     continue
                 missing = [i for i, x in enumerate(predictions[plan.key]) if x is None]
-                for j, prompt in enumerate(batch_prompts(plan.task, plan.texts, missing, k)):
-                    tokens = estimate_tokens(prompt, job.cfg.model.chars_per_token)
-                    request = job.request(f"{plan.key}#{round_}.{j}", prompt, tokens)
-                    requests.append(request)
+                for j, (request, _) in enumerate(self._batches(ctx, plan, missing, round_)):
                     batches[request.id] = (plan, missing[j * k:(j + 1) * k], request)
-            if not requests:
+            if not batches:
                 break
             answered: set[str] = set()
-            for completion in job.calls(requests):
+            for completion in ctx.generate(r for _, _, r in batches.values()):
                 plan, positions, request = batches[completion.id]
                 answered.add(completion.id)
                 stages[plan.key].append(stage_of(f"batch {completion.id.split('#')[1]}", request, completion))
@@ -88,6 +108,6 @@ class Decomposed(Strategy):
             answer = scoring.majority_of(given, plan.task.labels) if any(given) else None
             # Counted in code from the batches' labels: no length stop of its own to judge.
             verdict, kind = scoring.verdict_of(answer, plan.gold, finish_reason=None)
-            attempt = Attempt(index=job.next_index(plan.key), stages=stages[plan.key], answer=answer, verdict=verdict,
+            attempt = Attempt(index=ctx.next_index(plan.key), stages=stages[plan.key], answer=answer, verdict=verdict,
                               invalid_kind=kind)
             yield Landed(plan, n_tokens, attempt, predictions=given)

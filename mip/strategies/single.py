@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING
 from mip import prompts, scoring
 from mip.models import Request
 from mip.records import Attempt
-from mip.strategies import Landed, Strategy, stage_of
+from mip.strategies import Context, Landed, Sent, Strategy, stage_of
 
 if TYPE_CHECKING:
-    from mip.config import StrategyConfig, TaskConfig
+    from mip.config import TaskConfig
     from mip.experiments import Planned
-    from mip.job.loop import JobLoop
 
 
 class SingleCall(Strategy):
@@ -22,21 +21,26 @@ class SingleCall(Strategy):
     counts = False
     """Whether the prompt asks for per-label counts (parsed and kept beside the answer)."""
 
-    def attempts(self, job: JobLoop, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
+    def sends(self, plan: Planned, prompt_tokens: int, ctx: Context) -> tuple[Sent, Sent]:
+        """One call with the planned prompt, whatever comes back."""
+        one = Sent(1, prompt_tokens, ctx.room(prompt_tokens))
+        return one, one
+
+    def attempts(self, ctx: Context, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
         asked: dict[str, tuple[Planned, int, Request]] = {}  # until the completion is in
 
         def requests() -> Iterator[Request]:  # built as the backend has room
             for plan, n_tokens in live:
-                request = job.request(plan.key, plan.prompt, n_tokens)
+                request = ctx.request(plan.key, plan.prompt, n_tokens)
                 asked[plan.key] = (plan, n_tokens, request)
                 yield request
 
-        for completion in job.calls(requests()):
+        for completion in ctx.generate(requests()):
             plan, n_tokens, request = asked.pop(completion.id)
             labels = plan.task.labels
             answer = scoring.parse_answer(completion.output, labels)
-            verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason, job.forced_answer_ok)
-            attempt = Attempt(index=job.next_index(plan.key),
+            verdict, kind = scoring.verdict_of(answer, plan.gold, completion.finish_reason, ctx.forced_answer_ok)
+            attempt = Attempt(index=ctx.next_index(plan.key),
                               stages=[stage_of("answer", request, completion, prompt_sha=plan.prompt_sha)],
                               answer=answer, verdict=verdict, invalid_kind=kind,
                               counts=scoring.parse_counts(completion.output, labels) if self.counts else None)
@@ -48,6 +52,5 @@ class CountReport(SingleCall):
 
     counts = True
 
-    @classmethod
-    def planned_prompt(cls, task: TaskConfig, variant: str, texts: list[str], settings: StrategyConfig) -> str | None:
+    def planned_prompt(self, task: TaskConfig, variant: str, texts: list[str]) -> str | None:
         return prompts.standard_prompt(task.prompt, task.labels, texts, variant, report_counts=True)
