@@ -20,6 +20,15 @@ def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
     return text + marker
 
 
+def tied(chosen: str | None, ties: str | None) -> str:
+    """π⁺ or π⁻ with the patterns tied with it: ``random = majority_first`` (mip.stats: the first
+    in the paper's pattern order is chosen); ``–`` when undefined."""
+    if not chosen:
+        return "–"
+    others = [t for t in str(ties or "").split(", ") if t and t != chosen]
+    return " = ".join([chosen, *others])
+
+
 def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
     """``name.md``, ``name.csv`` and ``name.tex`` under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -41,7 +50,8 @@ def table2(models: pd.DataFrame) -> pd.DataFrame:
         metrics[f"Δ{x} (pp)"] = [pct(d, s, k) for d, s, k in zip(models[f"delta{x}"], models[f"delta{x}_sd"],
                                                                  models[f"delta{x}_marker"])]
         if i == 0:
-            metrics["π⁺ / π⁻"] = [f"{b} / {w}" for b, w in zip(models["best"], models["worst"])]
+            metrics["π⁺ / π⁻"] = [f"{tied(b, bt)} / {tied(w, wt)}" for b, w, bt, wt in
+                                  zip(models["best"], models["worst"], models["best_tied"], models["worst_tied"])]
     return pd.DataFrame({
         "Model": models["model"],
         **extra,
