@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mip.config import AnalyzeConfig
 from mip.report import write_report
+from mip.report.model_sets import TracePool
 from mip.results import ResultsError, load_local, load_wandb_api, load_wandb_offline
 
 
@@ -22,7 +23,7 @@ def load(cfg: AnalyzeConfig):
 def analyze(cfg: AnalyzeConfig) -> Path:
     frame = load(cfg)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
-    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core)
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage))
     if cfg.wandb.log_report:
         log_report(path.parent, cfg)
     return path

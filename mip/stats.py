@@ -199,16 +199,20 @@ def pattern_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.Dat
     return table.sort_values([*by, "pattern"]).reset_index(drop=True)
 
 
-def variant_deltas(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per model and prompt variant: accuracy minus the standard prompt's, mean and sd over seeds."""
-    seeds = per_seed(frame, ["model", "prompt_variant"])
-    table = seeds.pivot_table(index=["model", "seed"], columns="prompt_variant", values="acc")
+def variant_deltas(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+    """Per group ``by`` (a model, or a model and pattern: Fig. 20) and prompt variant: accuracy
+    minus the standard prompt's, paired by selection seed, mean and sd over the seeds both have."""
+    by = list(by)
+    columns = [*by, "prompt_variant", "delta_mean", "delta_sd", "seeds"]
+    seeds = per_seed(frame, [*by, "prompt_variant"])
+    table = seeds.pivot_table(index=[*by, "seed"], columns="prompt_variant", values="acc")
     if "standard" not in table.columns:
-        return pd.DataFrame(columns=["model", "prompt_variant", "delta_mean", "delta_sd", "seeds"])
+        return pd.DataFrame(columns=columns)
     rows = []
     for variant in [c for c in table.columns if c != "standard"]:
         diff = (table[variant] - table["standard"]).dropna()
-        for model, d in diff.groupby(level="model"):
-            rows.append({"model": model, "prompt_variant": variant, "delta_mean": d.mean(),
+        for key, d in diff.groupby(level=by if len(by) > 1 else by[0]):
+            key = key if isinstance(key, tuple) else (key,)
+            rows.append({**dict(zip(by, key)), "prompt_variant": variant, "delta_mean": d.mean(),
                          "delta_sd": d.std(ddof=1), "seeds": len(d)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=columns)

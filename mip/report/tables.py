@@ -10,6 +10,10 @@ import pandas as pd
 from mip import stats
 
 
+#: How a missing value reads in a table (the README's promise).
+MISSING = "–"
+
+
 def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
     """``78.4 ± 3.1`` in percent; ``–`` when undefined."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
@@ -30,12 +34,14 @@ def tied(chosen: str | None, ties: str | None) -> str:
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
-    """``name.md``, ``name.csv`` and ``name.tex`` under ``folder``."""
+    """``name.md``, ``name.csv`` and ``name.tex`` under ``folder``; a missing value reads ``–``
+    in the Markdown and LaTeX tables (an empty field in the CSV)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.md", folder / f"{name}.csv", folder / f"{name}.tex"]
-    paths[0].write_text(frame.to_markdown(index=False) + "\n", encoding="utf-8")
+    shown = frame.astype(object).where(frame.notna(), MISSING)
+    paths[0].write_text(shown.to_markdown(index=False) + "\n", encoding="utf-8")
     frame.to_csv(paths[1], index=False)
-    paths[2].write_text(frame.to_latex(index=False, escape=True), encoding="utf-8")
+    paths[2].write_text(shown.to_latex(index=False, escape=True), encoding="utf-8")
     return paths
 
 
