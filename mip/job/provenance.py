@@ -7,6 +7,7 @@ version, the keys the job covered, counts), both written atomically.
 from __future__ import annotations
 
 import dataclasses
+from enum import Enum
 import datetime as dt
 import json
 import subprocess
@@ -51,7 +52,10 @@ def write_manifest(output_dir: Path, cfg: Config, git: GitState, summary: JobSum
     config_file = output_dir / "config.yaml"
     if not config_file.exists():  # the config does not change during the job
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml where PyYAML has it: ~10x faster
-        text = yaml.dump(dataclasses.asdict(cfg), Dumper=dumper, sort_keys=False, allow_unicode=True)
+        # Enum fields (model.traces) as their values: the safe dumper writes plain types only.
+        plain = dataclasses.asdict(cfg, dict_factory=lambda items: {k: getattr(v, "value", v) if isinstance(v, Enum) else v
+                                                                     for k, v in items})
+        text = yaml.dump(plain, Dumper=dumper, sort_keys=False, allow_unicode=True)
         atomic_write(config_file, text, durable=False)
     payload = {"git": git, "mip_version": mip.__version__, "written_at": now(), **summary.__dict__}
     atomic_write(output_dir / "job.json", json.dumps(payload, indent=1), durable=False)

@@ -27,9 +27,9 @@ def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
 def tied(chosen: str | None, ties: str | None) -> str:
     """π⁺ or π⁻ with the patterns tied with it: ``random = majority_first`` (mip.stats: the first
     in the paper's pattern order is chosen); ``–`` when undefined."""
-    if not chosen:
-        return "–"
-    others = [t for t in str(ties or "").split(", ") if t and t != chosen]
+    if not isinstance(chosen, str) or not chosen:
+        return MISSING
+    others = [t for t in (ties if isinstance(ties, str) else "").split(", ") if t and t != chosen]
     return " = ".join([chosen, *others])
 
 
