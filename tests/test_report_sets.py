@@ -18,13 +18,17 @@ from .test_stats import cell
 PAPER_FULL = {"deepseek_v4_flash", "gpt_oss_120b", "qwen36_35b", "qwen36_plus"}
 
 
-def test_each_model_config_says_what_its_traces_are():
+def test_each_model_config_says_what_its_traces_are(tmp_path):
     declared = declared_traces()
     assert MODEL_DIR == REPO / "conf" / "model"
     assert {m for m, kind in declared.items() if kind == "full"} == PAPER_FULL
     assert declared["grok41_fast"] == "summary"
     assert declared["simulated_first_k"] == declared["simulated_unbiased"] == "planted"
     assert set(declared.values()) <= {"full", "summary", "absent", "planted"}
+    # A simulated model that says nothing is planted by its schema (a new planted model cannot be pooled by accident).
+    (tmp_path / "mine.yaml").write_text("defaults:\n  - /model_schema/simulated@_here_\nname: mine\nmodel_id: simulated\n")
+    (tmp_path / "api.yaml").write_text("defaults:\n  - /model_schema/openai_compat@_here_\nname: api\nmodel_id: x\n")
+    assert declared_traces(tmp_path) == {"api": "absent", "mine": "planted"}
 
 
 def test_a_wrong_trace_kind_fails_at_composition(tmp_path):

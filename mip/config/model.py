@@ -202,5 +202,8 @@ class MockModelConfig(ModelConfig):
 class SimulatedModelConfig(ModelConfig):
     """simulated: a planted positional bias, not an LLM (mip/models/simulated.py)."""
 
+    traces: Traces = Traces.planted
+    """An instrument's trace (the IDs its rule read): never pooled with LLMs by default."""
+
     read_first: Optional[int] = None
     """How many leading instances it reads and answers the majority of; null: all (the unbiased control)."""

@@ -31,13 +31,26 @@ from mip.config.model import Traces
 MODEL_DIR = Path(__file__).resolve().parents[2] / "conf" / "model"
 
 
+def _schema_default(config) -> str:
+    """``traces`` of the backend schema a model config extends (``/model_schema/<backend>@_here_``):
+    a simulated model is ``planted`` without saying so."""
+    from mip.models import schemas
+
+    for entry in config.get("defaults", []) or []:
+        if isinstance(entry, str) and entry.startswith("/model_schema/"):
+            schema = schemas().get(entry.split("/")[2].split("@")[0])
+            if schema is not None:
+                return schema.__dataclass_fields__["traces"].default.value
+    return Traces.absent.value
+
+
 def declared_traces(model_dir: str | Path | None = None) -> dict[str, str]:
-    """Each model config's name and what its traces are (``absent`` where it says nothing)."""
+    """Each model config's name and what its traces are (its schema's default where it says nothing)."""
     folder = Path(model_dir).expanduser() if model_dir else MODEL_DIR
     out = {}
     for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
         config = OmegaConf.load(path)
-        kind = config.get("traces", Traces.absent.value)
+        kind = config.get("traces", None) or _schema_default(config)
         out[str(config.get("name", path.stem))] = Traces(kind).value
     return out
 
