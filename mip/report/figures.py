@@ -134,7 +134,8 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
     fig, ax = plt.subplots(figsize=(1.1 * table.shape[1] + 2.5, 0.55 * table.shape[0] + 1.8))
     values = table.to_numpy(float) * scale
     top = scale if scale == 100.0 else max(1.0, float(np.nanmax(values)) if np.isfinite(values).any() else 1.0)
-    image = ax.imshow(values, cmap=cmap, aspect="auto", vmin=0, vmax=top)
+    colours = plt.get_cmap(cmap).with_extremes(bad="#d9d9d9")  # a missing cell is grey, never read as a 0
+    image = ax.imshow(values, cmap=colours, aspect="auto", vmin=0, vmax=top)
     ax.set_xticks(range(table.shape[1]), [str(c) for c in table.columns], rotation=30, ha="right", fontsize=7)
     ax.set_yticks(range(table.shape[0]), [str(i) for i in table.index], fontsize=7)
     for (r, c), v in np.ndenumerate(values):
@@ -174,7 +175,8 @@ def error_types(frame: pd.DataFrame) -> plt.Figure:
         bottom += 100 * shares[kind].to_numpy()
     for i, model in enumerate(shares.index):
         ax.annotate(f"n={counts[model]}", (i, bottom[i] + 1), ha="center", fontsize=7)
-    ax.set_ylim(0, 1.15 * max(bottom.max(), 1) + 2)  # room for each "n=": one outside the axes is not drawn
+    ax.set_ylim(0, 110)  # a rate axis runs 0–100, with room for each "n=" (one outside the axes is not drawn)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("share of experiments (%)")
     ax.set_title("Error types per model (mistakes and invalid outputs by kind)")
     ax.legend(fontsize=7)

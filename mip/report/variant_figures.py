@@ -68,9 +68,11 @@ def variant_deltas(deltas: pd.DataFrame, name: str = "") -> plt.Figure:
     models = sorted(deltas["model"].unique())
     columns = _ordered(deltas["pattern"], (*PATTERNS, OVERALL))
     limit = max(1.0, float(np.nanmax(np.abs(100 * deltas["delta_mean"].to_numpy(float)))))
-    fig, axes = plt.subplots(1, len(variants), figsize=(1.25 * len(columns) * len(variants) + 2.5,
-                                                       0.6 * len(models) + 2.2), squeeze=False)
-    for ax, variant in zip(axes[0], variants):
+    # The colour bar in an axes of its own, so that the tight layout keeps it clear of the heatmaps.
+    fig, axes = plt.subplots(1, len(variants) + 1, figsize=(1.25 * len(columns) * len(variants) + 3,
+                                                           0.6 * len(models) + 2.2), squeeze=False,
+                             gridspec_kw={"width_ratios": [len(columns)] * len(variants) + [0.25]})
+    for ax, variant in zip(axes[0][:-1], variants):
         sub = deltas[deltas["prompt_variant"] == variant]
         grid = {c: sub.pivot(index="model", columns="pattern", values=c).reindex(index=models, columns=columns)
                 for c in ("delta_mean", "delta_sd", "seeds")}
@@ -84,7 +86,7 @@ def variant_deltas(deltas: pd.DataFrame, name: str = "") -> plt.Figure:
         ax.set_xticks(range(len(columns)), [c.replace("_", "-") for c in columns], rotation=35, ha="right", fontsize=7)
         ax.set_yticks(range(len(models)), models, fontsize=7)
         ax.set_title(f"{variant} − standard", fontsize=9)
-    fig.colorbar(image, ax=axes[0].tolist(), label="accuracy change (pp)")
+    fig.colorbar(image, cax=axes[0][-1], label="accuracy change (pp)")
     fig.suptitle(f"Per-model accuracy change from the standard prompt per pattern (Fig. 20), {name}; "
                  "mean ± sd over selection seeds", fontsize=9)
     return fig
