@@ -8,6 +8,7 @@ from pathlib import Path
 from mip.config import AnalyzeConfig
 from mip.headline import headline, render
 from mip.report import write_report
+from mip.report.model_sets import TracePool
 from mip.results import ResultsError, load_local, load_wandb_api, load_wandb_offline
 from mip.slices import restrict
 
@@ -26,7 +27,7 @@ def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None) -> Pa
     """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice."""
     frame = load(cfg)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
-    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core)
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage))
     if show is not None:
         show(render(headline(restrict(frame, cfg.where))))
     if cfg.wandb.log_report:

@@ -1,17 +1,32 @@
 """Explicit instance coverage of reasoning traces (§5.1.2, App. E.2).
 
-An instance ID counts as mentioned when it appears in the trace as a standalone number
-between 1 and N. Standalone means not part of a longer token: a number glued to an ASCII
-letter, digit or underscore (``x2``, ``200th``), or inside a decimal or thousands-separated
-number (``3.5``, ``1,000``) does not count; one next to punctuation, spaces, a hyphen or
-any non-ASCII character does, so a range "instances 1-40" mentions 1 and 40 (not 2–39),
-and "Instance 1000:" mentions 1000. Each ID counts once per trace.
+The paper counts an instance ID as mentioned when it appears in the trace "as a standalone
+number" between 1 and N, at least once. mip writes that rule out as follows.
 
-:data:`STANDALONE` is the rule as a regex; :func:`mentioned_ids` applies the same rule in
-one vectorised pass over the trace's bytes (the tests check they agree), whatever N.
+1. A *numeral* is a maximal run of ASCII digits, where a single ``.`` or ``,`` between two
+   digits joins the runs on either side: ``17``, ``3.5``, ``1,000``, ``1,2,3``.
+2. A numeral glued to an ASCII letter or underscore on either side (``x2``, ``200th``,
+   ``id_7``) is part of a word: no ID.
+3. A numeral with a sign is a signed number, not an ID: ``-1`` (the tie answer), ``+3``,
+   ``−2``. A ``-`` is a sign when nothing, a space or punctuation precedes it; after a digit
+   or a letter it is a hyphen, so a range ``1-40`` mentions 1 and 40 (not 2–39).
+4. A numeral with a ``.`` is a decimal (``3.5``, ``0.55``, ``1.2.3``): no ID. A ``.`` or
+   ``,`` that does not sit between two digits is punctuation: ``positive.5`` and
+   ``label,5`` mention 5, ``Instance 4.`` mentions 4.
+5. A numeral of comma-joined groups is one thousands-grouped number when its first group
+   has 1–3 digits and every later group exactly 3 (``1,000``, ``12,345``): no ID, as a
+   count of that size is no instance ID of the paper's grids. Any other is a list, each
+   group one number: ``1,2,3`` mentions 1, 2 and 3, ``12,40,7`` mentions 12, 40 and 7.
+6. Everything else around a numeral (spaces, punctuation, brackets, non-ASCII text such as
+   ``–`` or ``…``) leaves it standalone. Each ID counts once per trace; numbers of more
+   than :data:`MAX_DIGITS` digits and outside 1..N do not count.
 
->>> sorted(mentioned_ids("Instance 1: place. Instances 3-5 … 1,000 x2 3.5 200th", 2000))
-[1, 3, 5]
+:func:`mentioned_ids_regex` states the rule with one regex and a few lines of Python;
+:func:`mentioned_ids` applies it in one vectorised pass over the trace's bytes (the tests
+check they agree on random text), whatever N.
+
+>>> sorted(mentioned_ids("Instance 1: place. Instances 3-5 … 1,000 x2 3.5 200th -7 ids 8,9,11", 2000))
+[1, 3, 5, 8, 9, 11]
 
 Exercised by ``pytest tests/test_coverage.py``; speed by ``benchmarks/coverage.py``.
 """
@@ -23,10 +38,13 @@ import re
 import numpy as np
 import pandas as pd
 
-#: The rule, as a regex (ASCII word characters): the specification of mentioned_ids.
-STANDALONE = re.compile(r"(?<![\w.,])\d+(?!\w)(?![.,]\d)", re.ASCII)
+#: Rule 1: a numeral, digit runs joined by single ``.`` or ``,`` (ASCII digits only).
+NUMERAL = re.compile(r"\d+(?:[.,]\d+)*", re.ASCII)
+#: Rule 5: a thousands-grouped number.
+THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 #: Longer digit runs are no instance ID.
 MAX_DIGITS = 7
+_SIGNS = "+-\u2212"
 
 #: The pattern name of per-ID rates pooled over all patterns (Fig. 5).
 POOLED = "all patterns"
@@ -37,35 +55,73 @@ BINS = ("<25%", "<75%", "<100%", "=100%")
 NO_TRACE = "no trace"
 
 
+def _word(ch: str) -> bool:
+    return ch.isascii() and (ch.isalnum() or ch == "_")
+
+
 def mentioned_ids_regex(trace: str | None, n: int) -> set[int]:
-    """:func:`mentioned_ids` by the regex: the slow, obvious reference."""
-    values = {int(t) for t in STANDALONE.findall(trace or "") if len(t) <= MAX_DIGITS}
-    return {v for v in values if 1 <= v <= n}
+    """:func:`mentioned_ids` by the regex and the rules as written: the slow, obvious reference."""
+    trace, found = trace or "", set()
+    for m in NUMERAL.finditer(trace):
+        before = trace[m.start() - 1] if m.start() else " "
+        after = trace[m.end()] if m.end() < len(trace) else " "
+        if _word(before) or _word(after):  # rule 2
+            continue
+        if before in _SIGNS and not (m.start() > 1 and _word(trace[m.start() - 2])):  # rule 3
+            continue
+        text = m.group()
+        if "." in text or THOUSANDS.fullmatch(text):  # rules 4 and 5
+            continue
+        found |= {int(g) for g in text.split(",") if len(g) <= MAX_DIGITS}
+    return {v for v in found if 1 <= v <= n}
+
+
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and (exclusive) ends of the runs of True in ``mask``."""
+    padded = np.concatenate(([False], mask, [False]))
+    return np.flatnonzero(mask & ~padded[:-2]), np.flatnonzero(mask & ~padded[2:]) + 1
 
 
 def mentioned_ids(trace: str | None, n: int) -> set[int]:
-    """The instance IDs 1..n that ``trace`` mentions as standalone numbers."""
+    """The instance IDs 1..n that ``trace`` mentions as standalone numbers (the module's rule)."""
     if not trace:
         return set()
-    # Non-ASCII characters become bytes >= 0x80: neither digits, word characters nor separators.
+    # Non-ASCII characters become bytes >= 0x80: neither digits, word characters nor joiners.
     b = np.frombuffer(trace.encode("utf-8", "replace"), dtype=np.uint8)
     digit = (b >= 48) & (b <= 57)
     if not digit.any():
         return set()
+    size = len(b)
     word = digit | ((b >= 65) & (b <= 90)) | ((b >= 97) & (b <= 122)) | (b == 95)
-    sep = (b == 46) | (b == 44)
-    padded = np.concatenate(([False], digit, [False]))
-    starts = np.flatnonzero(padded[1:-1] & ~padded[:-2])
-    ends = np.flatnonzero(padded[1:-1] & ~padded[2:]) + 1  # exclusive
-    ok = (ends - starts) <= MAX_DIGITS
-    before = starts - 1
+    next_digit, prev_digit = np.append(digit[1:], False), np.insert(digit[:-1], 0, False)
+    joiner = ((b == 46) | (b == 44)) & next_digit & prev_digit
+    num_starts, num_ends = _runs(digit | joiner)  # rule 1: numerals
+    starts, ends = _runs(digit)  # their digit groups
+    which = np.searchsorted(num_starts, starts, side="right") - 1
+    lengths = ends - starts
+    # Rule 2: glued to a word character; rule 3: a sign not preceded by a word character.
+    ok = np.ones(len(num_starts), dtype=bool)
+    before, after = num_starts - 1, num_ends
     has = before >= 0
-    ok[has] &= ~(word[before[has]] | sep[before[has]])
-    has = ends < len(b)
-    ok[has] &= ~word[ends[has]]
-    has = ends + 1 < len(b)
-    ok[has] &= ~(sep[ends[has]] & digit[ends[has] + 1])
-    starts, lengths = starts[ok], (ends - starts)[ok]
+    ok[has] &= ~word[before[has]]
+    sign = np.zeros(len(num_starts), dtype=bool)
+    sign[has] = (b[before[has]] == 45) | (b[before[has]] == 43)
+    minus = before >= 2  # U+2212 is E2 88 92 in UTF-8
+    sign[minus] |= (b[before[minus]] == 0x92) & (b[before[minus] - 1] == 0x88) & (b[before[minus] - 2] == 0xE2)
+    lead = np.where(b[np.maximum(before, 0)] == 0x92, before - 3, before - 1)
+    glued = (lead >= 0) & word[np.maximum(lead, 0)]
+    ok &= ~(sign & ~glued)
+    has = after < size
+    ok[has] &= ~word[after[has]]
+    # Rule 4: a decimal; rule 5: a thousands-grouped number.
+    dots = np.concatenate(([0], np.cumsum(joiner & (b == 46))))
+    ok &= dots[num_ends] == dots[num_starts]
+    first = starts == num_starts[which]
+    groups = np.bincount(which, minlength=len(num_starts))
+    odd = np.bincount(which, weights=(~first & (lengths != 3)) | (first & (lengths > 3)), minlength=len(num_starts))
+    ok &= ~((groups > 1) & (odd == 0))
+    keep = ok[which] & (lengths <= MAX_DIGITS)
+    starts, lengths = starts[keep], lengths[keep]
     values = np.zeros(len(starts), dtype=np.int64)
     for k in range(MAX_DIGITS):
         more = lengths > k

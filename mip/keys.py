@@ -87,6 +87,7 @@ NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
         "max_batch_tokens": "hf: batching under greedy decoding",
         "chunk_size": "vllm: how many prompts go to the engine at once (batching under greedy decoding)",
         "device": "where the weights run",
+        "traces": "what analysis pools; the model's reasoning is requested by keyed fields",
         "gguf_package": "which package ships the weights file; the file name is keyed",
         "mock.latency_s": "a test model's delay",
         "mock.call_log": "a test model's call log",

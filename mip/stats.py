@@ -11,6 +11,11 @@ All functions take the analysis table of :mod:`mip.results` and are pure.
   Acc_s(π⁺) − Acc_s(π⁻) with the sd of the paired differences. A seed without a valid
   experiment of either pattern drops out of the pairing; Δ is marked † with one paired
   seed and ‡ with two.
+- Ties: patterns whose mean accuracies agree to :data:`TIE` are tied. π⁺ is the first of
+  the best in the paper's pattern order (:data:`mip.instances.PATTERNS`: random,
+  majority-first, majority-last, majority-edges, majority-middle, soft-majority-edges,
+  soft-majority-middle), π⁻ the first of the worst among the others; the gap names every
+  tied pattern (``best_tied``, ``worst_tied``), so a reader sees the choice.
 Beyond the paper — intervals, paired tests and the App. C.4 reference calculation — is
 :mod:`mip.inference`.
 """
@@ -27,6 +32,10 @@ from mip.scoring import InvalidKind
 
 #: An instance set: the experiments that share a selection (seed, task, majority label, n, p).
 INSTANCE_SET = ["model", "seed", "task", "majority_label", "n", "p", "prompt_variant", "budget"]
+
+#: Mean accuracies closer than this are a tie (they differ only by floating-point rounding).
+TIE = 1e-9
+
 
 def _rate(num: pd.Series, den: pd.Series) -> pd.Series:
     return num / den.where(den > 0)
@@ -98,6 +107,15 @@ class Gap:
     paired_seeds: int
     marker: str
     """'†' for one paired seed, '‡' for two, '' otherwise."""
+    best_tied: tuple[str, ...] = ()
+    """Every pattern tied for the best mean accuracy, π⁺ first, in the paper's pattern order."""
+    worst_tied: tuple[str, ...] = ()
+    """Every other pattern tied for the worst, π⁻ first."""
+
+
+def _paper_order(patterns) -> list[str]:
+    rank = {p: i for i, p in enumerate(PATTERNS)}
+    return sorted(patterns, key=lambda p: (rank.get(p, len(rank)), p))
 
 
 def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
@@ -106,14 +124,17 @@ def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
     means = seeds.groupby("pattern")["acc"].mean().dropna()
     if len(means) < 2:  # a gap needs two patterns with valid experiments
         return Gap(None, None, None, None, 0, "")
+    means = means.reindex(_paper_order(means.index))
+    best_tied = tuple(means.index[means >= means.max() - TIE])
     # π⁻ is the worst of the *other* patterns: when all tie, π⁺ ≠ π⁻ and Δ = 0 is still a comparison.
-    best = means.idxmax()
-    worst = means.drop(best).idxmin()
+    rest = means.drop(best_tied[0])
+    worst_tied = tuple(rest.index[rest <= rest.min() + TIE])
+    best, worst = best_tied[0], worst_tied[0]
     table = seeds.pivot(index="seed", columns="pattern", values="acc")
     paired = (table[best] - table[worst]).dropna()
     marker = {1: "†", 2: "‡"}.get(len(paired), "")
     return Gap(best, worst, float(paired.mean()) if len(paired) else None,
-               float(paired.std(ddof=1)) if len(paired) > 1 else None, len(paired), marker)
+               float(paired.std(ddof=1)) if len(paired) > 1 else None, len(paired), marker, best_tied, worst_tied)
 
 
 def model_columns() -> list[str]:
@@ -122,7 +143,7 @@ def model_columns() -> list[str]:
     for i, m in enumerate(METRICS.values()):
         columns += [f"acc{m.suffix}", f"acc{m.suffix}_sd", f"delta{m.suffix}", f"delta{m.suffix}_sd", f"delta{m.suffix}_marker"]
         if i == 0:
-            columns += ["paired_seeds", "best", "worst"]
+            columns += ["paired_seeds", "best", "worst", "best_tied", "worst_tied"]
     return [*columns, "invalid_rate", "invalid_rate_sd"]
 
 
@@ -144,7 +165,8 @@ def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataF
             if i == 0:
                 row.update(experiments=int(acc["experiments"]), valid=int(acc["valid"]),
                            sets=int(sets.get(key if len(by) > 1 else key[0], 0)),
-                           paired_seeds=gap.paired_seeds, best=gap.best, worst=gap.worst)
+                           paired_seeds=gap.paired_seeds, best=gap.best, worst=gap.worst,
+                           best_tied=", ".join(gap.best_tied), worst_tied=", ".join(gap.worst_tied))
             row.update({f"acc{m.suffix}": acc["acc_mean"], f"acc{m.suffix}_sd": acc["acc_sd"],
                         f"delta{m.suffix}": gap.delta, f"delta{m.suffix}_sd": gap.sd, f"delta{m.suffix}_marker": gap.marker})
         invalid = per_seed(group, by).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]
@@ -177,16 +199,20 @@ def pattern_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.Dat
     return table.sort_values([*by, "pattern"]).reset_index(drop=True)
 
 
-def variant_deltas(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per model and prompt variant: accuracy minus the standard prompt's, mean and sd over seeds."""
-    seeds = per_seed(frame, ["model", "prompt_variant"])
-    table = seeds.pivot_table(index=["model", "seed"], columns="prompt_variant", values="acc")
+def variant_deltas(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+    """Per group ``by`` (a model, or a model and pattern: Fig. 20) and prompt variant: accuracy
+    minus the standard prompt's, paired by selection seed, mean and sd over the seeds both have."""
+    by = list(by)
+    columns = [*by, "prompt_variant", "delta_mean", "delta_sd", "seeds"]
+    seeds = per_seed(frame, [*by, "prompt_variant"])
+    table = seeds.pivot_table(index=[*by, "seed"], columns="prompt_variant", values="acc")
     if "standard" not in table.columns:
-        return pd.DataFrame(columns=["model", "prompt_variant", "delta_mean", "delta_sd", "seeds"])
+        return pd.DataFrame(columns=columns)
     rows = []
     for variant in [c for c in table.columns if c != "standard"]:
         diff = (table[variant] - table["standard"]).dropna()
-        for model, d in diff.groupby(level="model"):
-            rows.append({"model": model, "prompt_variant": variant, "delta_mean": d.mean(),
+        for key, d in diff.groupby(level=by if len(by) > 1 else by[0]):
+            key = key if isinstance(key, tuple) else (key,)
+            rows.append({**dict(zip(by, key)), "prompt_variant": variant, "delta_mean": d.mean(),
                          "delta_sd": d.std(ddof=1), "seeds": len(d)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=columns)

@@ -14,6 +14,7 @@ import pytest
 
 from mip import stats
 from mip.report import write_report
+from mip.report.model_sets import TracePool
 from mip.results import ResultsError, load_local, load_wandb_offline
 from mip.job import run_job
 
@@ -58,7 +59,7 @@ def test_report_has_every_table_and_figure(store, tmp_path, figures_unencoded):
     frame = load_local([store / "store"])
     # Traces stay the Python strings they were read as (an Arrow copy cost as much as the read).
     assert frame["reasoning"].dtype == object and frame["reasoning"].map(type).isin([str, type(None)]).all()
-    path = write_report(frame, tmp_path / "report", core=None)
+    path = write_report(frame, tmp_path / "report", core=None, pool=TracePool(chosen=("fake", "mock")))
     text = path.read_text()
     figures = sorted(set(re.findall(r"\((figures/[^)]+\.png)\)", text)))
     names = {f.split("/")[1].split("_")[0] for f in figures}
@@ -189,6 +190,7 @@ def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_
     text = path.read_text()
     table = pd.read_csv(tmp_path / "report" / "tables" / "table2_n20_p0.6.csv").set_index("Model")
     assert table.loc["dead", "Acc (%)"] == "–" and table.loc["dead", "Sets"] == 0
+    assert table.loc["dead", "π⁺ / π⁻"] == "– / –"  # not "None / None"
     assert "dead: every experiment of pattern majority_first is invalid" in text
     # Two sets cannot support a test: the paper's † stays, mip's own test says so.
     assert table.loc["ok", "Δ (pp)"] == "100.0†" and "2 sets, 1 paired seeds" in table.loc["ok", "Rests on"]

@@ -22,6 +22,28 @@ EXCERPTS = [
     ("", 100, set()),
 ]
 
+# The rule's cases (mip.coverage's docstring), most in the words of the paper's traces (App. E.1), each with
+# what it mentions: before this rule a comma list mentioned nothing, a number after "." or "," was dropped
+# ("tally.1: place") and the tie answer "-1" counted as instance 1.
+RULE = [
+    ("I'll go through the list in chunks and tally.1: place[...]100: prog", {1, 100}),
+    ("Then choose the majority label. If tied, answer -1.", set()),
+    ('If tied, `{"answer": "-1"}`. Also +3 and \u22122 are signed.', set()),
+    ("Instances 1,2,3 are positive; 12,40,7 negative.", {1, 2, 3, 7, 12, 40}),
+    ("Labels: positive,5 and negative.6 follow.", {5, 6}),
+    ("Instance 40: Steve = Jim - 8 = 102. Total = 102+110+107 = 319. Odd.", {8, 40, 102, 107, 110, 319}),
+    ("Instance 1-444: Mostly locations. x-2 and id-9", {1, 444, 2, 9}),
+    ("it checks instances 1,900 to 2,000; 12,345 and 0.55 and 1.2.3 are numbers", set()),
+    ("its output budget is exhausted after the 1,954th instance", set()),
+    ("(-1) [7] 8… –9", {7, 8, 9}),
+]
+
+
+@pytest.mark.parametrize("trace,expected", RULE)
+def test_the_written_rule(trace, expected):
+    assert mentioned_ids(trace, 2000) == expected
+    assert mentioned_ids_regex(trace, 2000) == expected
+
 
 @pytest.mark.parametrize("trace,n,expected", EXCERPTS)
 def test_mentioned_ids(trace, n, expected):
@@ -29,7 +51,7 @@ def test_mentioned_ids(trace, n, expected):
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(list("0123456789 .,-:_xé…\n") + ["Instance ", "th", "1,000", "٣"]), max_size=120).map("".join),
+@given(st.lists(st.sampled_from(list("0123456789 .,-+:_xé…\n\u2212") + ["Instance ", "th", "1,000", "٣", "12,3"]), max_size=120).map("".join),
        st.integers(1, 3000))
 def test_the_vectorised_pass_follows_the_regex_rule(trace, n):
     assert mentioned_ids(trace, n) == mentioned_ids_regex(trace, n)

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mip import slices
-from mip.report import figures, write_report
+from mip import slices, stats
+from mip.report import figures, strategies, tables, trace_figures, variant_figures, write_report
+from mip.report.model_sets import TracePool
 from mip.report.titles import fit, titles
 
 from .test_stats import cell, frame
@@ -62,7 +63,7 @@ def test_every_figure_a_report_writes_keeps_its_titles_inside_the_figure(tmp_pat
             drawn[path.stem] = outside(fig)
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", measure)
-    write_report(report_rows(), tmp_path / "report", core=(20, 0.6))
+    write_report(report_rows(), tmp_path / "report", core=(20, 0.6), pool=TracePool(chosen=("M",)))
     names = {stem.split("_")[0] for stem in drawn}
     assert {"fig2", "fig3", "fig4", "fig5", "fig9", "fig10", "fig11", "fig14", "fig15", "fig16", "fig17", "fig18",
             "fig20", "fig21", "fig22", "fig23", "budgets", "position"} <= names, names
@@ -79,22 +80,24 @@ def test_a_long_title_is_wrapped_to_the_figure_and_a_short_one_kept():
     assert fig.axes[0].get_title().replace("\n", " ") == long
     # Each model's "n=" above its stack lies inside the axes (one outside them is not drawn).
     assert [t.get_text() for t in fig.axes[0].texts] == ["n=2"] and fig.axes[0].texts[0].xy[1] < fig.axes[0].get_ylim()[1]
-    short = figures.no_data("Counterpart pairs")
+    short = figures.heatmap(pd.DataFrame({"a": [1.0]}), "Short", "accuracy (%)")
     fit(short)
-    assert short.axes[0].get_title() == "Counterpart pairs"
+    assert short.axes[0].get_title() == "Short"
 
 
 @pytest.mark.parametrize("empty", [
     lambda: figures.pattern_bars(pd.DataFrame()),
     lambda: figures.heatmap(pd.DataFrame(), "Fig. 3", "accuracy (%)"),
-    lambda: figures.variant_panels(pd.DataFrame()),
+    lambda: variant_figures.variant_panels(pd.DataFrame()),
     lambda: figures.budgets(pd.DataFrame()),
     lambda: figures.budget_outcomes(pd.DataFrame(), pd.DataFrame(), "Fig. 9"),
-    lambda: figures.mention_rates(pd.DataFrame({"pattern": []}), 10, 0.6),
-], ids=["pattern_bars", "heatmap", "variant_panels", "budgets", "budget_outcomes", "mention_rates"])
-def test_a_figure_without_data_says_so_instead_of_being_blank(empty):
-    fig = empty()
-    assert texts(fig) == ["no data"] and fig.axes[0].get_title()
+    lambda: trace_figures.mention_rates(pd.DataFrame({"pattern": []}), 10, 0.6),
+    lambda: figures.counterpart_pairs(pd.DataFrame(), "Fig. 18"),
+    lambda: variant_figures.variant_deltas(pd.DataFrame(), "Fig. 20"),
+], ids=["pattern_bars", "heatmap", "variant_panels", "budgets", "budget_outcomes", "mention_rates", "fig18", "fig20"])
+def test_a_figure_without_data_is_not_drawn_and_says_why(empty):
+    missing = empty()
+    assert isinstance(missing, figures.Missing) and "no data" in missing.reason
 
 
 def test_a_zero_bar_is_labelled_and_a_missing_one_says_n_a_at_its_own_tick():
@@ -126,3 +129,76 @@ def test_save_encodes_a_png_and_a_pdf(tmp_path):
     with Image.open(png) as image:
         assert image.format == "PNG" and min(image.size) > 300
     assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 1000
+
+
+def test_an_all_zero_count_heatmap_is_neutral_with_whole_number_ticks():
+    """Fig. 15 with no invalid experiment was a red heatmap with a −0.1…0.1 colour bar."""
+    zeros = pd.DataFrame({"arith / random": [0, 0], "arith / majority_first": [0, 0]}, index=["a", "b"])
+    fig = figures.heatmap(zeros, "Fig. 15", "invalid experiments", counts=zeros + 6, scale=1.0, cmap="Reds")
+    image = fig.axes[0].images[0]
+    assert image.cmap(image.norm(0.0)) == image.cmap(0.0)  # the lightest colour of the map
+    assert image.norm.vmin == 0 and image.norm.vmax >= 1
+    fig.canvas.draw()
+    ticks = fig.axes[1].get_yticks()
+    assert len(ticks) and all(float(t).is_integer() and t >= 0 for t in ticks)
+
+
+def test_mention_rates_run_0_to_100_with_whole_instance_ids():
+    """Fig. 5's y-axis started near 50 and its x-ticks read 2.5, 7.5."""
+    rates = pd.DataFrame({"model": "M", "pattern": "all patterns", "position": range(1, 21),
+                          "rate": [1.0] * 9 + [0.5] * 11, "experiments": 4})
+    fig = trace_figures.mention_rates(rates, 20, 0.6, "per model")
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    assert low <= 0 and high >= 100 and set(ax.get_yticks()) <= {0, 25, 50, 75, 100}
+    fig.canvas.draw()
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    assert "per model" in fig._suptitle.get_text()
+
+
+def test_tables_show_missing_values_as_a_dash(tmp_path):
+    md, csv, tex = tables.write_table(pd.DataFrame({"model": ["a", "b"], "acc": [0.5, np.nan]}), tmp_path, "t")
+    assert "nan" not in md.read_text().lower() and "–" in md.read_text()
+    assert "nan" not in tex.read_text().lower()
+    assert pd.read_csv(csv)["acc"].isna().tolist() == [False, True]
+
+
+def test_position_errors_without_any_label_are_not_drawn_and_the_report_says_why(tmp_path, recwarn):
+    """position_error_rates.png was an empty panel, with "Mean of empty slice" on stderr."""
+    rows = cell(0, "majority_first", ["correct"] * 2, strategy="decomposed", calls=3, position_errors=[None] * 4)
+    missing = strategies.position_errors(frame(rows), "Decomposed")
+    assert isinstance(missing, figures.Missing) and "no experiment of this slice labelled any instance" in missing.reason
+    assert not [w for w in recwarn if "empty slice" in str(w.message)]
+    text = write_report(slices.add_columns(frame(rows)), tmp_path / "report", core=(20, 0.6)).read_text()
+    assert "position_error_rates_M_n20_p0.6_20k_standard_decomposed_unknown_core (figure not drawn)" in text
+    assert not list((tmp_path / "report" / "figures").glob("position_error_rates*"))
+
+
+def test_fig18_draws_each_task_with_counterpart_pairs_overlaid_per_slice():
+    rows = []
+    for model in ("A", "B"):
+        for seed in (0, 1):
+            rows += [{"model": model, "seed": seed, "task": task, "pattern": p, "verdict": v}
+                     for task in ("ner", "wsd") for p, v in (("majority_first", "correct"), ("majority_last", "incorrect"),
+                                                            ("random", "correct"))]
+    by_task = stats.pattern_table(frame(rows), ["model", "task"])
+    fig = figures.counterpart_pairs(by_task, "Fig. 18")
+    assert [ax.get_title() for ax in fig.axes] == ["A · ner", "A · wsd", "B · ner", "B · wsd"]
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels[:2] == ["random\n100", "first|last\n100 | 0"]  # majority_last's 0 % is written, not left blank
+
+
+def test_fig20_is_per_model_and_pattern_with_sd_over_seeds():
+    rows = []
+    for seed, (standard, hint) in enumerate([(1.0, 0.5), (1.0, 1.0), (0.5, 0.5)]):
+        for pattern in ("majority_first", "majority_middle"):
+            for variant, acc in (("standard", standard), ("hint", hint if pattern == "majority_first" else standard)):
+                rows += cell(seed, pattern, ["correct", "correct" if acc == 1.0 else "incorrect"], prompt_variant=variant)
+    deltas = stats.variant_deltas(frame(rows), ["model", "pattern"]).set_index("pattern")
+    assert deltas.loc["majority_first", "delta_mean"] == pytest.approx(-0.5 / 3)  # (−0.5 + 0 + 0) / 3
+    assert deltas.loc["majority_first", "delta_sd"] == pytest.approx(pd.Series([-0.5, 0, 0]).std())
+    assert deltas.loc["majority_middle", "delta_mean"] == 0 and deltas.loc["majority_first", "seeds"] == 3
+    fig = variant_figures.variant_deltas(deltas.reset_index(), "n=20 p=0.6")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["majority-first", "majority-middle"]
+    assert "-16.7\n± 28.9\n(3 seeds)" in [t.get_text() for t in ax.texts]

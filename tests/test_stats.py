@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from mip import inference, stats
+from mip.report import tables
 from mip.results import COLUMNS
 
 
@@ -157,6 +158,26 @@ def test_all_tied_patterns_still_compare_two_patterns():
     rows = cell(0, "majority_first", [C, C]) + cell(0, "majority_middle", [C, C])
     gap = stats.best_worst_gap(frame(rows))
     assert gap.best != gap.worst and gap.delta == 0.0
+
+
+def test_ties_follow_the_paper_pattern_order_and_are_all_named():
+    """Alphabetically majority_edges < majority_first and majority_middle < soft_majority_middle: the
+    paper's order (mip.instances.PATTERNS) picks the others, and the table names every tie."""
+    rows = []
+    for seed in (0, 1):
+        rows += cell(seed, "majority_first", [C, C, I]) + cell(seed, "majority_edges", [C, C, I])  # 2/3: best
+        rows += cell(seed, "soft_majority_middle", [C, I, I]) + cell(seed, "majority_middle", [C, I, I])  # 1/3: worst
+        rows += cell(seed, "random", [C, I], order_seed=0)  # 1/2
+    gap = stats.best_worst_gap(frame(rows))
+    assert (gap.best, gap.worst) == ("majority_first", "majority_middle")
+    assert gap.best_tied == ("majority_first", "majority_edges")
+    assert gap.worst_tied == ("majority_middle", "soft_majority_middle")
+    shown = tables.table2(stats.model_table(frame(rows)))["π⁺ / π⁻"].iloc[0]
+    assert shown == "majority_first = majority_edges / majority_middle = soft_majority_middle"
+    # Every pattern tied: random (first in the paper's order) is π⁺, majority_first π⁻.
+    even = cell(0, "majority_last", [C]) + cell(0, "random", [C], order_seed=0) + cell(0, "majority_first", [C])
+    gap = stats.best_worst_gap(frame(even))
+    assert (gap.best, gap.worst, gap.best_tied) == ("random", "majority_first", ("random", "majority_first", "majority_last"))
 
 
 def test_reference_calculation_of_app_c4():

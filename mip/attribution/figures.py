@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 from mip.instances import regions, split_counts, structured  # noqa: E402
 
@@ -25,7 +26,12 @@ def profile_figure(curve: np.ndarray, bin_size: int, pattern: str, n: int, p: fl
     ax.plot(x, curve, marker="o", markersize=2, linewidth=1, color="black")
     ax.axhline(1.0, linestyle=":", color="grey", label="uniform")
     ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.5, 1, 2 rather than 5×10⁻¹
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=6)
     ax.set_xlim(0.5, n + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # instance positions are whole numbers
     ax.set_xlabel(f"instance position (points average {bin_size} consecutive instances)")
     ax.set_ylabel("share (× uniform)")
     accuracy = 100 * replays["correct"].mean()

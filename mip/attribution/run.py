@@ -171,6 +171,7 @@ def attribute(cfg: AttributeConfig) -> Path:
 
 def write_outputs(replays: pd.DataFrame, out: Path, skipped: Counter, cfg: AttributeConfig) -> None:
     from mip.attribution.figures import profile_figure
+    from mip.attribution.pooled import pooled_figures
     from mip.report.figures import save
 
     summary = {"replays": len(replays), "skipped": dict(skipped)}
@@ -199,6 +200,12 @@ def write_outputs(replays: pd.DataFrame, out: Path, skipped: Counter, cfg: Attri
                 curve = profile(pooled, "binned", bin_size)
                 save(profile_figure(curve, bin_size, "structured patterns pooled", n, p, pooled),
                      out / "figures", f"profile_pooled_{tag}")
+        pooled = []
+        for name, fig, rows in pooled_figures(replays, cfg.relative_bins):  # Figs. 33–35 (App. F.3, F.4)
+            save(fig, out / "figures", name)
+            pooled += [{"figure": name.split("_")[0], **row} for row in rows]
+        if pooled:
+            pd.DataFrame(pooled).to_csv(out / "pooled_profiles.csv", index=False)
         pd.concat(regions).to_csv(out / "regions.csv", index=False)
         by_label = instances.groupby([*slices.SETTING, "pattern", "is_majority"])["share"].mean().rename("mean_share")
         by_label.reset_index().to_csv(out / "majority_vs_minority.csv", index=False)

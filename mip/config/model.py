@@ -19,9 +19,25 @@ attribute (:class:`mip.models.base.Backend`); a new backend may bring its own, i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Optional
 
 from omegaconf import MISSING
+
+
+class Traces(str, Enum):
+    """What a model's reasoning traces are (§5.1, footnote 10): the paper's trace analysis
+    pools the models with full traces only, and mip's pooled trace figures do the same."""
+
+    full = "full"
+    """Full reasoning text (DeepSeek-V4-Flash, gpt-oss-120b, Qwen3.6-35B-A3B, Qwen3.6-Plus)."""
+    summary = "summary"
+    """A summary of the reasoning, not the reasoning (Grok 4.1 Fast, App. E.1.4)."""
+    absent = "absent"
+    """No trace, or none the paper analysed."""
+    planted = "planted"
+    """A simulated model's trace: the IDs its planted rule read. An instrument, never pooled
+    with other models unless named in ``coverage.models``."""
 
 
 @dataclass
@@ -35,6 +51,9 @@ class ModelConfig:
     model_id: str = MISSING
     """Hub id or local folder; for a packaged GGUF, a label for the weights."""
     context_window: int = MISSING
+    traces: Traces = Traces.absent
+    """What its reasoning traces are (:class:`Traces`); pooled trace figures and numbers
+    (Figs. 5 and 22) pool the ``full`` ones unless analyze.py's ``coverage.models`` names others."""
     deterministic: bool = False
     """Whether the same request returns the same text (greedy local decoding): then an
     experiment gets one attempt, else up to ``max_attempts`` (§3.2). The one place that
@@ -186,6 +205,9 @@ class MockModelConfig(ModelConfig):
 @dataclass
 class SimulatedModelConfig(ModelConfig):
     """simulated: a planted positional bias, a test instrument and not an LLM (mip/models/simulated.py)."""
+
+    traces: Traces = Traces.planted
+    """An instrument's trace (the IDs its rule read): never pooled with LLMs by default."""
 
     read_first: Optional[int] = None
     """How many leading instances it reads and answers the majority of; null with read_last: all (the unbiased control)."""

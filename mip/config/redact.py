@@ -13,6 +13,7 @@ Exercised by ``pytest tests/test_secrets.py``.
 from __future__ import annotations
 
 import dataclasses
+from enum import Enum
 import logging
 import os
 import re
@@ -30,7 +31,9 @@ def to_plain(obj: Any) -> Any:
 
 
 def _lists(value: Any) -> Any:
-    """Tuples as lists, the way OmegaConf and JSON give them."""
+    """Tuples as lists, the way OmegaConf and JSON give them; enum fields (model.traces) as their values."""
+    if isinstance(value, Enum):
+        return value.value
     if isinstance(value, dict):
         return {k: _lists(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

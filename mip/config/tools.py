@@ -65,6 +65,16 @@ class WhereConfig:
 
 
 @dataclass
+class CoverageConfig:
+    """Which models the pooled trace figures and numbers pool (Figs. 5 and 22; §5.1, footnote 10)."""
+
+    models: Optional[list[str]] = None
+    """Model names to pool; null: every model whose config declares ``traces: full``."""
+    model_dir: Optional[str] = None
+    """Where the model configs that declare ``traces`` are; null: the ``conf/model`` beside the mip package."""
+
+
+@dataclass
 class AnalyzeConfig:
     """analyze.py: where records come from and where the report goes."""
 
@@ -79,6 +89,8 @@ class AnalyzeConfig:
     """Restrict the report to some slices, e.g. where.budget=100k where.model=[a,b]."""
     core: Optional[list[float]] = field(default_factory=lambda: [2000, 0.55])
     """The core setting [n, p] (§3.5); null: every (n, p) that a model ran with several selection seeds."""
+    coverage: CoverageConfig = field(default_factory=CoverageConfig)
+    """Pooled trace figures: ``coverage.models=[a,b]`` pools these models instead of the full-reasoning ones."""
 
 
 @dataclass

@@ -15,7 +15,8 @@ import pandas as pd
 
 from mip import inference, slices
 from mip.instances import PATTERNS
-from mip.report import figures, sections, tables
+from mip.report import figures, sections, strategies, tables
+from mip.report.model_sets import TracePool
 
 
 SECTIONS = [
@@ -36,16 +37,27 @@ CHOICES = [
     "per selection seed, pooled over tasks, majority labels and patterns (random over its order seeds); mean ± sd "
     "(ddof = 1) over seeds.",
     "Δ = mean over seeds of Acc_s(π⁺) − Acc_s(π⁻), π± chosen by mean accuracy within the slice; seeds lacking a "
-    "valid experiment of either pattern drop out; † marks one paired seed, ‡ two (the paper's notation).",
+    "valid experiment of either pattern drop out; † marks one paired seed, ‡ two (the paper's notation). Among tied "
+    "patterns π⁺ is the first in the paper's pattern order (random, majority-first, majority-last, majority-edges, "
+    "majority-middle, soft-majority-edges, soft-majority-middle), π⁻ the first of the tied worst; 'π⁺ / π⁻' names "
+    "every tied pattern (`a = b`).",
     "'Sets' counts instance sets (seed × task × majority label) with a valid experiment: the evidence behind a row.",
     "Beyond the paper: 95 % cluster-bootstrap intervals over instance sets (2,000 resamples) and paired tests of π⁺ "
     "against π⁻ (exact McNemar; sign-flip permutation where random has several orders) need at least "
     "{min_pairs} sets or pairs, else they read 'not testable' — fewer cannot reach p < 0.05.",
-    "Coverage: an ID counts when it appears in the trace as a standalone number 1..N (not inside `1,000`, `3.5`, "
-    "`x2`, `200th`; a range `1-40` mentions 1 and 40). Table 3 bins every valid experiment; those without a trace "
-    "form the 'no trace' row (the paper's models all had traces). Per-ID mention rates (Fig. 5) and mean coverage "
-    "(Fig. 22) are over valid experiments with a trace (the paper is silent on traceless ones). Fig. 5 and Fig. 22 "
-    "pool models, as the paper's do; per-model curves and grids are extra figures.",
+    "Coverage: an ID counts when it appears in the trace as a standalone number 1..N (mip.coverage): a list `1,2,3` "
+    "mentions 1, 2 and 3; a range `1-40` mentions 1 and 40; signed numbers (`-1`), decimals (`3.5`), thousands "
+    "(`1,000`) and numbers glued to letters (`x2`, `200th`) mention none. Table 3 bins every valid experiment; those "
+    "without a trace form the 'no trace' row (the paper's models all had traces). Per-ID mention rates (Fig. 5) and "
+    "mean coverage (Fig. 22) are over valid experiments with a trace (the paper is silent on traceless ones).",
+    "Pooled trace figures (Fig. 5, Fig. 22) pool the models whose config declares full reasoning traces (`traces: "
+    "full`: the paper's four, §5.1, footnote 10), or those analyze.py's `coverage.models` names; their titles name "
+    "them. Summaries (Grok 4.1 Fast) and planted simulated traces are never pooled by default; per-model figures "
+    "are always drawn.",
+    "A figure with nothing to show is not drawn: the report says why in its place. Counts of zero take the colour "
+    "map's lightest colour; accuracy and rate axes run 0–100; missing values read '–'.",
+    "Fig. 18 and Fig. 20 stay inside slices: Fig. 18 has one row of task panels per slice (the paper's per task), "
+    "Fig. 20 one heatmap per prompt variant, per model and pattern, mean ± sd over selection seeds.",
     "Fig. 3: ± sd over the random pattern's order seeds (accuracy per order seed pooled over tasks and labels), as "
     "the paper's caption says; structured patterns carry no sd.",
 ]
@@ -57,6 +69,8 @@ class Report:
     items: list[tuple[str, str, list[Path], str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     section: str = "core"
+    pool: TracePool = field(default_factory=TracePool)
+    """The models pooled trace figures pool (mip.report.model_sets)."""
 
     def table(self, frame: pd.DataFrame, name: str, how: str) -> None:
         self.items.append((self.section, "table", tables.write_table(frame, self.folder / "tables", name), how))
@@ -69,6 +83,11 @@ class Report:
         self.items.append((self.section, "data", [path], how))
 
     def figure(self, fig, name: str, how: str) -> None:
+        """Save ``fig``; a :class:`mip.report.figures.Missing` is not drawn, and the report says why."""
+        if isinstance(fig, figures.Missing):
+            self.items.append((self.section, "missing", [self.folder / "figures" / f"{name}.png"], f"{how}\n\n"
+                               f"**Not drawn**: {fig.reason}"))
+            return
         self.items.append((self.section, "figure", figures.save(fig, self.folder / "figures", name), how))
 
     def markdown(self, header: list[str]) -> str:
@@ -83,42 +102,14 @@ class Report:
                 lines += ["No records fit this section.", ""]
             for _, kind, paths, how in items:
                 main = paths[0]
-                lines += [f"### {main.stem} ({kind})", "", how, ""]
+                lines += [f"### {main.stem} ({'figure not drawn' if kind == 'missing' else kind})", "", how, ""]
+                if kind == "missing":
+                    continue
                 rel = main.relative_to(self.folder)
                 if kind != "data":
                     lines.append(f"![{main.stem}]({rel})" if kind == "figure" else main.read_text(encoding="utf-8"))
                 lines += ["Files: " + ", ".join(f"`{p.relative_to(self.folder)}`" for p in paths), ""]
         return "\n".join(lines)
-
-
-def strategy_tables(frame: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str]]:
-    """Cost and tokens per experiment for every model row; count errors and instance-level
-    results where strategies recorded them (beyond the paper)."""
-    out = []
-    g = frame.groupby("model")
-    cost = pd.DataFrame({
-        "experiments": g.size(), "calls per experiment": g["calls"].mean(),
-        "prompt tokens per experiment": g["prompt_tokens"].mean(),
-        "completion tokens per experiment": g["completion_tokens"].mean(),
-        "cost per experiment (USD)": g["cost"].mean(), "total cost (USD)": g["cost"].sum(min_count=1),
-    }).reset_index().round(6)
-    out.append((cost, "cost_and_tokens", "What each model row (strategies as their own rows) costs per experiment: "
-                "calls, prompt and completion tokens, and cost where the server reported it — the price of robustness."))
-    counted = frame.dropna(subset=["count_error_majority"])
-    if not counted.empty:
-        c = counted.groupby(["model", "pattern"])["count_error_majority"]
-        table = pd.DataFrame({"experiments": c.size(), "mean error": c.mean(), "sd": c.std(ddof=1),
-                              "mean |error|": c.apply(lambda e: e.abs().mean())}).reset_index().round(3)
-        out.append((table, "count_errors", "Reported (count_report) or tallied (decomposed) majority-label count minus "
-                    "the true count, per model and pattern: negative means majority instances were dropped."))
-    decomposed = frame.dropna(subset=["instance_accuracy"])
-    if not decomposed.empty:
-        d = decomposed.groupby(["model", "pattern"])
-        table = pd.DataFrame({"experiments": d.size(), "instance accuracy": d["instance_accuracy"].mean(),
-                              "missing share": d["missing_share"].mean()}).reset_index().round(4)
-        out.append((table, "decomposed_instances", "Decomposed strategy: accuracy of the per-instance labels and the share "
-                    "of instances left without a label, per model and pattern."))
-    return out
 
 
 def coverage_notes(frame: pd.DataFrame) -> list[str]:
@@ -143,15 +134,17 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
 
 
 def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
-                 where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P)) -> Path:
+                 where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
+                 pool: TracePool | None = None) -> Path:
     """Write tables, figures and report.md under ``folder``; return the report's path.
 
     ``where`` restricts the records (:func:`mip.slices.restrict`); ``core`` is the core
     (n, p), None to take every (n, p) run with several selection seeds. With ``filter_dir``
-    holding filter.py's Table 4, it joins the report. The report is always written: a
-    slice without a valid experiment shows NaN ("–") and a note.
+    holding filter.py's Table 4, it joins the report. ``pool``: the models pooled trace figures
+    pool (default: those whose shipped config declares full traces). The report is always
+    written: a slice without a valid experiment shows "–" and a note.
     """
-    report = Report(Path(folder))
+    report = Report(Path(folder), pool=pool if pool is not None else TracePool.of(None))
     report.folder.mkdir(parents=True, exist_ok=True)
     loaded = list(frame.attrs.get("notes", []))  # unreadable and quarantined records, key schemes
     frame = slices.restrict(frame, where)
@@ -174,7 +167,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
             run(report, records)
     report.section = "strategies"
     if not parts.strategies.empty:
-        sections.strategies(report, parts.strategies, strategy_tables, baseline=slices.single_call_twins(frame, parts.strategies))
+        strategies.strategies(report, parts.strategies, baseline=slices.single_call_twins(frame, parts.strategies))
     report.section = "other"
     rest = slices.unassigned(parts.rest)
     if not rest.empty:

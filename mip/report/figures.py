@@ -4,6 +4,7 @@ legends, and the number of experiments behind each point or cell on the figure."
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -12,9 +13,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from mip import stats  # noqa: E402
-from mip.instances import COUNTERPARTS, PATTERNS, regions, split_counts, structured  # noqa: E402
+from mip.instances import COUNTERPARTS, PATTERNS  # noqa: E402
 from mip.report.titles import fit  # noqa: E402
 from mip.scoring import InvalidKind, Verdict  # noqa: E402
 
@@ -64,43 +66,76 @@ def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, t
     return fig
 
 
-def counterpart_pairs(patterns: pd.DataFrame) -> plt.Figure:
-    """Fig. 18: each counterpart pair's accuracies overlaid per model, with random as reference."""
-    if patterns.empty:
-        return no_data("Counterpart pairs")
-    models = sorted(patterns["model"].unique())
-    fig, axes = plt.subplots(1, len(COUNTERPARTS), figsize=(4 * len(COUNTERPARTS), 3.5), sharey=True)
-    for ax, pair in zip(np.atleast_1d(axes), COUNTERPARTS):
-        for pattern, marker in zip(("random", *pair), ("s", "o", "x")):
-            sub = patterns[patterns["pattern"].astype(str) == pattern].set_index("model").reindex(models)
-            ax.errorbar(range(len(models)), 100 * sub["acc_mean"], yerr=100 * sub["acc_sd"].fillna(0), fmt=marker,
-                        capsize=2, label=pattern.replace("_", "-"))
-        ax.set_xticks(range(len(models)), models, rotation=30, ha="right", fontsize=7)
-        ax.set_title(" vs ".join(p.replace("_", "-") for p in pair), fontsize=9)
-        ax.legend(fontsize=6)
-    np.atleast_1d(axes)[0].set_ylabel("valid-only accuracy (%)")
+def _slot(patterns: tuple[str, ...]) -> str:
+    """``first|last`` for (majority_first, majority_last): a short label of one slot of Fig. 18."""
+    return "|".join(p.replace("soft_majority_", "s.").replace("majority_", "") for p in patterns)
+
+
+def counterpart_pairs(by_task: pd.DataFrame, title: str = "Counterpart pairs") -> plt.Figure | Missing:
+    """Fig. 18: task accuracy on all seven patterns, each counterpart pair overlaid at one slot
+    (bar: the first of the pair, diamond: its counterpart), random as the first slot; one row of
+    panels per model (slice), one panel per task; error bars: sd over selection seeds. The
+    numbers under each slot's name are the pair's accuracies (%), so that a value of 0 is read as 0."""
+    if by_task.empty:
+        return no_data(title)
+    models, tasks = sorted(by_task["model"].unique()), sorted(by_task["task"].unique())
+    slots = [("random",), *COUNTERPARTS]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, axes = plt.subplots(len(models), len(tasks), figsize=(3 * len(tasks) + 3, 2.4 * len(models) + 0.9),
+                             sharey=True, squeeze=False)
+    for r, model in enumerate(models):
+        for c, task in enumerate(tasks):
+            ax, sub = axes[r, c], by_task[(by_task["model"] == model) & (by_task["task"] == task)]
+            sub, labels = sub.set_index(sub["pattern"].astype(str)).reindex(PATTERNS), []
+            for x, slot in enumerate(slots):
+                acc, sd = 100 * sub.loc[list(slot), "acc_mean"], 100 * sub.loc[list(slot), "acc_sd"]
+                ax.bar(x, acc.iloc[0] if pd.notna(acc.iloc[0]) else 0, 0.6, yerr=np.nan_to_num(sd.iloc[0]), capsize=2,
+                       color=colours[x], alpha=0.8, label=slot[0].replace("_", "-"))
+                if len(slot) > 1:
+                    ax.errorbar(x, acc.iloc[1], yerr=np.nan_to_num(sd.iloc[1]), fmt="D", color="black", mfc="white",
+                                markersize=5, capsize=2, label=f"{slot[1].replace('_', '-')} (◇)")
+                labels.append(_slot(slot) + "\n" + " | ".join("n/a" if pd.isna(a) else f"{a:.0f}" for a in acc))
+            ax.set_xticks(range(len(slots)), labels, fontsize=5)
+            ax.set_ylim(0, 105)
+            ax.set_title(f"{model} · {task}", fontsize=8)
+        axes[r, 0].set_ylabel("valid-only accuracy (%)", fontsize=7)
+    axes[0, -1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(title, fontsize=9)
     return fig
 
 
-def no_data(title: str) -> plt.Figure:
-    """A figure that says it has nothing to show (a slice without valid experiments)."""
-    fig, ax = plt.subplots(figsize=(6, 2.5))
-    ax.text(0.5, 0.5, "no data", ha="center", va="center", fontsize=14, color="grey", transform=ax.transAxes)
-    ax.set_axis_off()
-    ax.set_title(title, fontsize=9)
-    return fig
+@dataclass(frozen=True)
+class Missing:
+    """A figure that is not drawn, and why: the report prints the reason where the figure
+    would be, so that no empty panel is ever read as a result."""
+
+    reason: str
+
+
+def no_data(title: str) -> Missing:
+    """What a figure function returns when its slice has nothing to draw."""
+    return Missing(f"{title}: no data to draw.")
+
+
+def integer_ticks(axis) -> None:
+    """Instance IDs and counts are whole numbers: no tick at 2.5."""
+    axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFrame | None = None,
             fmt: str = "{:.0f}", scale: float = 100.0, cmap: str = "viridis", sd: pd.DataFrame | None = None,
             extra: pd.DataFrame | None = None, extra_fmt: str = "({:.0f})") -> plt.Figure:
     """A labelled heatmap; each cell shows its value, ``± sd`` and ``extra`` where given, and
-    the experiments behind it. Cells without a value are left blank and say "n/a"."""
+    the experiments behind it. Cells without a value are left blank and say "n/a". Percentages
+    (``scale`` 100) run 0–100; counts (``scale`` 1) start at 0 with whole-number ticks, so that
+    a count of zero takes the colour map's lightest, neutral colour, whatever the others are."""
     if table.empty:
         return no_data(title)
     fig, ax = plt.subplots(figsize=(1.1 * table.shape[1] + 2.5, 0.55 * table.shape[0] + 1.8))
     values = table.to_numpy(float) * scale
-    image = ax.imshow(values, cmap=cmap, aspect="auto", vmin=0, vmax=scale if scale == 100.0 else None)
+    top = scale if scale == 100.0 else max(1.0, float(np.nanmax(values)) if np.isfinite(values).any() else 1.0)
+    colours = plt.get_cmap(cmap).with_extremes(bad="#d9d9d9")  # a missing cell is grey, never read as a 0
+    image = ax.imshow(values, cmap=colours, aspect="auto", vmin=0, vmax=top)
     ax.set_xticks(range(table.shape[1]), [str(c) for c in table.columns], rotation=30, ha="right", fontsize=7)
     ax.set_yticks(range(table.shape[0]), [str(i) for i in table.index], fontsize=7)
     for (r, c), v in np.ndenumerate(values):
@@ -116,7 +151,9 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
             red, green, blue, _ = image.cmap(image.norm(v))
             dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
             ax.text(c, r, label, ha="center", va="center", fontsize=6, color="white" if dark else "black")
-    fig.colorbar(image, ax=ax, label=value_label)
+    bar = fig.colorbar(image, ax=ax, label=value_label)
+    if scale != 100.0:
+        integer_ticks(bar.ax.yaxis)
     if table.columns.name or table.index.name:
         ax.set_xlabel(str(table.columns.name or ""), fontsize=8)
         ax.set_ylabel(str(table.index.name or ""), fontsize=8)
@@ -138,60 +175,12 @@ def error_types(frame: pd.DataFrame) -> plt.Figure:
         bottom += 100 * shares[kind].to_numpy()
     for i, model in enumerate(shares.index):
         ax.annotate(f"n={counts[model]}", (i, bottom[i] + 1), ha="center", fontsize=7)
-    ax.set_ylim(0, 1.15 * max(bottom.max(), 1) + 2)  # room for each "n=": one outside the axes is not drawn
+    ax.set_ylim(0, 110)  # a rate axis runs 0–100, with room for each "n=" (one outside the axes is not drawn)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("share of experiments (%)")
     ax.set_title("Error types per model (mistakes and invalid outputs by kind)")
     ax.legend(fontsize=7)
     ax.tick_params(axis="x", rotation=30)
-    return fig
-
-
-def variant_deltas(deltas: pd.DataFrame) -> plt.Figure:
-    """Fig. 20: accuracy difference of each prompt variant from the standard prompt."""
-    models = sorted(deltas["model"].unique())
-    variants = sorted(deltas["prompt_variant"].unique())
-    width = 0.8 / max(1, len(variants))
-    fig, ax = plt.subplots(figsize=(max(5, len(models) * 1.2), 4))
-    for i, variant in enumerate(variants):
-        sub = deltas[deltas["prompt_variant"] == variant].set_index("model").reindex(models)
-        ax.bar(np.arange(len(models)) + (i - (len(variants) - 1) / 2) * width, 100 * sub["delta_mean"], width,
-               yerr=100 * sub["delta_sd"].fillna(0), capsize=2, label=f"{variant} (seeds: {int(sub['seeds'].max())})")
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
-    ax.set_ylabel("accuracy − standard prompt (pp)")
-    ax.set_title("Prompt variants against the standard prompt (sd over seeds)")
-    ax.legend(fontsize=7)
-    return fig
-
-
-def variant_panels(table: pd.DataFrame) -> plt.Figure:
-    """Fig. 4: accuracy (top) and Δ (bottom) per model and prompt variant, one bar group per
-    model and budget; sd over selection seeds; "n/a" where a value is undefined."""
-    if table.empty:
-        return no_data("Prompt variants")
-    rows = table.assign(group=table["model"] + " · " + table["budget"].astype(str))
-    groups = sorted(rows["group"].unique())
-    present = set(rows["prompt_variant"])
-    variants = [v for v in ("standard", "hint", "strategy", "self_prompt") if v in present]
-    variants += sorted(set(rows["prompt_variant"]) - set(variants))
-    width = 0.8 / max(1, len(variants))
-    fig, axes = plt.subplots(2, 1, figsize=(max(6, 1.5 * len(groups) + 2), 6), sharex=True)
-    for ax, (column, sd, label) in zip(axes, [("acc", "acc_sd", "valid-only accuracy (%)"), ("delta", "delta_sd", "Δ best−worst (pp)")]):
-        for i, variant in enumerate(variants):
-            sub = rows[rows["prompt_variant"] == variant].set_index("group").reindex(groups)
-            x = np.arange(len(groups)) + (i - (len(variants) - 1) / 2) * width
-            values = pd.to_numeric(sub[column], errors="coerce") * 100
-            ax.bar(x, values.fillna(0), width, yerr=(pd.to_numeric(sub[sd], errors="coerce") * 100).fillna(0),
-                   capsize=2, label=variant)
-            for xi, v in zip(x, values):
-                if pd.isna(v) or v == 0:  # undefined, or a 0 bar without height: say which
-                    ax.annotate("n/a" if pd.isna(v) else "0", (xi, 1), ha="center", fontsize=6, rotation=90,
-                                color="grey" if pd.isna(v) else "black")
-        ax.set_ylabel(label)
-        ax.set_ylim(0, 105)
-    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    axes[1].set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
-    axes[0].set_title("Prompt variants: accuracy (top) and best–worst gap (bottom); error bars: sd over seeds", fontsize=9)
     return fig
 
 
@@ -253,48 +242,3 @@ def budgets(table: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def mention_rates(rates: pd.DataFrame, n: int, p: float) -> plt.Figure:
-    """Fig. 5 / Fig. 21: per-ID mention rate against position, one panel per pattern,
-    block boundaries of the structured patterns dotted."""
-    present = set(rates["pattern"])
-    patterns = [x for x in ("all patterns", *PATTERNS) if x in present]
-    if not patterns:
-        return no_data(f"Per-ID mention rate (n = {n}, p = {p})")
-    fig, axes = plt.subplots(len(patterns), 1, figsize=(8, 1.6 * len(patterns) + 0.5), sharex=True, squeeze=False)
-    n_maj, n_min = split_counts(n, p)
-    # Block boundaries from the one definition of each pattern's layout (mip.instances.regions).
-    bounds = {x: [end for _, end, _ in regions(x, n_maj, n_min)[:-1]] for x in PATTERNS if structured(x)}
-    for ax, pattern in zip(axes[:, 0], patterns):
-        for model, sub in rates[rates["pattern"] == pattern].groupby("model"):
-            ax.plot(sub["position"], 100 * sub["rate"], linewidth=0.8, label=f"{model} (n={int(sub['experiments'].iloc[0])})")
-        for b in bounds.get(pattern, []):
-            ax.axvline(b + 0.5, linestyle=":", color="grey")
-        ax.set_ylabel("mentioned (%)", fontsize=7)
-        ax.set_title(pattern.replace("_", "-"), fontsize=8)
-        ax.legend(fontsize=6)
-    axes[-1, 0].set_xlabel("instance ID (position in the prompt)")
-    fig.suptitle(f"Per-ID mention rate in reasoning traces (n = {n}, p = {p}; dotted: block boundaries)", fontsize=9)
-    return fig
-
-
-def position_errors(frame: pd.DataFrame, bins: int = 20) -> plt.Figure:
-    """Decomposed strategy: the share of wrong instance labels by relative position, per pattern."""
-    present = set(frame["pattern"])
-    patterns = [p for p in PATTERNS if p in present]
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    for pattern in patterns:
-        rows = []
-        for errors in frame[frame["pattern"] == pattern]["position_errors"]:
-            values = np.array([np.nan if e is None else e for e in errors], dtype=float)
-            edges = np.linspace(0, len(values), min(bins, len(values)) + 1).round().astype(int)
-            rows.append([np.nanmean(values[a:b]) if b > a and not np.isnan(values[a:b]).all() else np.nan
-                         for a, b in zip(edges[:-1], edges[1:])])
-        width = min(len(r) for r in rows)
-        curve = np.nanmean(np.array([r[:width] for r in rows]), axis=0)
-        ax.plot((np.arange(width) + 0.5) / width * 100, 100 * curve, marker="o", markersize=2,
-                label=f"{pattern.replace('_', '-')} (n={len(rows)})")
-    ax.set_xlabel("relative position in the prompt (%)")
-    ax.set_ylabel("wrong instance labels (%)")
-    ax.set_title("Decomposed strategy: instance error rate by position", fontsize=9)
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return fig

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from mip import coverage, inference, slices, stats
-from mip.report import figures, tables
+from mip.instances import PATTERNS
+from mip.report import figures, tables, trace_figures, variant_figures
 
 #: What a core-section table row is: one slice of the setting (model × budget × pool).
 ROW = ["model", "budget", "pool"]
@@ -25,7 +26,7 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     models = stats.model_table(group, by)
     models["rests on"] = [f"{s} sets, {k} paired seeds" for s, k in zip(models["sets"], models["paired_seeds"])]
     return models
@@ -36,7 +37,7 @@ def core(report, frame: pd.DataFrame) -> None:
     for setting, group in slices.of(frame, ["n", "p"]):
         tag = slices.file_tag(setting, ["n", "p"])
         name = slices.label(setting, ["n", "p"]) + " (standard prompt, single call, core orderings)"
-        models = _model_rows(group, ROW)
+        models = model_rows(group, ROW)
         report.table(tables.table2(models), f"table2_{tag}",
                      f"Tables 2 and 6 at {name}: one row per slice (model × budget × pool). Valid-only and "
                      "all-experiment accuracy (mean ± sd over selection seeds), Δ with π⁺/π⁻ († one paired seed, ‡ "
@@ -55,12 +56,19 @@ def core(report, frame: pd.DataFrame) -> None:
                       "valid experiment.")
         report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}"), f"fig17_all_patterns_{tag}",
                       f"All seven patterns per slice (Fig. 17) at {name}.")
-        report.figure(figures.counterpart_pairs(patterns), f"fig18_counterparts_{tag}",
-                      f"Counterpart pairs with random as reference (Fig. 18) at {name}.")
+        by_task = stats.pattern_table(rows, ["model", "task"])
+        report.figure(figures.counterpart_pairs(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
+                                                         f"{name}"), f"fig18_counterparts_{tag}",
+                      f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
+                      "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
+                      "error bars: sd over selection seeds.")
         report.figure(figures.error_types(rows), f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.")
         cell = rows.assign(cell=rows["task"] + " / " + rows["pattern"])
+        order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))]
         invalid = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc=lambda v: int((~v).sum()))
         total = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc="size")
+        order = [c for c in order if c in invalid.columns]
+        invalid, total = invalid[order], total[order]
         report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}",
                                       "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
                       f"fig15_invalid_counts_{tag}", "Invalid experiments per slice × task × pattern; (n=…) experiments.")
@@ -90,8 +98,8 @@ def intervals(group: pd.DataFrame) -> pd.DataFrame:
 
 
 def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str) -> None:
-    """Table 3 per slice over every valid run; Fig. 5 pooled across models per budget and
-    pool, per-model curves and Fig. 21 as extra figures."""
+    """Table 3 per slice over every valid run; Fig. 5 pooled over the report's trace pool
+    (:mod:`mip.report.model_sets`) per budget and pool, per model, and per pattern (Fig. 21)."""
     traced = coverage.with_coverage(group)  # the trace scan, once for the table and the curves
     cov = coverage.coverage_table(group, ROW, traced)
     if cov.empty:
@@ -102,23 +110,52 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
                  f"add up to every valid experiment, those without a reasoning trace in '{coverage.NO_TRACE}'.")
     n, p = int(setting["n"]), float(setting["p"])
     for (budget, pool), sub in traced.groupby(["budget", "pool"]):
-        suffix = f"{tag}_{budget}_{pool}"
-        pooled = coverage.mention_rates(sub, n, sub.assign(model="all models"))
-        report.figure(figures.mention_rates(pooled[pooled["pattern"] == coverage.POOLED], n, p),
-                      f"fig5_mention_rates_{suffix}", f"Fig. 5 at {name}, budget {budget}, {pool} pool: per-ID mention "
-                      "rate over the valid experiments with a trace, pooled across models and patterns.")
+        suffix, where = f"{tag}_{budget}_{pool}", f"{name}, budget {budget}, {pool} pool"
+        members, who = report.pool.select(sub)
         rates = coverage.mention_rates(sub, n, sub)
+        pooled = coverage.mention_rates(members, n, members.assign(model="pooled")) if not members.empty else rates.iloc[0:0]
+        report.figure(trace_figures.mention_rates(pooled[pooled["pattern"] == coverage.POOLED], n, p, who)
+                      if not members.empty else figures.Missing(f"Fig. 5 at {where}: {who}"),
+                      f"fig5_mention_rates_{suffix}", f"Fig. 5 at {where}: per-ID mention rate over the valid experiments "
+                      "with a trace, all patterns, over the models its title names (§5.1: full reasoning traces).")
+        report.figure(trace_figures.mention_rates(rates[rates["pattern"] == coverage.POOLED], n, p, "per model"),
+                      f"fig5_mention_rates_per_model_{suffix}", f"Fig. 5 per model at {where}: each model's own curve, "
+                      "never averaged with another's.")
         report.data(pd.concat([pooled, rates]), f"mention_rates_{suffix}", "Per-ID mention rates behind Figs. 5 and "
-                    "21: per model ('all models' pooled) and pattern ('all patterns' pooled), per position.")
-        report.figure(figures.mention_rates(rates, n, p), f"fig21_mention_rates_{suffix}",
-                      "Per-model curves (beyond Fig. 5), then per pattern with block boundaries (Fig. 21).")
+                    f"21: per model ('pooled': {who}) and pattern ('all patterns' pooled), per position.")
+        report.figure(trace_figures.mention_rates(rates[rates["pattern"] != coverage.POOLED], n, p, "per model"),
+                      f"fig21_mention_rates_{suffix}", "Per pattern with block boundaries (Fig. 21), one curve per model.")
+
+
+def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
+    """Fig. 22 (mean coverage per (n, p) cell, pooled over the report's trace pool) and Fig. 23 (per model)."""
+    traced = coverage.with_coverage(group)
+    if traced.empty:
+        return
+    members, who = report.pool.select(traced)
+    if members.empty:
+        report.figure(figures.Missing(f"Fig. 22 at {name}: {who}"), f"fig22_coverage_pooled_{tag}",
+                      "Mean coverage per (n, p) cell, pooled over models (Fig. 22).")
+    for label, sub in [("pooled", members), *traced.groupby("model")]:
+        if sub.empty:
+            continue
+        cell = sub.groupby(["n", "p"]).agg(coverage=("coverage", "mean"), mentioned=("mentioned", "mean"),
+                                           size=("coverage", "size")).reset_index()
+        fig = "fig22" if label == "pooled" else "fig23"
+        title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]})"
+        report.figure(figures.heatmap(cell.pivot(index="p", columns="n", values="coverage"), title, "coverage (%)",
+                                      counts=cell.pivot(index="p", columns="n", values="size"),
+                                      extra=cell.pivot(index="p", columns="n", values="mentioned")),
+                      f"{fig}_coverage_{label.replace(' ', '_')}_{tag}",
+                      "Mean coverage (% of IDs mentioned) per cell over valid experiments with a trace, (mean count of "
+                      "mentioned IDs) below." + (f" {who[0].upper()}{who[1:]}." if label == "pooled" else ""))
 
 
 def budgets(report, frame: pd.DataFrame) -> None:
     """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget)."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        table = _model_rows(group, ["model", "budget"])
+        table = model_rows(group, ["model", "budget"])
         report.table(table.round(4), f"budgets_{tag}", f"Budgets side by side at {name} (Table 6, App. C.5).")
         report.figure(figures.budgets(table), f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
         for model, sub in group.groupby("model"):
@@ -162,57 +199,59 @@ def generalisability(report, frame: pd.DataFrame) -> None:
                                           f"{model}, {name}: invalid rate over n × p (Fig. 11)", "invalid (%)",
                                           counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
                           f"fig11_np_invalid_{model}_{tag}", "Invalid rate pooled over patterns (Fig. 11).")
-        traced = coverage.with_coverage(group)
-        for who, sub in [("all models", traced), *traced.groupby("model")]:
-            if sub.empty:
-                continue
-            cell = sub.groupby(["n", "p"]).agg(coverage=("coverage", "mean"), mentioned=("mentioned", "mean"),
-                                               size=("coverage", "size")).reset_index()
-            fig = "fig22" if who == "all models" else "fig23"
-            report.figure(figures.heatmap(cell.pivot(index="p", columns="n", values="coverage"),
-                                          f"{who}, {name}: mean explicit coverage (Fig. {fig[3:]})", "coverage (%)",
-                                          counts=cell.pivot(index="p", columns="n", values="size"),
-                                          extra=cell.pivot(index="p", columns="n", values="mentioned")),
-                          f"{fig}_coverage_{who.replace(' ', '_')}_{tag}",
-                          "Mean coverage (% of IDs mentioned) per cell over valid experiments with a trace, (mean "
-                          "count of mentioned IDs) below." + (" Pooled across models." if who == "all models" else ""))
+        coverage_grids(report, group, name, tag)
 
 
 def prompt_variants(report, frame: pd.DataFrame) -> None:
     """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4, Fig. 20."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        table = _model_rows(group, ["model", "prompt_variant", "budget"])
+        table = model_rows(group, ["model", "prompt_variant", "budget"])
         report.table(table.round(4), f"table5_prompt_variants_{tag}",
                      f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each.")
-        report.figure(figures.variant_panels(table), f"fig4_prompt_variants_{tag}",
-                      f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds.")
+        per_budget = []
         for budget, sub in group.groupby("budget"):
-            deltas = stats.variant_deltas(sub)
-            if not deltas.empty:
-                report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget}",
-                             f"Accuracy minus the standard prompt's, paired by seed, at {name}, budget {budget} (Fig. 20).")
-                report.figure(figures.variant_deltas(deltas), f"fig20_prompt_variants_{tag}_{budget}",
-                              f"Prompt-variant deltas (Fig. 20) at {name}, budget {budget}.")
+            deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
+                                stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
+            per_budget.append((budget, deltas, disagreement(sub, deltas) if not deltas.empty else ""))
+        report.figure(variant_figures.variant_panels(table), f"fig4_prompt_variants_{tag}",
+                      f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds."
+                      + "".join(note for _, _, note in per_budget))
+        for budget, deltas, note in per_budget:
+            if deltas.empty:
+                continue
+            where = f"{name}, budget {budget}"
+            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget}", f"Accuracy minus the standard "
+                         f"prompt's per model, variant and pattern ('overall': all patterns), paired by seed, at {where}.")
+            report.figure(variant_figures.variant_deltas(deltas, where), f"fig20_prompt_variants_{tag}_{budget}",
+                          f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
+                          "selection seeds both prompts have." + note)
 
 
-def strategies(report, frame: pd.DataFrame, strategy_tables, baseline: pd.DataFrame | None = None) -> None:
-    """Beyond the paper: each strategy slice's accuracy and Δ, cost, count errors. The cost
-    table also shows the single call on the same slices (``baseline``): the price of robustness."""
-    table = _model_rows(frame, slices.SLICE)
-    report.table(table.round(4), "strategies", "Strategies other than the single call, one row per slice.")
-    compared = frame if baseline is None or baseline.empty else pd.concat([baseline, frame])
-    for table, name, how in strategy_tables(compared):
-        report.table(table, name, how)
-    errors = frame.dropna(subset=["position_errors"])
-    if not errors.empty:
-        report.figure(figures.position_errors(errors), "position_error_rates",
-                      "Decomposed strategy: per-instance error rate against position, per pattern.")
+def disagreement(frame: pd.DataFrame, deltas: pd.DataFrame) -> str:
+    """Where Fig. 4 (each prompt's accuracy over its own seeds) and Fig. 20 (the change paired
+    on the seeds both prompts have) point in opposite directions, the sentence that says so."""
+    acc = stats.accuracy(frame, ["model", "prompt_variant"]).set_index(["model", "prompt_variant"])
+    seeds = frame[frame["valid"]].groupby(["model", "prompt_variant"])["seed"].unique()
+    out, budget = [], frame["budget"].iloc[0]
+    for row in deltas[deltas["pattern"] == variant_figures.OVERALL].itertuples():
+        try:
+            pooled = acc.loc[(row.model, row.prompt_variant), "acc_mean"] - acc.loc[(row.model, "standard"), "acc_mean"]
+        except KeyError:
+            continue
+        if pd.notna(pooled) and pd.notna(row.delta_mean) and pooled * row.delta_mean < 0:
+            own = lambda v: sorted(int(s) for s in seeds.get((row.model, v), []))  # noqa: E731
+            out.append(f" Fig. 4 and Fig. 20 disagree for {row.model}, {row.prompt_variant} (budget {budget}): Fig. 4 "
+                       f"(accuracy over each prompt's own seeds — standard {own('standard')}, {row.prompt_variant} {own(row.prompt_variant)}) shows {100 * pooled:+.1f} pp, "
+                       f"Fig. 20 (paired on the {int(row.seeds)} seed(s) both have) {100 * row.delta_mean:+.1f} pp: "
+                       "they point in opposite directions because Fig. 4 pools unpaired seeds; the paired change "
+                       "compares like with like.")
+    return "".join(out)
 
 
 def expanded(report, frame: pd.DataFrame) -> None:
     """§5.2.1's expanded orderings (records with a shuffle seed): per slice, not with the core."""
-    table = _model_rows(frame, slices.SLICE)
+    table = model_rows(frame, slices.SLICE)
     report.table(table.round(4), "expanded_orderings", "Expanded orderings (structured patterns over 50 within-label "
                  "shuffles, §5.2.1), one row per slice; kept apart from the core orderings.")
     patterns = stats.pattern_table(frame, slices.SLICE)

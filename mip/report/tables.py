@@ -10,6 +10,10 @@ import pandas as pd
 from mip import stats
 
 
+#: How a missing value reads in a table (the README's promise).
+MISSING = "–"
+
+
 def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
     """``78.4 ± 3.1`` in percent; ``–`` when undefined."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
@@ -20,13 +24,24 @@ def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
     return text + marker
 
 
+def tied(chosen: str | None, ties: str | None) -> str:
+    """π⁺ or π⁻ with the patterns tied with it: ``random = majority_first`` (mip.stats: the first
+    in the paper's pattern order is chosen); ``–`` when undefined."""
+    if not isinstance(chosen, str) or not chosen:
+        return MISSING
+    others = [t for t in (ties if isinstance(ties, str) else "").split(", ") if t and t != chosen]
+    return " = ".join([chosen, *others])
+
+
 def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
-    """``name.md``, ``name.csv`` and ``name.tex`` under ``folder``."""
+    """``name.md``, ``name.csv`` and ``name.tex`` under ``folder``; a missing value reads ``–``
+    in the Markdown and LaTeX tables (an empty field in the CSV)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.md", folder / f"{name}.csv", folder / f"{name}.tex"]
-    paths[0].write_text(frame.to_markdown(index=False) + "\n", encoding="utf-8")
+    shown = frame.astype(object).where(frame.notna(), MISSING)
+    paths[0].write_text(shown.to_markdown(index=False) + "\n", encoding="utf-8")
     frame.to_csv(paths[1], index=False)
-    paths[2].write_text(frame.to_latex(index=False, escape=True), encoding="utf-8")
+    paths[2].write_text(shown.to_latex(index=False, escape=True), encoding="utf-8")
     return paths
 
 
@@ -41,7 +56,8 @@ def table2(models: pd.DataFrame) -> pd.DataFrame:
         metrics[f"Δ{x} (pp)"] = [pct(d, s, k) for d, s, k in zip(models[f"delta{x}"], models[f"delta{x}_sd"],
                                                                  models[f"delta{x}_marker"])]
         if i == 0:
-            metrics["π⁺ / π⁻"] = [f"{b} / {w}" for b, w in zip(models["best"], models["worst"])]
+            metrics["π⁺ / π⁻"] = [f"{tied(b, bt)} / {tied(w, wt)}" for b, w, bt, wt in
+                                  zip(models["best"], models["worst"], models["best_tied"], models["worst_tied"])]
     return pd.DataFrame({
         "Model": models["model"],
         **extra,

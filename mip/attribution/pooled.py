@@ -1,0 +1,114 @@
+"""Position profiles pooled across one condition (App. F.3, F.4): Fig. 33 (one curve per
+instance count, pooled over label distributions), Fig. 34 (one per label distribution, pooled
+over instance counts) and Fig. 35 (one per prompt variant, pooled over patterns).
+
+Each curve averages 20 relative-position bins of Share (× uniform): replays equally within
+each task over the pooled conditions, then the tasks equally (:func:`mip.attribution.profiles.profile`,
+App. F.3); every pattern of the replays is in. Beside the curves, the accuracy (%) of the
+same replays per compared and pooled condition (the paper's inset). Everything else of the
+slice (model, budget, strategy, pool, ordering family, and the prompt variant or (n, p)
+that is not compared) stays fixed within one figure.
+
+>>> for name, fig, rows in pooled_figures(replays, bins=20):   # doctest: +SKIP
+...     save(fig, out / "figures", name)
+
+Exercised by ``pytest tests/test_pooled_profiles.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from mip import slices  # noqa: E402
+from mip.attribution.profiles import profile  # noqa: E402
+from mip.instances import PATTERNS  # noqa: E402
+
+REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
+
+
+@dataclass(frozen=True)
+class Pooling:
+    figure: str
+    compare: str
+    """The column with one curve per value."""
+    inset: str
+    """The inset's other axis: the pooled condition (or the pattern, Fig. 35)."""
+    words: str
+
+
+POOLINGS = (
+    Pooling("fig33", "n", "p", "by instance count, pooled over label distributions"),
+    Pooling("fig34", "p", "n", "by label distribution, pooled over instance counts"),
+    Pooling("fig35", "prompt_variant", "pattern", "by prompt variant, pooled over patterns"),
+)
+
+
+def _fixed(pooling: Pooling) -> list[str]:
+    pooled = {"n", "p"} if pooling.compare in ("n", "p") else {"prompt_variant"}
+    return ["model", *[c for c in slices.SETTING if c not in pooled]]
+
+
+def _inset(replays: pd.DataFrame, pooling: Pooling) -> pd.DataFrame:
+    table = replays.pivot_table(index=pooling.compare, columns=pooling.inset, values="correct", aggfunc="mean") * 100
+    if pooling.inset == "pattern":
+        table = table.reindex(columns=[p for p in REPRESENTATIVE if p in table.columns])
+    return table
+
+
+def pooled_figures(replays: pd.DataFrame, bins: int = 20) -> list[tuple[str, plt.Figure, list[dict]]]:
+    """Each (figure name, figure, curve rows) of Figs. 33–35 the replays support: a group of
+    fixed conditions with at least two values of the compared one."""
+    out = []
+    frame = slices.add_columns(replays)
+    for pooling in POOLINGS:
+        for setting, group in slices.of(frame, _fixed(pooling)):
+            values = sorted(group[pooling.compare].unique(), key=lambda v: (str(type(v)), v))
+            if len(values) < 2:
+                continue
+            curves = {v: profile(group[group[pooling.compare] == v], "relative", bins=bins) for v in values}
+            tag = slices.file_tag(setting, _fixed(pooling))
+            rows = [{**setting, pooling.compare: v, "bin": b + 1, "share": float(s), "replays": int((group[pooling.compare] == v).sum())}
+                    for v, curve in curves.items() for b, s in enumerate(curve)]
+            title = (f"IxG profiles {pooling.words} (Fig. {pooling.figure[3:]}), {slices.label(setting, _fixed(pooling))}; "
+                     f"tasks {', '.join(sorted(group['task'].unique()))} averaged equally, patterns "
+                     f"{', '.join(p for p in PATTERNS if p in set(group['pattern']))}")
+            out.append((f"{pooling.figure}_profiles_{tag}", _draw(curves, group, pooling, title), rows))
+    return out
+
+
+def _draw(curves: dict, group: pd.DataFrame, pooling: Pooling, title: str) -> plt.Figure:
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [3, 1.6]})
+    for k, (value, curve) in enumerate(curves.items()):
+        x = (np.arange(len(curve)) + 0.5) / len(curve) * 100
+        count = int((group[pooling.compare] == value).sum())
+        ax.plot(x, curve, marker="o", markersize=3, linewidth=1, linestyle=("-", "--", "-.", ":")[k % 4],
+                label=f"{pooling.compare} = {value} ({count} replays)")
+    ax.axhline(1.0, linestyle=":", color="grey", label="uniform")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.5, 1, 2 rather than 5×10⁻¹
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=6)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel(f"relative instance position (%; {len(next(iter(curves.values())))} equal bins)")
+    ax.set_ylabel("share (× uniform)")
+    ax.legend(fontsize=6, loc="best")
+    inset = _inset(group, pooling)
+    side.set_axis_off()
+    side.set_title(f"accuracy (%) of these replays,\n{pooling.compare} × {pooling.inset}", fontsize=8)
+    cells = [["–" if pd.isna(v) else f"{v:.0f}" for v in row] for row in inset.to_numpy(float)]
+    table = side.table(cellText=cells, rowLabels=[str(i) for i in inset.index], colLabels=[str(c).replace("_", "-\n", 1) for c in inset.columns],
+                       loc="upper center", cellLoc="center")
+    table.auto_set_font_size(False)
+    table.set_fontsize(7)
+    table.scale(1, 1.6)  # room for two-line pattern names
+    fig.suptitle(title, fontsize=9)
+    return fig
