@@ -9,6 +9,7 @@
 """
 
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -20,6 +21,8 @@ from mip.results import ResultsError
 from mip.slices import SliceError
 
 register()
+
+CONF = Path(__file__).resolve().parent / "conf"
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="analyze")
@@ -34,5 +37,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py")
+    check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py", conf_dir=CONF, config_name="analyze")
     main()

@@ -24,6 +24,7 @@ from mip.config import Config, register
 from mip.data import DataError
 from mip.job import StoreError, run_job
 from mip.models import BackendSetupError
+from mip.refusals import refusals
 from mip.summary import describe
 
 register()
@@ -31,21 +32,21 @@ register()
 
 log = logging.getLogger("mip")
 
+CONF = Path(__file__).resolve().parent / "conf"
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
-    check_keys(cfg, Config)
-    check_sweep_preset(hydra_cfg)
-    config: Config = OmegaConf.to_object(cfg)
-    if config.logger.group is None:  # one W&B group per sweep (or single run)
-        folder = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else hydra_cfg.run.dir
-        config.logger.group = "/".join(Path(folder).parts[-2:])
-    try:
+    sweep = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else None
+    # A refusal (exit 2) leaves no job folder behind.
+    with refusals(hydra_cfg.runtime.output_dir, sweep, ValueError, DataError, BackendSetupError, StoreError):
+        check_keys(cfg, Config)
+        check_sweep_preset(hydra_cfg)
+        config: Config = OmegaConf.to_object(cfg)
+        if config.logger.group is None:  # one W&B group per sweep (or single run)
+            config.logger.group = "/".join(Path(sweep or hydra_cfg.run.dir).parts[-2:])
         summary = run_job(config, hydra_cfg.runtime.output_dir)
-    except (ValueError, DataError, BackendSetupError, StoreError) as e:  # say what to do, no traceback
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
     verb = "would run" if summary.dry_run else "ran"
     log.info(
         f"[{hydra_cfg.job.override_dirname or 'defaults'}] {verb} {summary.experiments} experiments "
@@ -69,5 +70,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",))
+    check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",), conf_dir=CONF)
     main()

@@ -41,6 +41,9 @@ def validate(cfg: Config) -> None:
     """Refuse a job whose settings cannot work, before any data is read or model loaded."""
     check_schema(cfg.model)
     split_counts(cfg.n, cfg.p)
+    if cfg.pattern.name == "random" and not cfg.order_seeds:
+        raise ValueError("order_seeds is empty, so pattern random would run nothing; give its order seeds, "
+                         "e.g. order_seeds=[0,1,2].")
     if cfg.max_attempts < 1 or cfg.infra_retries < 0:
         raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
     if cfg.budget.max_tokens < 1:

@@ -101,6 +101,12 @@ class Backend(ABC):
         """Prompt tokens as the model sees them (chat template included), or None if unknown."""
         return None
 
+    @classmethod
+    def unavailable(cls) -> str | None:
+        """Why this backend cannot be built in this environment (a package it needs is not
+        installed), or None. Asked before a real run launches any job (mip.hydra_callbacks)."""
+        return None
+
     def check(self) -> None:
         """Before the first call of a job: raise BackendSetupError if the backend cannot serve it."""
 
