@@ -3,8 +3,8 @@
     python run.py                                              # a small job on the embedded model
     python run.py -m +experiment=demo                          # the embedded demo, all seven patterns
     python run.py task=sentiment n=100 p=0.7 data_dir=../shared/data/raw
-    # count the paper's core grid, its prompt tokens and cost, without a call:
-    python run.py -m +experiment=core model=gpt_oss_120b data_dir=../shared/data/raw dry_run=true
+    # a paper model runs the paper's core grid (21 jobs, 270 experiments); count it without a call:
+    python run.py -m model=gpt_oss_120b 'pattern=glob(*)' seed=0,1,2 data_dir=../shared/data/raw dry_run=true
 """
 
 import logging
