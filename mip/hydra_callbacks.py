@@ -38,14 +38,20 @@ def _check_writable(config: DictConfig) -> None:
 
 
 def _setup_error(model: DictConfig, dry_run: bool) -> str | None:
-    """Why a real run of ``model`` cannot start here (its backend's package is missing: vLLM),
-    or None; a dry run builds no backend and needs none."""
-    from mip.models import backend_class
+    """Why a real run of ``model`` cannot start here (its backend's package is missing: vLLM;
+    its API key is not set), or None; a dry run builds no backend and needs neither."""
+    from mip.models import BackendSetupError, api_key, backend_class
 
     if dry_run:
         return None
     missing = backend_class(str(model.backend)).unavailable()
-    return f"{missing} (model={model.name}; dry_run=true counts its grid without it.)" if missing else None
+    if missing:
+        return f"{missing} (model={model.name}; dry_run=true counts its grid without it.)"
+    try:
+        api_key(model)
+    except BackendSetupError as e:
+        return str(e)
+    return None
 
 
 def _settings_error(config: DictConfig) -> str | None:

@@ -1,6 +1,6 @@
 """A refused job leaves nothing behind: its folder, which Hydra made before the job could
 check its settings, is removed when the job stops with exit 2 (a one-line error) before
-storing anything.
+doing any work; a job that failed after starting keeps its folder and log.
 
     with refusals(output_dir, sweep_dir, ValueError):   # run.py's main
         run_job(config, output_dir)
@@ -45,17 +45,32 @@ def discard_job_folder(folder: str | os.PathLike, sweep_folder: str | os.PathLik
             break
 
 
+def before_any_work(folder: str | os.PathLike, error: BaseException | None) -> bool:
+    """Whether a job stopped by ``error`` (None: one of the entry point's own checks) did no
+    work: it stopped before writing its manifest (checks, settings, data), or while setting up
+    its backend (a missing key or package: before any call). A store that failed (StoreError)
+    may have failed mid-job, and a job that wrote its manifest may have called: their folders
+    and logs stay."""
+    from mip.job.summary import StoreError
+    from mip.models import BackendSetupError
+
+    if isinstance(error, StoreError):
+        return False
+    return isinstance(error, BackendSetupError) or not (Path(folder) / "job.json").exists()
+
+
 @contextlib.contextmanager
 def refusals(folder: str | os.PathLike, sweep_folder: str | os.PathLike | None, *errors: type[BaseException]):
     """Turn ``errors`` raised inside into ``error: …`` on one line and exit 2; on any exit 2
-    (a check's refusal too) remove the job's folder, as nothing was done in it."""
+    (a check's refusal too) before any work, remove the job's folder."""
     try:
         yield
     except errors as e:  # say what to do, no traceback
         print(f"error: {e}", file=sys.stderr)
-        discard_job_folder(folder, sweep_folder)
+        if before_any_work(folder, e):
+            discard_job_folder(folder, sweep_folder)
         sys.exit(2)
     except SystemExit as e:
-        if e.code == 2:
+        if e.code == 2 and before_any_work(folder, None):
             discard_job_folder(folder, sweep_folder)
         raise

@@ -103,3 +103,24 @@ def test_a_vllm_models_dry_run_works_without_vllm(results):
     ran = run_entry("run.py", "model=qwen36_35b", "task=arith", "n=20", "dry_run=true", "progress=false")
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert "would run 6 experiments" in ran.stdout + ran.stderr
+
+
+def test_a_missing_api_key_leaves_no_job_folder(results, monkeypatch):
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    ran = run_entry("run.py", "model=gpt54_nano", "task=arith", "n=20")
+    one_line_refusal(ran, "OPENROUTER_API_KEY")
+    assert folders(results) == []
+
+
+def test_a_job_that_fails_after_it_started_keeps_its_folder(results, monkeypatch):
+    """The store fails mid-job: the job's manifest and log stay, to say what happened."""
+    import errno
+    import os
+
+    def failing(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    ran = run_entry("run.py", "model=mock", "task=arith", "pattern=majority_first", "progress=false")
+    assert ran.returncode == 2 and "Input/output error" in ran.stderr, ran.stderr[-2000:]
+    assert any(name.endswith("job.json") for name in folders(results)), folders(results)
