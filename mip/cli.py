@@ -152,7 +152,8 @@ def check_overrides(args: list[str], schema: type, program: str, refused: dict[s
 
     from mip import overrides as values
 
-    conf = Path(conf_dir) if conf_dir else None
+    # Options from another search path (hydra.searchpath=…) are Hydra's to find.
+    conf = Path(conf_dir) if conf_dir and not any(a.startswith("hydra.searchpath") for a in args) else None
     own = values.config_groups(conf, config_name) if conf else {}
     for arg in args:
         if arg.startswith("-") or "=" not in arg:  # Hydra's flags (--help, -m, --cfg job)

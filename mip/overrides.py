@@ -38,7 +38,7 @@ def group_error(conf_dir: Path, group: str, override: Any) -> str | None:
     """An option that is no file of ``conf/<group>/`` (a typo, a path such as ``../../etc``)."""
     known = options(conf_dir, group)
     for value in values(override):
-        if str(value) not in known:
+        if value is not None and str(value) not in known:  # null: Hydra's "no option"
             guess = difflib.get_close_matches(str(value), known, n=1)
             return (f"unknown {group} {str(value)!r}" + (f" (did you mean {guess[0]}?)" if guess else "")
                     + f"; choose one of {', '.join(known)} (the files of conf/{group}/).")
