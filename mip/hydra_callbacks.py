@@ -61,6 +61,7 @@ def _settings_error(config: DictConfig) -> str | None:
     from omegaconf import OmegaConf, open_dict
 
     from mip.config import Config
+    from mip.data import DataError
     from mip.job import validate
 
     cfg = config.copy()
@@ -72,7 +73,7 @@ def _settings_error(config: DictConfig) -> str | None:
         return None
     try:
         validate(typed) if isinstance(typed, Config) else None
-    except ValueError as e:
+    except (ValueError, DataError) as e:
         return str(e)
     return None
 

@@ -4,7 +4,7 @@ one its backend's schema has. Hydra's own messages for these run to 15-27 lines 
 ``task=../task/arith``, resolve a path outside the group and run it); these are one line.
 
     python run.py task=../task/arith     # error: unknown task '../task/arith'; choose one of …
-    python run.py n=abc                  # error: n=abc: … give n a whole number …
+    python run.py n=abc                  # error: n=abc: n takes a whole number.
 
 Exercised by ``pytest tests/test_refusals.py``.
 """

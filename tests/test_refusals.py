@@ -79,6 +79,14 @@ def test_wsd_without_data_dir_says_to_set_it(results):
     assert folders(results) == []
 
 
+def test_a_paper_grid_without_data_dir_is_refused_before_any_job_reads_the_hub(results):
+    """The five tasks without data_dir: WSD has no hub copy, so the sweep stops before any job
+    (the other four tasks would have been fetched first)."""
+    ran = run_entry("run.py", "-m", "model=gpt54_nano", "pattern=glob(*)", "seed=0,1,2", "dry_run=true")
+    assert one_line_refusal(ran, "wsd", "data_dir=").endswith("Nothing was launched.")
+    assert folders(results) == []
+
+
 def test_an_empty_table_leaves_no_audit_folder(results, tmp_path):
     table = tmp_path / "empty.csv"
     table.write_text("text,label\n")

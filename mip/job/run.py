@@ -24,6 +24,7 @@ from mip.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
+from mip.data.sources import LOADERS, LOCAL_ONLY
 from mip.experiments import Planned, plan_job
 from mip.instances import split_counts
 from mip.job.loop import JobLoop
@@ -60,6 +61,8 @@ def validate(cfg: Config) -> None:
     for task in cfg.task.values():
         if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
+        if cfg.data_dir is None and task.source.loader in LOCAL_ONLY:  # no hub copy (wsd): says to set data_dir
+            LOADERS[task.source.loader](task, None)
 
 
 def load_pools(cfg: Config) -> dict[str, Pool]:
