@@ -17,6 +17,10 @@ README = (REPO / "README.md").read_text()
 SHELL_BLOCKS = re.findall(r"```(?:bash|sh|shell)\n(.*?)```", README, re.S)
 RUN_COMMANDS = [line.strip() for block in SHELL_BLOCKS for line in block.replace("\\\n", " ").splitlines()
                 if line.strip().startswith("python run.py")]
+# The other places a command is shown: run.py's docstring, the comments of conf/ and run.py --help.
+EXAMPLE_SOURCES = [REPO / "run.py", *sorted((REPO / "conf").rglob("*.yaml"))]
+EXAMPLES = sorted({m.group(1).strip() for path in EXAMPLE_SOURCES for m in
+                   re.finditer(r"^\s*#?\s*(python run\.py\b.*)$", path.read_text(), re.M)} - set(RUN_COMMANDS))
 PAPER_TASKS = {"all", "math", "ner", "occurrence", "sentiment", "wsd"}
 
 
@@ -53,6 +57,13 @@ def reads_the_paper_data(job: list[str]) -> bool:
 
 def test_the_readme_shows_run_commands():
     assert len(RUN_COMMANDS) >= 8 and any("'pattern=glob(*)'" in c for c in RUN_COMMANDS)
+    assert len(EXAMPLES) >= 8
+
+
+@pytest.mark.parametrize("command", EXAMPLES)
+def test_every_other_example_parses_with_bash(command):
+    proc = subprocess.run(["bash", "-n"], input=command, text=True, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.parametrize("block", SHELL_BLOCKS, ids=lambda b: b.strip().splitlines()[0][:40])
@@ -61,7 +72,7 @@ def test_every_shell_block_parses_with_bash(block):
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("command", RUN_COMMANDS)
+@pytest.mark.parametrize("command", RUN_COMMANDS + EXAMPLES)
 def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
     from mip.cli import check_overrides
     from mip.config import Config

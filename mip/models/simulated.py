@@ -16,7 +16,7 @@ definitions alone (:func:`expected`), whatever instances were selected:
 >>> expected("soft_majority_middle", 20, 0.6, 7)["accuracy"]
 1.0
 
-    python run.py -m model=simulated_first_k task=arith n=20 p=0.6 pattern=glob(*) seed=0,1,2 budget=smoke
+    python run.py -m model=simulated_first_k task=arith n=20 p=0.6 'pattern=glob(*)' seed=0,1,2 budget=smoke
 
 Exercised by ``pytest tests/test_simulated.py``.
 """
