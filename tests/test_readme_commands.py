@@ -90,9 +90,12 @@ def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
         assert any(a.startswith("data_dir=") for a in args), command
 
 
-def test_the_core_grid_command_is_21_jobs():
-    (command,) = [c for c in RUN_COMMANDS if "model=gpt_oss_120b 'pattern=glob(*)' seed=0,1,2" in c]
-    assert len(sweep_jobs([a for a in arguments(command) if not a.startswith("-")])) == 21
+def test_the_core_grid_command_is_21_jobs_and_the_budget_comparison_42():
+    (core,) = [c for c in RUN_COMMANDS if "model=gpt_oss_120b 'pattern=glob(*)' seed=0,1,2" in c]
+    (budgets,) = [c for c in RUN_COMMANDS if "budget=20k,100k" in c]
+    assert len(sweep_jobs([a for a in arguments(core) if not a.startswith("-")])) == 21
+    jobs = sweep_jobs([a for a in arguments(budgets) if not a.startswith("-")])
+    assert len(jobs) == 42 and {o for job in jobs for o in job if o.startswith("budget=")} == {"budget=20k", "budget=100k"}
 
 
 @needs_raw
