@@ -10,6 +10,7 @@
 """
 
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -22,10 +23,14 @@ from mip.slices import SliceError
 
 register()
 
+CONF = Path(__file__).resolve().parent / "conf"
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="analyze")
 def main(cfg: DictConfig) -> None:
     config: AnalyzeConfig = OmegaConf.to_object(cfg)
+    if config.coverage.model_dir is None:  # what each model's traces are: the model configs shipped here
+        config.coverage.model_dir = str(CONF / "model")
     try:
         path = analyze(config, show=print)
     except (ResultsError, SliceError) as e:
@@ -35,5 +40,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py")
+    check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py", conf_dir=CONF, config_name="analyze")
     main()

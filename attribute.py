@@ -6,6 +6,7 @@
 """
 
 import sys
+from pathlib import Path
 
 from mip.cli import check_overrides, quiet_library_bars
 
@@ -20,6 +21,8 @@ from mip.data import DataError
 
 register()
 
+CONF = Path(__file__).resolve().parent / "conf"
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="attribute")
 def main(cfg: DictConfig) -> None:
@@ -33,5 +36,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_overrides(sys.argv[1:], AttributeConfig, "attribute.py")
+    check_overrides(sys.argv[1:], AttributeConfig, "attribute.py", conf_dir=CONF, config_name="attribute")
     main()

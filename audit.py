@@ -8,12 +8,14 @@ at the sizes you name, through a model, into one short report (mip.audit).
 """
 
 import sys
+from pathlib import Path
 
 from mip.cli import check_keys, check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from mip.audit import SET_BY_THE_AUDIT, run_audit
@@ -22,19 +24,20 @@ from mip.data import DataError
 from mip.job import StoreError
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
+from mip.refusals import refusals
 
 register()
+
+CONF = Path(__file__).resolve().parent / "conf"
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="audit")
 def main(cfg: DictConfig) -> None:
-    check_keys(cfg, AuditConfig, "audit.py")
-    config: AuditConfig = OmegaConf.to_object(cfg)
+    # A refusal (exit 2, one line) leaves no audit folder behind.
     try:
-        path = run_audit(config)
-    except (ValueError, DataError, BackendSetupError, StoreError) as e:  # say what to do, no traceback
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        with refusals(HydraConfig.get().runtime.output_dir, None, ValueError, DataError, BackendSetupError, StoreError):
+            check_keys(cfg, AuditConfig, "audit.py")
+            path = run_audit(OmegaConf.to_object(cfg))
     except JobStopped as e:  # drained on a signal (mip.job.stop): the same command carries on
         print(f"error: {e}", file=sys.stderr, flush=True)
         e.drain.hand_over()
@@ -43,5 +46,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_overrides(sys.argv[1:], AuditConfig, "audit.py", SET_BY_THE_AUDIT)
+    check_overrides(sys.argv[1:], AuditConfig, "audit.py", SET_BY_THE_AUDIT, conf_dir=CONF, config_name="audit")
     main()

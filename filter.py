@@ -7,12 +7,14 @@ Later runs use the filtered pools by default (run.py use_filtered=false for the 
 """
 
 import sys
+from pathlib import Path
 
 from mip.cli import check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from hydra import compose
 from hydra.errors import MissingConfigException
 from omegaconf import DictConfig, OmegaConf
@@ -21,6 +23,7 @@ from mip.config import FilterConfig, ModelConfig, register
 from mip.data import DataError
 from mip.filtering import describe, run_filter
 from mip.models import BackendSetupError
+from mip.refusals import refusals
 
 register()
 
@@ -32,15 +35,14 @@ def model_config(name: str) -> ModelConfig:
     except MissingConfigException:
         raise ValueError(f"Unknown filter model {name!r}: no conf/model/{name}.yaml.") from None
 
+CONF = Path(__file__).resolve().parent / "conf"
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="filter")
 def main(cfg: DictConfig) -> None:
     config: FilterConfig = OmegaConf.to_object(cfg)
-    try:
+    with refusals(HydraConfig.get().runtime.output_dir, None, ValueError, DataError, BackendSetupError):
         report = run_filter(config, [model_config(name) for name in config.filter_models])
-    except (ValueError, DataError, BackendSetupError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
     print(describe(report))
     if any(isinstance(pool, dict) for pool in report.get("pools", {}).values()):
         print("run.py now draws instance sets from these filtered pools; if one keeps too few instances for "
@@ -50,5 +52,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_overrides(sys.argv[1:], FilterConfig, "filter.py")
+    check_overrides(sys.argv[1:], FilterConfig, "filter.py", conf_dir=CONF, config_name="filter")
     main()

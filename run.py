@@ -3,8 +3,8 @@
     python run.py                                              # a small job on the embedded model
     python run.py -m +experiment=demo                          # the embedded demo, all seven patterns
     python run.py task=sentiment n=100 p=0.7 data_dir=../shared/data/raw
-    # count the paper's core grid, its prompt tokens and cost, without a call:
-    python run.py -m +experiment=core model=gpt_oss_120b data_dir=../shared/data/raw dry_run=true
+    # a paper model runs the paper's core grid (21 jobs, 270 experiments); count it without a call:
+    python run.py -m model=gpt_oss_120b 'pattern=glob(*)' seed=0,1,2 data_dir=../shared/data/raw dry_run=true
 """
 
 import logging
@@ -25,6 +25,7 @@ from mip.data import DataError
 from mip.job import StoreError, run_job
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
+from mip.refusals import refusals
 from mip.summary import describe
 from mip.tracking import run_group, sync_hint
 
@@ -33,21 +34,22 @@ register()
 
 log = logging.getLogger("mip")
 
+CONF = Path(__file__).resolve().parent / "conf"
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
-    check_keys(cfg, Config)
-    check_sweep_preset(hydra_cfg)
-    config: Config = OmegaConf.to_object(cfg)
-    if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
-        folder = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else hydra_cfg.run.dir
-        config.logger.group = run_group(folder, config.paths.results_dir)
+    sweep = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else None
+    # A refusal (exit 2) leaves no job folder behind.
     try:
-        summary = run_job(config, hydra_cfg.runtime.output_dir)
-    except (ValueError, DataError, BackendSetupError, StoreError) as e:  # say what to do, no traceback
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        with refusals(hydra_cfg.runtime.output_dir, sweep, ValueError, DataError, BackendSetupError, StoreError):
+            check_keys(cfg, Config)
+            check_sweep_preset(hydra_cfg)
+            config: Config = OmegaConf.to_object(cfg)
+            if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
+                config.logger.group = run_group(sweep or hydra_cfg.run.dir, config.paths.results_dir)
+            summary = run_job(config, hydra_cfg.runtime.output_dir)
     except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
         print(f"error: {e}", file=sys.stderr, flush=True)
         e.drain.hand_over()
@@ -80,5 +82,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",))
+    check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",), conf_dir=CONF)
     main()

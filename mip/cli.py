@@ -14,6 +14,7 @@ import difflib
 import os
 import sys
 import typing
+from pathlib import Path
 from typing import Any
 
 
@@ -137,29 +138,70 @@ def close_keys(key: str, schema: type) -> list[str]:
 
 
 def check_overrides(args: list[str], schema: type, program: str, refused: dict[str, str] | None = None,
-                    groups: tuple[str, ...] = ()) -> None:
+                    groups: tuple[str, ...] = (), conf_dir: str | os.PathLike | None = None,
+                    config_name: str = "config") -> None:
     """Exit with a one-line error for a command-line override whose key ``schema`` lacks, or
     whose first part ``refused`` names (with what to write instead). Called before Hydra
     composes: its own message for a typo runs over several lines and suggests ``+key=…``,
     which only adds the typo to the config. ``groups``: config groups that are no field
-    (``+experiment=core``), which Hydra checks itself."""
+    (``+experiment=core``), which Hydra checks itself. With ``conf_dir`` (the entry point's
+    config folder) the values are checked too (:mod:`mip.overrides`): a group's option, a
+    value's type, a model key of the chosen model's backend."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    from mip import overrides as values
+
+    # Options from another search path (hydra.searchpath=…) are Hydra's to find.
+    conf = Path(conf_dir) if conf_dir and not any(a.startswith("hydra.searchpath") for a in args) else None
+    own = values.config_groups(conf, config_name) if conf else {}
     for arg in args:
         if arg.startswith("-") or "=" not in arg:  # Hydra's flags (--help, -m, --cfg job)
             continue
+        try:
+            override = OverridesParser.create().parse_overrides([arg])[0]
+        except OverrideParseException as e:
+            _refuse(f"cannot read {arg!r} ({str(e).splitlines()[0]}); quote it for the shell as written in "
+                    f"`python {program} --help`, e.g. 'pattern=glob(*)'.")
         key = arg.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
         top = key.split(".", 1)[0]
+        if key in own or (conf and key in groups):
+            _refuse_if(values.group_error(conf, key, override))
+            continue
         if key.startswith("hydra") or "/" in key or top in groups:  # Hydra's own settings and groups
             continue
         if refused and top in refused:
-            problem = f"{key!r} cannot be overridden here: {refused[top]}."
-        elif not schema_has(schema, key):
+            _refuse(f"{key!r} cannot be overridden here: {refused[top]}.")
+        if not schema_has(schema, key):
             guess = close_keys(key, schema)
-            problem = (f"unknown key {key!r}" + (f" (did you mean {' or '.join(guess)}?)" if guess else "")
-                       + f"; `python {program} --help` lists the options.")
-        else:
-            continue
-        print(f"error: {problem}", file=sys.stderr)
-        sys.exit(2)
+            _refuse(f"unknown key {key!r}" + (f" (did you mean {' or '.join(guess)}?)" if guess else "")
+                    + f"; `python {program} --help` lists the options.")
+        if conf and top == "model" and "model" in own and "." in key:
+            models = _chosen(args, "model") or [own["model"]]
+            _refuse_if(values.model_key_error(conf, models, key, override))
+        elif conf:
+            _refuse_if(values.value_error(schema, key, override))
+
+
+def _chosen(args: list[str], group: str) -> list[str]:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from mip.overrides import values
+
+    for arg in args:
+        if arg.split("=", 1)[0].lstrip("+") == group:
+            return [str(v) for v in values(OverridesParser.create().parse_overrides([arg])[0])]
+    return []
+
+
+def _refuse(problem: str) -> typing.NoReturn:
+    print(f"error: {problem}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _refuse_if(problem: str | None) -> None:
+    if problem:
+        _refuse(problem)
 
 
 def check_sweep_preset(hydra_cfg: Any) -> None:

@@ -113,6 +113,52 @@ def offline_runs(folder: Path) -> list[Path]:
     return [Path(r) for r in runs if r]
 
 
+def _setup_error(model: DictConfig, dry_run: bool) -> str | None:
+    """Why a real run of ``model`` cannot start here (its backend's package is missing: vLLM;
+    its API key is not set), or None; a dry run builds no backend and needs neither."""
+    from mip.models import BackendSetupError, api_key, backend_class
+
+    if dry_run:
+        return None
+    missing = backend_class(str(model.backend)).unavailable()
+    if missing:
+        return f"{missing} (model={model.name}; dry_run=true counts its grid without it.)"
+    try:
+        api_key(model)
+    except BackendSetupError as e:
+        return str(e)
+    return None
+
+
+def _settings_error(config: DictConfig) -> str | None:
+    """Why a job of this composed config would be refused at its start (n, p, order seeds,
+    budget, strategy: mip.job.validate), asked before Hydra makes its folder; None when it
+    would run, or when its keys are left to run.py's own check."""
+    from omegaconf import OmegaConf, open_dict
+
+    from mip.config import Config
+    from mip.data import DataError
+    from mip.job import validate
+
+    cfg = config.copy()
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    try:
+        typed = OmegaConf.to_object(cfg)
+    except Exception:  # a key the schema lacks: run.py's check_keys names it
+        return None
+    try:
+        validate(typed) if isinstance(typed, Config) else None
+    except (ValueError, DataError) as e:
+        return str(e)
+    return None
+
+
+def _refuse(error: str, sweep: bool = True) -> None:
+    print(f"error: {error}{' Nothing was launched.' if sweep else ''}", file=sys.stderr)
+    sys.exit(2)
+
+
 class SummaryCallback(Callback):
     sweep: tuple[int, int, float] | None = None
     """(process, jobs in the sweep, start time), set when a sweep starts in this process."""
@@ -121,35 +167,48 @@ class SummaryCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_writable(config)
         _filter_logs(config)
+        error = _setup_error(config.model, config.dry_run) or _settings_error(config)
+        if error:  # before Hydra makes the job's folder
+            _refuse(error, sweep=False)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         _mask_secrets(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Refuse a sweep with a model whose context window is smaller than a budget,
-        here on the login node, before any job is launched; a dry run too, which says what
-        the real sweep would say."""
+        """Refuse a sweep with a model whose context window is smaller than a budget, or that
+        cannot run here, on the login node before any job is launched; a dry run too (for
+        the budget), which says what the real sweep would say. Each swept model is composed
+        with the command's other settings, so a paper model brings its own budget."""
         _check_writable(config)
         _filter_logs(config)
         total = _sweep_size(config)
         self.sweep, self.done = (os.getpid(), total, time.monotonic()) if total else None, 0
         from hydra import compose
+        from hydra.core.override_parser.overrides_parser import OverridesParser
         from omegaconf import OmegaConf
 
         from mip.job.tokens import budget_error
 
-        overrides = list(config.hydra.overrides.task) + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
+        task = list(config.hydra.overrides.task)
+        overrides = task + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
         models = _choices(overrides, "model") or [config.hydra.runtime.choices.model]
-        budgets = _choices(overrides, "budget") or [config.hydra.runtime.choices.budget]
-        fixed = [o for o in config.hydra.overrides.task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget."))]
+        budgets = _choices(overrides, "budget") or [None]
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        fixed = [o.input_line for o in parsed[:len(task)]
+                 if not o.is_sweep_override() and o.get_key_element().lstrip("+~") not in ("model", "budget")]
+        # A sweep of another setting (n=100,2000 …): each job checks its own values.
+        swept_settings = any(o.is_sweep_override() and o.get_key_element().lstrip("+~") not in
+                             ("model", "budget", "pattern", "seed") for o in parsed)
         for model, budget in itertools.product(models, budgets):
-            cfg = compose(config_name="config", overrides=[f"model={model}", f"budget={budget}", *fixed])
-            if OmegaConf.is_missing(cfg.model, "context_window"):
-                continue
-            error = budget_error(model, cfg.model.context_window, budget, cfg.budget.max_tokens)
+            cfg = compose(config_name="config", overrides=[f"model={model}", *([f"budget={budget}"] if budget else []),
+                                                           *fixed])
+            error = _setup_error(cfg.model, cfg.dry_run)
+            if not error and not OmegaConf.is_missing(cfg.model, "context_window"):
+                error = budget_error(model, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
+            if not error and not swept_settings:
+                error = _settings_error(cfg)
             if error:
-                print(f"error: {error} Nothing was launched.", file=sys.stderr)
-                sys.exit(2)
+                _refuse(error)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         """A sweep's progress, after each of its jobs that runs in the launching process

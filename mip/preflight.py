@@ -6,7 +6,7 @@ send, before the sweep spends (issue 28 item 4).
     # the sweep itself, refused in one line (exit 2) unless a passing preflight of its body is on file:
     python run.py -m +experiment=core model=qwen36_plus preflight=required
 
-The body is built by the job's own builders (:func:`mip.job.loop.request_for`,
+The body is built by the job's own builders (:meth:`mip.strategies.Context.request`,
 :func:`mip.models.chat_api.request_body`): reasoning settings, provider pinning with
 ``require_parameters``/``allow_fallbacks``, the split budget (``max_tokens`` plus
 ``reasoning.max_tokens``) — only the prompt differs. A result is keyed by a hash of that body
@@ -83,9 +83,9 @@ class Preflight:
 
 def sent_body(cfg: Config) -> dict[str, Any]:
     """The body a job of ``cfg`` sends for a short prompt, built by the job's own builders."""
-    from mip.job.loop import request_for  # the job's request: its output limit is the budget here
+    from mip.job.tokens import context_for  # the job's request: its output limit is the budget here
 
-    request = request_for(cfg, "preflight", PROMPT, len(PROMPT) // 2)
+    request = context_for(cfg, None).request("preflight", PROMPT, len(PROMPT) // 2)
     return request_body(cfg.model, request, cfg.model.model_id)
 
 

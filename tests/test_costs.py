@@ -81,14 +81,14 @@ def test_prompts_that_overflow_are_named_and_left_out_of_cost_and_time(fields, e
 
 def test_a_dry_run_with_overflowing_prompts_prices_only_those_it_would_send(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
-    text = _dry(tmp_path, "gpt_oss_120b", "model.context_window=2048")
+    text = _dry(tmp_path, "gpt_oss_120b", "model.context_window=2048", "budget=smoke")
     line = line_of(text, "gpt_oss_120b")
     assert "2 overflow the context window" in line and "for the 0 sent (0 prompt tokens): one attempt each, 0 calls: expected cost $0.00 input" in line
 
 
 def test_the_sweep_summary_of_a_dry_run_has_a_table_per_slice_and_task(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
-    text = _dry(tmp_path, "gpt_oss_120b", "model.context_window=2048")
+    text = _dry(tmp_path, "gpt_oss_120b", "model.context_window=2048", "budget=smoke")
     title = "  gpt_oss_120b budget=smoke prompt_variant=standard strategy=single_call, per task:"
     header, row = text.splitlines()[text.splitlines().index(title) + 1:][:2]
     assert header.split() == ["task", "to", "run", "prompt", "tokens", "overflow", "(no", "call)", "calls", "output",

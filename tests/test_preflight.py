@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mip.job.loop import request_for
+from mip.job.tokens import context_for
 from mip.models.chat_api import request_body
 
 from .conftest import compose, run_entry
@@ -23,7 +23,7 @@ def _stored(results, model: str) -> list[dict]:
 
 def job_body(cfg) -> dict:
     """What a job of ``cfg`` sends for a short prompt (its builders, as the job loop calls them)."""
-    return request_body(cfg.model, request_for(cfg, "k", "Instance 1: …", 100))
+    return request_body(cfg.model, context_for(cfg, None).request("k", "Instance 1: …", 100))
 
 
 def _without_messages(body: dict) -> dict:

@@ -9,18 +9,21 @@ import pytest
 from omegaconf import OmegaConf
 
 from mip.report import write_report
-from mip.report.model_sets import MODEL_DIR, TracePool, declared_traces
+from mip.report.model_sets import TracePool, declared_traces
 
 from .conftest import REPO, run_entry
 from .test_analyze import PATTERNS, _frame, grid
 from .test_stats import cell
 
+MODEL_DIR = REPO / "conf" / "model"
+#: What analyze.py pools by default: the full-reasoning models its model configs declare.
+SHIPPED = TracePool.of(OmegaConf.create({"models": None, "model_dir": str(MODEL_DIR)}))
 PAPER_FULL = {"deepseek_v4_flash", "gpt_oss_120b", "qwen36_35b", "qwen36_plus"}
 
 
 def test_each_model_config_says_what_its_traces_are(tmp_path):
-    declared = declared_traces()
-    assert MODEL_DIR == REPO / "conf" / "model"
+    declared = declared_traces(MODEL_DIR)
+    assert declared_traces(None) == {}  # the package reads no conf/ itself: analyze.py passes its folder
     assert {m for m, kind in declared.items() if kind == "full"} == PAPER_FULL
     assert declared["grok41_fast"] == "summary"
     assert declared["simulated_first_k"] == declared["simulated_unbiased"] == "planted"
@@ -90,7 +93,7 @@ def test_full_reasoning_models_are_pooled_and_others_left_out(tmp_path, figures_
     rows += cell(0, "majority_first", ["correct"] * 2, model="grok41_fast", reasoning=every)
     rows += cell(0, "majority_middle", ["correct"] * 2, model="qwen36_35b", reasoning="1 2")
     rows += cell(0, "majority_middle", ["correct"] * 2, model="grok41_fast", reasoning=every)
-    write_report(_frame(rows), tmp_path / "report", core=(20, 0.6))
+    write_report(_frame(rows), tmp_path / "report", core=(20, 0.6), pool=SHIPPED)
     rates = pd.read_csv(tmp_path / "report" / "data" / "mention_rates_n20_p0.6_20k_unknown.csv")
     pooled = rates[(rates["model"] == "pooled") & (rates["pattern"] == "all patterns")].set_index("position")["rate"]
     assert pooled[1] == 1.0 and pooled[3] == 0.0  # qwen36_35b's traces only: Grok's summaries mention every ID

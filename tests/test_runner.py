@@ -318,7 +318,7 @@ def test_a_dry_run_needs_no_key_no_vllm_and_counts_what_overflows(tmp_path, monk
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     monkeypatch.setitem(sys.modules, "vllm", None)
     cfg = compose(f"model={model}", "task=arith", "n=400", "p=0.55", "pattern=majority_first", "dry_run=true",
-                  "model.context_window=2048", "progress=false", f"paths.results_dir={tmp_path}",
+                  "model.context_window=2048", "budget=smoke", "progress=false", f"paths.results_dir={tmp_path}",
                   f"paths.cache_dir={tmp_path / 'cache'}")
     summary = run_job(cfg, tmp_path / "job")
     assert summary.experiments == 2 and summary.overflowing == 2 and summary.max_output_tokens == 0

@@ -49,6 +49,8 @@ def register() -> None:
     # `${uid:}` → a short random token, the same wherever it appears in one config (cached like
     # Hydra's `${now:}`), so two runs started in the same second get folders of their own.
     OmegaConf.register_new_resolver("uid", lambda: secrets.token_hex(3), use_cache=True, replace=True)
+    # `${options:model}` → the options of a config group, for the entry points' --help (conf/hydra/help/).
+    OmegaConf.register_new_resolver("options", group_options, replace=True)
     store = ConfigStore.instance()
     store.store(name="config_schema", node=Config)
     store.store(name="analyze_schema", node=AnalyzeConfig)
@@ -63,6 +65,15 @@ def register() -> None:
         store.store(group="model_schema", name=backend, node=schema(backend=backend))
     for strategy, settings in strategy_schemas().items():
         store.store(group="strategy_schema", name=strategy, node=settings(name=strategy))
+
+
+def group_options(group: str) -> str:
+    """The options of a config group as Hydra finds them (files of conf/<group>/ and schemas in
+    the ConfigStore), comma-separated; empty outside a Hydra app."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    hydra = GlobalHydra.instance()
+    return ", ".join(hydra.config_loader().get_group_options(group)) if hydra.is_initialized() else ""
 
 
 def load_saved(path: str | os.PathLike, schema: type = Config) -> Any:

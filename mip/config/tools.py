@@ -71,7 +71,7 @@ class CoverageConfig:
     models: Optional[list[str]] = None
     """Model names to pool; null: every model whose config declares ``traces: full``."""
     model_dir: Optional[str] = None
-    """Where the model configs that declare ``traces`` are; null: the ``conf/model`` beside the mip package."""
+    """Where the model configs that declare ``traces`` are; null: analyze.py's own ``conf/model``."""
 
 
 @dataclass

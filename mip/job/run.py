@@ -24,6 +24,7 @@ from mip.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
+from mip.data.sources import LOADERS, LOCAL_ONLY
 from mip.files import unwritable
 from mip.experiments import Planned, plan_job
 from mip.instances import split_counts
@@ -45,6 +46,9 @@ def validate(cfg: Config) -> Strategy:
     return its strategy, built here once for the whole job."""
     check_schema(cfg.model)
     split_counts(cfg.n, cfg.p)
+    if cfg.pattern.name == "random" and not cfg.order_seeds:
+        raise ValueError("order_seeds is empty, so pattern random would run nothing; give its order seeds, "
+                         "e.g. order_seeds=[0,1,2].")
     if cfg.max_attempts < 1 or cfg.infra_retries < 0:
         raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
     if cfg.budget.max_tokens < 1:
@@ -63,6 +67,8 @@ def validate(cfg: Config) -> Strategy:
     for task in cfg.task.values():
         if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
+        if cfg.data_dir is None and task.source.loader in LOCAL_ONLY:  # no hub copy (wsd): says to set data_dir
+            LOADERS[task.source.loader](task, None)
     return strategy
 
 

@@ -116,6 +116,11 @@ class Backend(ABC):
         """Before the first call of a job: its pools, for a backend that answers from them
         (a planted model looks its instances' gold labels up there)."""
 
+    def unavailable(cls) -> str | None:
+        """Why this backend cannot be built in this environment (a package it needs is not
+        installed), or None. Asked before a real run launches any job (mip.hydra_callbacks)."""
+        return None
+
     def check(self) -> None:
         """Before the first call of a job: raise BackendSetupError if the backend cannot serve it."""
 

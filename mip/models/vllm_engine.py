@@ -21,14 +21,15 @@ from mip.config import VLLMModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
 
+NO_VLLM = ("The vllm backend runs on a GPU node with vLLM installed: `pip install -e '.[vllm]'` "
+           "in a CUDA environment (it brings its own torch and transformers).")
+
+
 def _import_vllm() -> Any:
     try:
         import vllm
     except ImportError as e:
-        raise BackendSetupError(
-            "The vllm backend runs on a GPU node with vLLM installed: `pip install -e '.[vllm]'` "
-            "in a CUDA environment (it brings its own torch and transformers)."
-        ) from e
+        raise BackendSetupError(NO_VLLM) from e
     return vllm
 
 
@@ -100,6 +101,12 @@ class VLLMBackend(Backend):
         if size is not None and size < 1:
             return f"{cfg.model.name}: model.chunk_size={size} must be at least 1 (or null: four engine batches)."
         return None
+
+    @classmethod
+    def unavailable(cls) -> str | None:
+        import importlib.util
+
+        return None if importlib.util.find_spec("vllm") else NO_VLLM
 
     def __init__(self, cfg: VLLMModelConfig, context: BackendContext | None = None):
         self.cfg = cfg

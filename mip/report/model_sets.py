@@ -27,10 +27,6 @@ from omegaconf import OmegaConf
 
 from mip.config.model import Traces
 
-#: The model configs shipped beside the package (an editable install: the checkout's conf/model).
-MODEL_DIR = Path(__file__).resolve().parents[2] / "conf" / "model"
-
-
 def _schema_default(config) -> str:
     """``traces`` of the backend schema a model config extends (``/model_schema/<backend>@_here_``):
     a simulated model is ``planted`` without saying so."""
@@ -45,10 +41,12 @@ def _schema_default(config) -> str:
 
 
 def declared_traces(model_dir: str | Path | None = None) -> dict[str, str]:
-    """Each model config's name and what its traces are (its schema's default where it says nothing)."""
-    folder = Path(model_dir).expanduser() if model_dir else MODEL_DIR
+    """Each model config's name in ``model_dir`` (analyze.py passes its ``conf/model``; the
+    package reads no ``conf/`` itself) and what its traces are (its schema's default where it
+    says nothing); none without a folder."""
+    folder = Path(model_dir).expanduser() if model_dir else None
     out = {}
-    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+    for path in sorted(folder.glob("*.yaml")) if folder is not None and folder.is_dir() else []:
         config = OmegaConf.load(path)
         kind = config.get("traces", None) or _schema_default(config)
         out[str(config.get("name", path.stem))] = Traces(kind).value

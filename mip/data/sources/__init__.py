@@ -49,6 +49,10 @@ LOADERS: dict[str, Callable[[Any, Path | None], LoadResult]] = {
     "synthetic_arith": load_synthetic_arith,
 }
 
-__all__ = ["LOADERS", "DataError", "LoadResult", "Row", "REPO_ROOT", "SST2_LABELS", "WIKIANN_TAGS", "WSD_SENSES",
+# Loaders of sources with no copy on the hub: without data_dir they refuse at once (their
+# DataError says what to get), so a job checks them before it reads any other source.
+LOCAL_ONLY = {"coarsewsd_java"}
+
+__all__ = ["LOADERS", "LOCAL_ONLY", "DataError", "LoadResult", "Row", "REPO_ROOT", "SST2_LABELS", "WIKIANN_TAGS", "WSD_SENSES",
            "arithmetic_instance", "gsm8k_final", "gsm8k_label", "ner_label", "occurrence_label",
            "table_path", "the_count"]

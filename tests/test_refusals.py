@@ -1,0 +1,134 @@
+"""Every mistake is one line (issue 29, items 1, 7 and 8): it names the key and what to do,
+exits 2, and leaves no job folder behind (mip.overrides, mip.refusals, mip.hydra_callbacks)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from .conftest import run_entry
+
+
+def folders(results) -> list[str]:
+    """Everything a run left under the results folder but the store and the write check."""
+    if not results.exists():
+        return []
+    return sorted(str(p.relative_to(results)) for p in results.rglob("*")
+                  if p.is_file() and "store" not in p.relative_to(results).parts)
+
+
+def one_line_refusal(ran, *words: str) -> str:
+    lines = ran.stderr.strip().splitlines()
+    assert ran.returncode == 2, ran.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("error: "), ran.stderr[-2000:]
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("args,words", [
+    (("model=mock", "model.max_concurrency=4"), ("max_concurrency", "model=mock --cfg job")),
+    (("n=abc",), ("n=abc", "whole number")),
+    (("p=half",), ("p=half", "a number")),
+    (("dry_run=maybe",), ("dry_run", "true or false")),
+    (("order_seeds=abc",), ("order_seeds", "[0,1,2]")),
+    (("model=gpt54_nano", "model.max_concurrency=many"), ("model.max_concurrency", "whole number")),
+    (("model=../../etc",), ("model", "../../etc", "choose one of", "gpt54_nano")),
+    (("task=a/b",), ("task", "a/b", "choose one of", "arith")),
+    (("task=../task/arith",), ("task", "../task/arith", "choose one of")),
+    (("task=math,nerr",), ("nerr", "did you mean ner")),
+    (("+experiment=cor",), ("experiment", "did you mean core")),
+    (("pattern=glob(*",), ("pattern=glob(*", "quote")),
+])
+def test_a_wrong_value_is_one_line_before_hydra_composes(results, args, words):
+    ran = run_entry("run.py", *args)
+    one_line_refusal(ran, *words)
+    assert folders(results) == []
+
+
+@pytest.mark.parametrize("args,words", [
+    (("order_seeds=[]",), ("order_seeds", "e.g. order_seeds=[0,1,2]")),
+    (("n=0",), ("n must be at least 2",)),
+    (("p=1.5",), ("strictly between 0.5 and 1",)),
+    (("model=mock", "budget.max_tokens=0"), ("budget.max_tokens",)),
+])
+def test_a_refused_run_leaves_no_job_folder(results, args, words):
+    ran = run_entry("run.py", "model=mock", *args)
+    one_line_refusal(ran, *words)
+    assert folders(results) == []
+
+
+def test_a_refused_sweep_job_leaves_no_sweep_folder(results):
+    """n is swept, so each job checks its own value: the first is refused, and neither its
+    folder nor the sweep's stays."""
+    ran = run_entry("run.py", "-m", "model=mock", "n=0,10")
+    one_line_refusal(ran, "n must be at least 2")
+    assert folders(results) == []
+
+
+def test_a_refused_sweep_is_refused_before_any_job(results):
+    ran = run_entry("run.py", "-m", "model=mock", "order_seeds=[]", "pattern=glob(*)")
+    assert one_line_refusal(ran, "order_seeds").endswith("Nothing was launched.")
+    assert folders(results) == []
+
+
+def test_wsd_without_data_dir_says_to_set_it(results):
+    ran = run_entry("run.py", "model=mock", "task=wsd")
+    one_line_refusal(ran, "data_dir=")
+    assert folders(results) == []
+
+
+def test_a_paper_grid_without_data_dir_is_refused_before_any_job_reads_the_hub(results):
+    """The five tasks without data_dir: WSD has no hub copy, so the sweep stops before any job
+    (the other four tasks would have been fetched first)."""
+    ran = run_entry("run.py", "-m", "model=gpt54_nano", "pattern=glob(*)", "seed=0,1,2", "dry_run=true")
+    assert one_line_refusal(ran, "wsd", "data_dir=").endswith("Nothing was launched.")
+    assert folders(results) == []
+
+
+def test_an_empty_table_leaves_no_audit_folder(results, tmp_path):
+    table = tmp_path / "empty.csv"
+    table.write_text("text,label\n")
+    ran = run_entry("audit.py", f"audit.data={table}", "audit.labels=[a,b]")
+    one_line_refusal(ran, "empty")
+    assert folders(results) == []
+
+
+no_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+
+
+@no_vllm
+@pytest.mark.parametrize("sweep", [False, True])
+def test_a_vllm_model_without_vllm_is_refused_before_any_job(results, sweep):
+    ran = run_entry("run.py", *(["-m"] if sweep else []), "model=qwen36_35b", "task=arith", "n=20")
+    one_line_refusal(ran, "pip install -e '.[vllm]'", "model=qwen36_35b", "dry_run=true")
+    assert folders(results) == []
+
+
+@no_vllm
+def test_a_vllm_models_dry_run_works_without_vllm(results):
+    ran = run_entry("run.py", "model=qwen36_35b", "task=arith", "n=20", "dry_run=true", "progress=false")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "would run 6 experiments" in ran.stdout + ran.stderr
+
+
+def test_a_missing_api_key_leaves_no_job_folder(results, monkeypatch):
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    ran = run_entry("run.py", "model=gpt54_nano", "task=arith", "n=20")
+    one_line_refusal(ran, "OPENROUTER_API_KEY")
+    assert folders(results) == []
+
+
+def test_a_job_that_fails_after_it_started_keeps_its_folder(results, monkeypatch):
+    """The store fails mid-job: the job's manifest and log stay, to say what happened."""
+    import errno
+    import os
+
+    def failing(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    ran = run_entry("run.py", "model=mock", "task=arith", "pattern=majority_first", "progress=false")
+    assert ran.returncode == 2 and "Input/output error" in ran.stderr, ran.stderr[-2000:]
+    assert any(name.endswith("job.json") for name in folders(results)), folders(results)
