@@ -167,7 +167,8 @@ class SummaryCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_writable(config)
         _filter_logs(config)
-        error = _setup_error(config.model, config.dry_run) or _settings_error(config)
+        only = config.preflight == "only"  # no job runs: the preflight reports what its request needs
+        error = None if only else _setup_error(config.model, config.dry_run) or _settings_error(config)
         if error:  # before Hydra makes the job's folder
             _refuse(error, sweep=False)
 
@@ -202,10 +203,10 @@ class SummaryCallback(Callback):
         for model, budget in itertools.product(models, budgets):
             cfg = compose(config_name="config", overrides=[f"model={model}", *([f"budget={budget}"] if budget else []),
                                                            *fixed])
-            error = _setup_error(cfg.model, cfg.dry_run)
+            error = None if cfg.preflight == "only" else _setup_error(cfg.model, cfg.dry_run)
             if not error and not OmegaConf.is_missing(cfg.model, "context_window"):
                 error = budget_error(model, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
-            if not error and not swept_settings:
+            if not error and not swept_settings and cfg.preflight != "only":  # preflight=only runs no job
                 error = _settings_error(cfg)
             if error:
                 _refuse(error)

@@ -75,7 +75,7 @@ def test_one_request_per_model_with_the_sweeps_body_and_what_it_tells(results, t
 ])
 def test_a_documented_refusal_fails_the_preflight_and_required_then_refuses_the_sweep(results, override, env, status, said):
     with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
-        args = ("model=gpt_oss_120b", f"model.base_url={server.base_url}", override)
+        args = ("model=gpt_oss_120b", f"model.base_url={server.base_url}", "task=arith", override)
         ran = run_entry("run.py", *args, "preflight=only", env=env)
         sent = len(server.bodies)
         refused = run_entry("run.py", "-m", *args, "pattern=random,majority_first", "preflight=required", env=env)

@@ -110,7 +110,7 @@ def test_a_vllm_model_without_vllm_is_refused_before_any_job(results, sweep):
 def test_a_vllm_models_dry_run_works_without_vllm(results):
     ran = run_entry("run.py", "model=qwen36_35b", "task=arith", "n=20", "dry_run=true", "progress=false")
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert "would run 6 experiments" in ran.stdout + ran.stderr
+    assert "would run 6 of 6 experiments" in ran.stdout + ran.stderr
 
 
 def test_a_missing_api_key_leaves_no_job_folder(results, monkeypatch):

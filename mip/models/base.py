@@ -116,6 +116,7 @@ class Backend(ABC):
         """Before the first call of a job: its pools, for a backend that answers from them
         (a planted model looks its instances' gold labels up there)."""
 
+    @classmethod
     def unavailable(cls) -> str | None:
         """Why this backend cannot be built in this environment (a package it needs is not
         installed), or None. Asked before a real run launches any job (mip.hydra_callbacks)."""
