@@ -30,13 +30,23 @@ def command_lines(block: str) -> list[str]:
     return [re.sub(r"^(?:[A-Z_]+=\S+\s+)+(?=\S)", "", line) for line in lines if line and not line.startswith("#")]
 
 
+def unique(lines) -> list[str]:
+    """Each command once, however many pages show it and however it is spaced or commented."""
+    return list({tuple(shlex.split(line, comments=True)): line for line in lines}.values())
+
+
+def words(command: str) -> str:
+    """A test id: the command as bash reads it."""
+    return " ".join(shlex.split(command, comments=True))[:100]
+
+
 LINES = [(name, line) for name, block in SHELL_BLOCKS for line in command_lines(block)]
-RUN_COMMANDS = [line for name, line in LINES if line.startswith("python run.py")]
+RUN_COMMANDS = unique(line for name, line in LINES if line.startswith("python run.py"))
 README_RUN_COMMANDS = [line for name, line in LINES if name == "README.md" and line.startswith("python run.py")]
 TOOL_ENTRIES = ("analyze.py", "attribute.py", "filter.py", "audit.py")
-TOOL_COMMANDS = [line for name, line in LINES if line.split()[:2][-1] in TOOL_ENTRIES and line.startswith("python ")]
-MODULE_COMMANDS = [line for name, line in LINES if line.startswith("python -m mip.")]
-MAKE_COMMANDS = [line for name, line in LINES if line.startswith("make ")]
+TOOL_COMMANDS = unique(line for name, line in LINES if line.split()[:2][-1] in TOOL_ENTRIES and line.startswith("python "))
+MODULE_COMMANDS = unique(line for name, line in LINES if line.startswith("python -m mip."))
+MAKE_COMMANDS = unique(line for name, line in LINES if line.startswith("make "))
 # The other places a command is shown: run.py's docstring, the comments of conf/ and run.py --help.
 EXAMPLE_SOURCES = [REPO / "run.py", *sorted((REPO / "conf").rglob("*.yaml"))]
 EXAMPLES = sorted({m.group(1).strip() for path in EXAMPLE_SOURCES for m in
@@ -86,7 +96,7 @@ def test_the_pages_show_commands_of_every_entry_point():
     assert len(README.splitlines()) < 200
 
 
-@pytest.mark.parametrize("command", EXAMPLES)
+@pytest.mark.parametrize("command", EXAMPLES, ids=words)
 def test_every_other_example_parses_with_bash(command):
     proc = subprocess.run(["bash", "-n"], input=command, text=True, capture_output=True)
     assert proc.returncode == 0, proc.stderr
@@ -98,7 +108,7 @@ def test_every_shell_block_parses_with_bash(page, block):
     assert proc.returncode == 0, f"{page}: {proc.stderr}"
 
 
-@pytest.mark.parametrize("command", RUN_COMMANDS + EXAMPLES)
+@pytest.mark.parametrize("command", RUN_COMMANDS + EXAMPLES, ids=words)
 def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
     from mip.cli import check_overrides
     from mip.config import Config
@@ -124,7 +134,7 @@ def tool_schema(program: str):
             "filter.py": (FilterConfig, None), "audit.py": (AuditConfig, SET_BY_THE_AUDIT)}[program]
 
 
-@pytest.mark.parametrize("command", TOOL_COMMANDS)
+@pytest.mark.parametrize("command", TOOL_COMMANDS, ids=words)
 def test_every_tool_command_passes_its_checks_and_composes(command):
     """analyze.py, attribute.py, filter.py and audit.py lines: the entry point's own check of the
     overrides (as its `__main__` runs it), then its config composed with them."""
@@ -139,7 +149,7 @@ def test_every_tool_command_passes_its_checks_and_composes(command):
     compose(*overrides, config_name=name)
 
 
-@pytest.mark.parametrize("command", MODULE_COMMANDS)
+@pytest.mark.parametrize("command", MODULE_COMMANDS, ids=words)
 def test_every_tool_module_takes_the_options_shown(command):
     """`python -m mip.…` lines: the module exists and its parser takes the options shown (with
     --help last, so that nothing runs; the real runs are below)."""
@@ -152,7 +162,7 @@ def test_every_tool_module_takes_the_options_shown(command):
     assert "usage: python -m " + module in ran.stdout
 
 
-@pytest.mark.parametrize("command", MAKE_COMMANDS)
+@pytest.mark.parametrize("command", MAKE_COMMANDS, ids=words)
 def test_every_make_target_exists(command):
     target = shlex.split(command, comments=True)[1:]
     proc = subprocess.run(["make", "-n", *target], cwd=REPO, text=True, capture_output=True)
@@ -199,7 +209,7 @@ def on(command: str, written) -> list[str]:
     return [key[: len(a)] if KEY.match(a) else a for a in args]
 
 
-@pytest.mark.parametrize("command", ON_A_FOLDER)
+@pytest.mark.parametrize("command", ON_A_FOLDER, ids=words)
 def test_reading_commands_run_on_a_folder_mip_wrote(command, written, figures_unencoded):
     results, _, _ = written
     args = on(command, written)
@@ -225,6 +235,17 @@ def test_the_core_grid_command_is_21_jobs_and_the_budget_comparison_42():
     assert len(jobs) == 42 and {o for job in jobs for o in job if o.startswith("budget=")} == {"budget=20k", "budget=100k"}
 
 
+def test_each_extending_recipe_names_the_test_that_follows_it():
+    """docs/extending.md: a section per part, each naming the test that follows it."""
+    page = TEXTS["docs/extending.md"]
+    sections = re.findall(r"^## (.*)$", page, re.M)
+    assert sections == ["A task", "A pattern", "A backend", "A backend's cost basis", "A strategy", "A metric"]
+    named = set(re.findall(r"`(test_\w+)`", page))
+    tests = {name for module in ("test_extending.py", "test_costs.py")
+             for name in re.findall(r"^def (test_\w+)", (REPO / "tests" / module).read_text(), re.M)}
+    assert len(named) == 6 and named <= tests
+
+
 # ---------------------------------------------------------------- links
 LINKS = [(name, target) for name, text in TEXTS.items()
          for target in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", target)]
@@ -247,7 +268,7 @@ def test_every_relative_link_points_to_a_file_and_heading(page, target):
 
 @needs_raw
 @pytest.mark.slow
-@pytest.mark.parametrize("command", RUN_COMMANDS)
+@pytest.mark.parametrize("command", RUN_COMMANDS, ids=words)
 def test_every_run_command_runs_as_a_dry_run(command, results):
     """As written, on this machine: a dry run (so no call, no SLURM, no key), the local
     launcher, the shared data where the command names ../shared/data/raw."""
