@@ -151,8 +151,9 @@ def test_every_tool_command_passes_its_checks_and_composes(command):
 
 @pytest.mark.parametrize("command", MODULE_COMMANDS, ids=words)
 def test_every_tool_module_takes_the_options_shown(command):
-    """`python -m mip.…` lines: the module exists and its parser takes the options shown (with
-    --help last, so that nothing runs; the real runs are below)."""
+    """`python -m mip.…` lines: the module exists, its parser takes the arguments shown up to
+    --help (added last, so that nothing runs; the real runs are below) and its usage line lists
+    each option shown."""
     module = command.split()[2]
     if module == "mip.summary":  # one folder, no options
         assert len(arguments(command)) == 1 and not arguments(command)[0].startswith("-"), command
@@ -160,6 +161,8 @@ def test_every_tool_module_takes_the_options_shown(command):
     ran = run_entry("-m", module, *arguments(command), "--help")
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert "usage: python -m " + module in ran.stdout
+    for option in (a.split("=")[0] for a in arguments(command) if a.startswith("--")):
+        assert re.search(rf"\[{option}\b", ran.stdout), f"{module} has no option {option}"
 
 
 @pytest.mark.parametrize("command", MAKE_COMMANDS, ids=words)
