@@ -225,6 +225,15 @@ def test_reading_commands_run_on_a_folder_mip_wrote(command, written, figures_un
     assert ran.stdout.strip()
 
 
+PYTHON_BLOCKS = [(name, block) for name, text in TEXTS.items() for block in re.findall(r"```python\n(.*?)```", text, re.S)]
+
+
+@pytest.mark.parametrize("page, block", PYTHON_BLOCKS, ids=lambda b: b.strip().splitlines()[0][:40])
+def test_every_python_block_runs_on_a_store_mip_wrote(page, block, written):
+    results, _, _ = written
+    exec(compile(block.replace('"results/store"', repr(str(results / "store"))), page, "exec"), {})
+
+
 def test_reading_commands_are_run_on_a_folder():
     shown = {line.split()[2] if line.startswith("python -m") else line.split()[1] for line in ON_A_FOLDER}
     assert shown == {"analyze.py", "mip.summary", "mip.show"}
@@ -269,13 +278,20 @@ def test_every_relative_link_points_to_a_file_and_heading(page, target):
         assert anchor in slugs(file.read_text()), f"{page}: {target}"
 
 
+def as_a_dry_run(command: str) -> tuple[str, ...]:
+    """The command's arguments as this machine runs it: a dry run (so no call, no SLURM, no key,
+    no preflight), the local launcher, the shared data where it names ../shared/data/raw."""
+    args = [a for a in arguments(command) if not a.startswith(("hydra/launcher=", "dry_run=", "preflight=", "logger="))]
+    return tuple(f"data_dir={RAW}" if a == "data_dir=../shared/data/raw" else a for a in args)
+
+
+DRY_RUNS = list({as_a_dry_run(c): c for c in RUN_COMMANDS}.values())  # each dry run once
+
+
 @needs_raw
 @pytest.mark.slow
-@pytest.mark.parametrize("command", RUN_COMMANDS, ids=words)
+@pytest.mark.parametrize("command", DRY_RUNS, ids=words)
 def test_every_run_command_runs_as_a_dry_run(command, results):
-    """As written, on this machine: a dry run (so no call, no SLURM, no key), the local
-    launcher, the shared data where the command names ../shared/data/raw."""
-    args = [a for a in arguments(command) if not a.startswith(("hydra/launcher=", "dry_run=", "preflight="))]
-    args = [f"data_dir={RAW}" if a == "data_dir=../shared/data/raw" else a for a in args]
-    ran = run_entry("run.py", *args, "dry_run=true", "progress=false")
+    """As written, on this machine, as a dry run (:func:`as_a_dry_run`)."""
+    ran = run_entry("run.py", *as_a_dry_run(command), "dry_run=true", "progress=false")
     assert ran.returncode == 0, ran.stderr[-3000:]
