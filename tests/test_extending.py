@@ -1,4 +1,4 @@
-"""The README's "Extending" section, done exactly as it says: a new pattern is one registry
+"""docs/extending.md, done exactly as it says: a new pattern is one registry
 entry, a new backend one module (with its config schema), one registry entry and one YAML
 file, a new task one YAML file, a new strategy one class, one registry entry and one YAML
 file, a new metric one registry entry."""

@@ -1,7 +1,10 @@
-"""Every command the README shows runs as written (issue 29, items 1 and 7): each shell block
-parses with bash, and each `python run.py …` line, split as bash splits it, passes run.py's
-checks, expands to its sweep with Hydra's own sweeper and composes; the slow test runs each
-as a dry run on the shared data."""
+"""Every command README.md and docs/*.md show runs as written (issue 29, items 1 and 7; issue 30,
+case 5): each shell block parses with bash; each entry-point line (`python run.py`, `analyze.py`,
+`attribute.py`, `filter.py`, `audit.py`), split as bash splits it, passes that entry point's checks
+and composes (run.py's also expands to its sweep with Hydra's own sweeper); each `python -m mip.…`
+tool and `make` target exists and takes the options shown; the summary, show and analyze lines that
+read a folder mip wrote run for real on one; the slow test runs each run.py line as a dry run on the
+shared data. Every relative link of those pages points to a file (and heading) that exists."""
 
 from __future__ import annotations
 
@@ -13,10 +16,37 @@ import pytest
 
 from .conftest import RAW, REPO, compose, needs_raw, run_entry
 
-README = (REPO / "README.md").read_text()
-SHELL_BLOCKS = re.findall(r"```(?:bash|sh|shell)\n(.*?)```", README, re.S)
-RUN_COMMANDS = [line.strip() for block in SHELL_BLOCKS for line in block.replace("\\\n", " ").splitlines()
-                if line.strip().startswith("python run.py")]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+TEXTS = {page.relative_to(REPO).as_posix(): page.read_text() for page in PAGES}
+README = TEXTS["README.md"]
+SHELL_BLOCKS = [(name, block) for name, text in TEXTS.items()
+                for block in re.findall(r"```(?:bash|sh|shell)\n(.*?)```", text, re.S)]
+
+
+def command_lines(block: str) -> list[str]:
+    """The block's commands, one a line, continuations joined, comments and the environment
+    variables set for one command (`MIP_SERVER_URL=… python run.py …`) dropped."""
+    lines = [line.strip() for line in block.replace("\\\n", " ").splitlines()]
+    return [re.sub(r"^(?:[A-Z_]+=\S+\s+)+(?=\S)", "", line) for line in lines if line and not line.startswith("#")]
+
+
+def unique(lines) -> list[str]:
+    """Each command once, however many pages show it and however it is spaced or commented."""
+    return list({tuple(shlex.split(line, comments=True)): line for line in lines}.values())
+
+
+def words(command: str) -> str:
+    """A test id: the command as bash reads it."""
+    return " ".join(shlex.split(command, comments=True))[:100]
+
+
+LINES = [(name, line) for name, block in SHELL_BLOCKS for line in command_lines(block)]
+RUN_COMMANDS = unique(line for name, line in LINES if line.startswith("python run.py"))
+README_RUN_COMMANDS = [line for name, line in LINES if name == "README.md" and line.startswith("python run.py")]
+TOOL_ENTRIES = ("analyze.py", "attribute.py", "filter.py", "audit.py")
+TOOL_COMMANDS = unique(line for name, line in LINES if line.split()[:2][-1] in TOOL_ENTRIES and line.startswith("python "))
+MODULE_COMMANDS = unique(line for name, line in LINES if line.startswith("python -m mip."))
+MAKE_COMMANDS = unique(line for name, line in LINES if line.startswith("make "))
 # The other places a command is shown: run.py's docstring, the comments of conf/ and run.py --help.
 EXAMPLE_SOURCES = [REPO / "run.py", *sorted((REPO / "conf").rglob("*.yaml"))]
 EXAMPLES = sorted({m.group(1).strip() for path in EXAMPLE_SOURCES for m in
@@ -25,8 +55,9 @@ PAPER_TASKS = {"all", "math", "ner", "occurrence", "sentiment", "wsd"}
 
 
 def arguments(command: str) -> list[str]:
-    """The command's arguments to run.py as bash hands them over (quotes removed, comments dropped)."""
-    return shlex.split(command, comments=True)[2:]
+    """The command's arguments to its program as bash hands them over (quotes removed, comments dropped)."""
+    words = shlex.split(command, comments=True)
+    return words[3:] if words[1] == "-m" else words[2:]
 
 
 def sweep_jobs(overrides: list[str]) -> list[list[str]]:
@@ -55,24 +86,29 @@ def reads_the_paper_data(job: list[str]) -> bool:
     return bool(set(cfg.task) & PAPER_TASKS)
 
 
-def test_the_readme_shows_run_commands():
-    assert len(RUN_COMMANDS) >= 8 and any("'pattern=glob(*)'" in c for c in RUN_COMMANDS)
+def test_the_pages_show_commands_of_every_entry_point():
+    assert len(README_RUN_COMMANDS) >= 3 and len(RUN_COMMANDS) >= 8
+    assert any("model=qwen36_35b 'pattern=glob(*)' seed=0,1,2 data_dir=../shared/data/raw" in c for c in README_RUN_COMMANDS)
     assert len(EXAMPLES) >= 8
+    shown = {line.split()[1] for line in TOOL_COMMANDS} | {line.split()[2] for line in MODULE_COMMANDS}
+    assert set(TOOL_ENTRIES) | {"mip.summary", "mip.show", "mip.demo", "mip.serve"} <= shown
+    assert {"make run", "make test"} <= {" ".join(line.split()[:2]) for name, line in LINES if name == "README.md"}
+    assert len(README.splitlines()) < 200
 
 
-@pytest.mark.parametrize("command", EXAMPLES)
+@pytest.mark.parametrize("command", EXAMPLES, ids=words)
 def test_every_other_example_parses_with_bash(command):
     proc = subprocess.run(["bash", "-n"], input=command, text=True, capture_output=True)
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("block", SHELL_BLOCKS, ids=lambda b: b.strip().splitlines()[0][:40])
-def test_every_shell_block_parses_with_bash(block):
+@pytest.mark.parametrize("page, block", SHELL_BLOCKS, ids=lambda b: b.strip().splitlines()[0][:40])
+def test_every_shell_block_parses_with_bash(page, block):
     proc = subprocess.run(["bash", "-n"], input=block, text=True, capture_output=True)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, f"{page}: {proc.stderr}"
 
 
-@pytest.mark.parametrize("command", RUN_COMMANDS + EXAMPLES)
+@pytest.mark.parametrize("command", RUN_COMMANDS + EXAMPLES, ids=words)
 def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
     from mip.cli import check_overrides
     from mip.config import Config
@@ -90,21 +126,172 @@ def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
         assert any(a.startswith("data_dir=") for a in args), command
 
 
+def tool_schema(program: str):
+    from mip.audit import SET_BY_THE_AUDIT
+    from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, FilterConfig
+
+    return {"analyze.py": (AnalyzeConfig, None), "attribute.py": (AttributeConfig, None),
+            "filter.py": (FilterConfig, None), "audit.py": (AuditConfig, SET_BY_THE_AUDIT)}[program]
+
+
+@pytest.mark.parametrize("command", TOOL_COMMANDS, ids=words)
+def test_every_tool_command_passes_its_checks_and_composes(command):
+    """analyze.py, attribute.py, filter.py and audit.py lines: the entry point's own check of the
+    overrides (as its `__main__` runs it), then its config composed with them."""
+    from mip.cli import check_overrides
+
+    program = command.split()[1]
+    schema, refused = tool_schema(program)
+    name = program.removesuffix(".py")
+    args = [a for a in arguments(command) if a != "..."]  # `...`: "and the rest of your command"
+    check_overrides(args, schema, program, refused, conf_dir=REPO / "conf", config_name=name)
+    overrides = [a for a in args if not a.startswith(("-", "hydra/"))]
+    compose(*overrides, config_name=name)
+
+
+@pytest.mark.parametrize("command", MODULE_COMMANDS, ids=words)
+def test_every_tool_module_takes_the_options_shown(command):
+    """`python -m mip.…` lines: the module exists, its parser takes the arguments shown up to
+    --help (added last, so that nothing runs; the real runs are below) and its usage line lists
+    each option shown."""
+    module = command.split()[2]
+    if module == "mip.summary":  # one folder, no options
+        assert len(arguments(command)) == 1 and not arguments(command)[0].startswith("-"), command
+        return
+    ran = run_entry("-m", module, *arguments(command), "--help")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "usage: python -m " + module in ran.stdout
+    for option in (a.split("=")[0] for a in arguments(command) if a.startswith("--")):
+        assert re.search(rf"\[{option}\b", ran.stdout), f"{module} has no option {option}"
+
+
+@pytest.mark.parametrize("command", MAKE_COMMANDS, ids=words)
+def test_every_make_target_exists(command):
+    target = shlex.split(command, comments=True)[1:]
+    proc = subprocess.run(["make", "-n", *target], cwd=REPO, text=True, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+# ---------------------------------------------------------------- real runs on a folder mip wrote
+FOLDER = re.compile(r"results/(sweeps|runs)/\d{4}-\d\d-\d\d/[\w-]+")
+KEY = re.compile(r"^[0-9a-f]{8}$")
+
+
+def reads_a_folder(line: str) -> bool:
+    """A summary, show or analyze line on a folder, store or key mip wrote (not W&B, not slices of
+    models the folder lacks)."""
+    words = line.split()
+    program = words[2] if words[1] == "-m" else words[1]
+    if program not in ("analyze.py", "mip.summary", "mip.show") or "source=wandb" in line or "where." in line:
+        return False
+    args = arguments(line)
+    return bool(FOLDER.search(line)) or not args or bool(program == "mip.show" and KEY.match(args[0]))
+
+
+ON_A_FOLDER = [line for line in MODULE_COMMANDS + TOOL_COMMANDS if reads_a_folder(line)]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """A sweep mip wrote: the mock model, two patterns, three order seeds of random (12 experiments)."""
+    results = tmp_path_factory.mktemp("written") / "results"
+    env = {"MIP_RESULTS_DIR": str(results)}
+    ran = run_entry("run.py", "-m", "model=mock", "task=arith", "pattern=random,majority_first", "progress=false", env=env)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    (sweep,) = {p.parent.parent for p in results.glob("sweeps/*/*/*/job.json")}
+    key = next((results / "store").rglob("*.json")).stem
+    return results, sweep, key
+
+
+def on(command: str, written) -> list[str]:
+    """The command's arguments with its example folder, store and key replaced by those written."""
+    results, sweep, key = written
+    args = [FOLDER.sub(lambda m: str(sweep if m.group(1) == "sweeps" else sweep / "0"), a) for a in arguments(command)]
+    args = [a.replace("store=/scratch/mip/results/store", f"store={results / 'store'}") for a in args]
+    args = [a.replace("out_dir=paper/report", f"out_dir={results / 'report'}") for a in args]
+    return [key[: len(a)] if KEY.match(a) else a for a in args]
+
+
+@pytest.mark.parametrize("command", ON_A_FOLDER, ids=words)
+def test_reading_commands_run_on_a_folder_mip_wrote(command, written, figures_unencoded):
+    results, _, _ = written
+    args = on(command, written)
+    if command.startswith("python analyze.py"):
+        args = [*args, f"out_dir={results / 'report'}"] if not any(a.startswith("out_dir=") for a in args) else args
+        ran = run_entry("analyze.py", *args, env={"MIP_RESULTS_DIR": str(results)})
+    else:
+        ran = run_entry("-m", command.split()[2], *args, env={"MIP_RESULTS_DIR": str(results)})
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.strip()
+
+
+PYTHON_BLOCKS = [(name, block) for name, text in TEXTS.items() for block in re.findall(r"```python\n(.*?)```", text, re.S)]
+
+
+@pytest.mark.parametrize("page, block", PYTHON_BLOCKS, ids=lambda b: b.strip().splitlines()[0][:40])
+def test_every_python_block_runs_on_a_store_mip_wrote(page, block, written):
+    results, _, _ = written
+    exec(compile(block.replace('"results/store"', repr(str(results / "store"))), page, "exec"), {})
+
+
+def test_reading_commands_are_run_on_a_folder():
+    shown = {line.split()[2] if line.startswith("python -m") else line.split()[1] for line in ON_A_FOLDER}
+    assert shown == {"analyze.py", "mip.summary", "mip.show"}
+
+
 def test_the_core_grid_command_is_21_jobs_and_the_budget_comparison_42():
-    (core,) = [c for c in RUN_COMMANDS if "model=gpt_oss_120b 'pattern=glob(*)' seed=0,1,2" in c]
-    (budgets,) = [c for c in RUN_COMMANDS if "budget=20k,100k" in c]
+    (core,) = {c for c in RUN_COMMANDS if "model=gpt_oss_120b 'pattern=glob(*)' seed=0,1,2" in c}
+    (budgets,) = {c for c in RUN_COMMANDS if "budget=20k,100k" in c}
     assert len(sweep_jobs([a for a in arguments(core) if not a.startswith("-")])) == 21
     jobs = sweep_jobs([a for a in arguments(budgets) if not a.startswith("-")])
     assert len(jobs) == 42 and {o for job in jobs for o in job if o.startswith("budget=")} == {"budget=20k", "budget=100k"}
 
 
+def test_each_extending_recipe_names_the_test_that_follows_it():
+    """docs/extending.md: a section per part, each naming the test that follows it."""
+    page = TEXTS["docs/extending.md"]
+    sections = re.findall(r"^## (.*)$", page, re.M)
+    assert sections == ["A task", "A pattern", "A backend", "A backend's cost basis", "A strategy", "A metric"]
+    named = set(re.findall(r"`(test_\w+)`", page))
+    tests = {name for module in ("test_extending.py", "test_costs.py")
+             for name in re.findall(r"^def (test_\w+)", (REPO / "tests" / module).read_text(), re.M)}
+    assert len(named) == 6 and named <= tests
+
+
+# ---------------------------------------------------------------- links
+LINKS = [(name, target) for name, text in TEXTS.items()
+         for target in re.findall(r"\]\(([^)\s]+)\)", text) if not re.match(r"[a-z]+:", target)]
+
+
+def slugs(text: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page, target", LINKS)
+def test_every_relative_link_points_to_a_file_and_heading(page, target):
+    path, _, anchor = target.partition("#")
+    file = (REPO / page).parent / path if path else REPO / page
+    assert file.exists(), f"{page}: {target}"
+    if anchor:
+        assert anchor in slugs(file.read_text()), f"{page}: {target}"
+
+
+def as_a_dry_run(command: str) -> tuple[str, ...]:
+    """The command's arguments as this machine runs it: a dry run (so no call, no SLURM, no key,
+    no preflight), the local launcher, the shared data where it names ../shared/data/raw."""
+    args = [a for a in arguments(command) if not a.startswith(("hydra/launcher=", "dry_run=", "preflight=", "logger="))]
+    return tuple(f"data_dir={RAW}" if a == "data_dir=../shared/data/raw" else a for a in args)
+
+
+DRY_RUNS = list({as_a_dry_run(c): c for c in RUN_COMMANDS}.values())  # each dry run once
+
+
 @needs_raw
 @pytest.mark.slow
-@pytest.mark.parametrize("command", RUN_COMMANDS)
+@pytest.mark.parametrize("command", DRY_RUNS, ids=words)
 def test_every_run_command_runs_as_a_dry_run(command, results):
-    """As written, on this machine: a dry run (so no call, no SLURM, no key), the local
-    launcher, the shared data where the command names ../shared/data/raw."""
-    args = [a for a in arguments(command) if not a.startswith(("hydra/launcher=", "dry_run="))]
-    args = [f"data_dir={RAW}" if a == "data_dir=../shared/data/raw" else a for a in args]
-    ran = run_entry("run.py", *args, "dry_run=true", "progress=false")
+    """As written, on this machine, as a dry run (:func:`as_a_dry_run`)."""
+    ran = run_entry("run.py", *as_a_dry_run(command), "dry_run=true", "progress=false")
     assert ran.returncode == 0, ran.stderr[-3000:]

@@ -181,7 +181,7 @@ def test_the_vllm_extra_pins_what_vllm_033_installs_with_and_the_readme_says_how
     assert set(pins["transformers"].filter(["5.16.0", "5.16.1", "5.20.3", "5.21.0", "5.24.0"])) == {"5.16.1", "5.20.3"}
     hf = {r.name: r.specifier for r in map(Requirement, extras["hf"])}
     assert "2.14.0" in hf["torch"] and "5.20.3" in hf["transformers"]
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("**On a GPU node.**"):][:1500]
+    running = (REPO / "docs" / "running.md").read_text()
+    section = running[running.index("## On a GPU node"):][:1500]
     for needed in ("driver", "torch 2.14.0", "hf download", "HF_HUB_OFFLINE=1", "pip install -e '.[vllm]'"):
         assert needed in section, needed
