@@ -8,11 +8,15 @@
 """
 
 import logging
+import os
 import sys
 from pathlib import Path
 
 from mip.cli import NEXT_STEPS, check_keys, check_overrides, check_sweep_preset, quiet_library_bars
 
+# torch's OpenMP threads wait passively: spinning, they fight for a busy machine's cores (a
+# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/demo.py does the same).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 quiet_library_bars()  # before transformers is imported
 
 import hydra

@@ -87,9 +87,10 @@ def _mask_secrets(config: DictConfig) -> None:
             atomic_write(path, masked, durable=False)
 
 
-def _sweep_size(config: DictConfig) -> int | None:
-    """The number of jobs a sweep launches, as Hydra's basic sweeper splits it (glob(*) and
-    the presets' sweeper params included); None for another sweeper or what cannot be parsed."""
+def _sweep_jobs(config: DictConfig) -> list[list[str]] | None:
+    """The override lists of the jobs a sweep launches, as Hydra's basic sweeper splits them
+    (glob(*) and the presets' sweeper params included); None for another sweeper or what
+    cannot be parsed."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -100,9 +101,44 @@ def _sweep_size(config: DictConfig) -> int | None:
         params = [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
         parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
         batches = BasicSweeper.split_arguments(parser.parse_overrides(params + list(config.hydra.overrides.task)), None)
-        return sum(map(len, batches))
-    except Exception:  # noqa: BLE001 - progress is no reason to stop a sweep
+        return [list(job) for batch in batches for job in batch]
+    except Exception:  # noqa: BLE001 - progress and checks are no reason to stop a sweep here
         return None
+
+
+def _sweep_size(config: DictConfig) -> int | None:
+    """The number of jobs a sweep launches (None where it cannot be told)."""
+    jobs = _sweep_jobs(config)
+    return len(jobs) if jobs else None
+
+
+def _swept_settings_error(config: DictConfig) -> str | None:
+    """A sweep of a setting (``n=100,2000``, ``p=0.6,1.5`` …): each distinct setting its jobs
+    get, checked as its job would check it, so no job runs (and pays) before a later one is
+    refused. Seeds never change whether a job can run."""
+    from hydra import compose
+
+    seen: set[tuple[str, ...]] = set()
+    for job in _sweep_jobs(config) or []:
+        settings = tuple(o for o in job if o.partition("=")[0].lstrip("+~") != "seed")
+        if settings in seen:
+            continue
+        seen.add(settings)
+        cfg = compose(config_name="config", overrides=list(settings))
+        if error := _settings_error(cfg):
+            return f"{error} (job {' '.join(job)})"
+    return None
+
+
+def _wall(seconds: float) -> str:
+    """A wall time as a person reads it.
+
+    >>> _wall(42.4), _wall(253), _wall(7260)
+    ('42 s', '4 min 13 s', '2 h 1 min')
+    """
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {sec} s" if minutes else f"{sec} s"
 
 
 def offline_runs(folder: Path) -> list[Path]:
@@ -167,6 +203,9 @@ class SummaryCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_writable(config)
         _filter_logs(config)
+        from mip.cli import check_sweep_preset
+
+        check_sweep_preset(config.hydra)  # a preset that sweeps needs -m: said before anything else
         only = config.preflight == "only"  # no job runs: the preflight reports what its request needs
         error = None if only else _setup_error(config.model, config.dry_run) or _settings_error(config)
         if error:  # before Hydra makes the job's folder
@@ -197,7 +236,7 @@ class SummaryCallback(Callback):
         parsed = OverridesParser.create().parse_overrides(overrides)
         fixed = [o.input_line for o in parsed[:len(task)]
                  if not o.is_sweep_override() and o.get_key_element().lstrip("+~") not in ("model", "budget")]
-        # A sweep of another setting (n=100,2000 …): each job checks its own values.
+        # A sweep of another setting (n=100,2000 …): checked per distinct setting below.
         swept_settings = any(o.is_sweep_override() and o.get_key_element().lstrip("+~") not in
                              ("model", "budget", "pattern", "seed") for o in parsed)
         for model, budget in itertools.product(models, budgets):
@@ -210,6 +249,8 @@ class SummaryCallback(Callback):
                 error = _settings_error(cfg)
             if error:
                 _refuse(error)
+        if swept_settings and config.preflight != "only" and (error := _swept_settings_error(config)):
+            _refuse(error)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         """A sweep's progress, after each of its jobs that runs in the launching process
@@ -229,6 +270,8 @@ class SummaryCallback(Callback):
 
         folder = Path(config.hydra.sweep.dir)
         print("\n== sweep summary ==\n" + describe(folder), flush=True)
+        if self.sweep is not None and self.sweep[0] == os.getpid():  # launches included, which the jobs' own times leave out
+            print(f"The sweep took {_wall(time.monotonic() - self.sweep[2])} (wall time from launch to end).", flush=True)
         if hint := sync_hint(offline_runs(folder), sweep=folder):
             print(hint, flush=True)
         if unstored_jobs(folder):

@@ -103,7 +103,8 @@ def sync_hint(runs: Iterable[Path], sweep: Path | None = None) -> str | None:
     runs = sorted({Path(r) for r in runs})
     if not runs:
         return None
-    if sweep is not None and len(runs) > 1 and all(r.parent.parent.parent == Path(sweep) for r in runs):
+    runs = sorted({r.resolve() for r in runs})
+    if sweep is not None and len(runs) > 1 and all(r.parent.parent.parent == Path(sweep).resolve() for r in runs):
         where, target = f"the files of its {len(runs)} runs are under {sweep}/*/wandb", f"{shlex.quote(str(sweep))}/*/wandb"
     else:
         where = f"its files are in {', '.join(map(str, runs))}"

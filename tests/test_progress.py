@@ -68,6 +68,8 @@ def test_a_sweep_logs_jobs_done_of_its_total_with_rate_and_eta(results):
     lines = re.findall(r"^sweep: (\d+/\d+) jobs \((.*)\)$", ran.stdout, re.M)
     assert [done for done, _ in lines] == [f"{k}/6" for k in range(1, 7)], ran.stdout[-3000:]
     assert all(re.fullmatch(r"\d\d:\d\d, [\d.]+ jobs/(s|min|h), ETA [\d:]+", rest) for _, rest in lines), lines
+    # Review: the jobs' own times leave out each launch; the sweep's wall time is said beside them.
+    assert re.search(r"^The sweep took \d+ (s|min \d+ s) \(wall time from launch to end\)\.$", ran.stdout, re.M)
 
 
 def test_a_run_closes_with_the_time_it_took_not_an_estimate(results, monkeypatch):

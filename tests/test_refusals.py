@@ -73,6 +73,22 @@ def test_a_refused_sweep_is_refused_before_any_job(results):
     assert folders(results) == []
 
 
+@pytest.mark.parametrize("swept,words", [("p=0.6,1.5", ("p=1.5",)), ("n=10,11", ("n=11", "whole number"))])
+def test_a_sweep_whose_later_job_would_be_refused_runs_no_job_at_all(results, swept, words):
+    """Review: `-m model=mock p=0.6,1.5` ran (and would have paid for) job 0 before job 1 was
+    refused. Every distinct setting a sweep gives its jobs is checked before any launches."""
+    ran = run_entry("run.py", "-m", "model=mock", swept)
+    assert one_line_refusal(ran, *words).endswith("Nothing was launched.")
+    assert folders(results) == [] and not (results / "store").exists()
+
+
+def test_a_preset_that_sweeps_says_add_m_before_any_data_check(results):
+    """Review: without -m and data_dir, `+experiment=core` stopped on WSD's missing data, not on -m."""
+    ran = run_entry("run.py", "+experiment=core", "model=mock")
+    one_line_refusal(ran, "add -m", "python run.py -m +experiment=core model=mock")
+    assert folders(results) == []
+
+
 def test_wsd_without_data_dir_says_to_set_it(results):
     ran = run_entry("run.py", "model=mock", "task=wsd")
     one_line_refusal(ran, "data_dir=")

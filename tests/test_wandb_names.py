@@ -88,3 +88,15 @@ def test_self_prompting_logs_both_stages_prompts(tmp_path, wandb_env):
         (first,) = json.loads(row["earlier_prompts"])
         assert first["stage"] == "instruction" and "Instance 1" not in first["prompt"]  # stage one: write the instruction
         assert "Instance 1" in row["prompt"] and row["prompt"] != first["prompt"]  # stage two: the instances
+
+
+def test_a_sweep_given_as_a_relative_folder_gets_one_short_sync_line(tmp_path, monkeypatch):
+    """Review: the sweep's end passed its folder relative and the runs absolute, so every run
+    path was listed twice instead of one `wandb sync <sweep>/*/wandb` line."""
+    from mip.tracking import sync_hint
+
+    monkeypatch.chdir(tmp_path)
+    runs = [tmp_path / "sweep" / str(i) / "wandb" / f"offline-run-{i}" for i in range(12)]
+    hint = sync_hint(runs, sweep=Path("sweep"))
+    assert hint.count("offline-run-") == 0 and hint.endswith("wandb sync sweep/*/wandb")
+    assert "the files of its 12 runs are under sweep/*/wandb" in hint

@@ -184,7 +184,7 @@ def generalisability(report, frame: pd.DataFrame) -> None:
             if pattern == "random":
                 sd = order_sd[order_sd["model"] == model].pivot(index="p", columns="n", values="order_sd")
             report.figure(figures.heatmap(sub.pivot(index="p", columns="n", values="acc_mean"),
-                                          f"{model}, {pattern}, {name}: accuracy over n × p (Fig. 3)", "accuracy (%)",
+                                          f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p", "accuracy (%)",
                                           counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
                           f"fig3_np_{model}_{pattern}_{tag}", f"Fig. 3 for {model} under {pattern}; random shows ± sd "
                           "over order seeds (the paper's), the structured patterns none.")

@@ -51,6 +51,7 @@ def mention_rates(rates: pd.DataFrame, n: int, p: float, who: str = "") -> plt.F
         ax.set_title(pattern.replace("_", "-"), fontsize=8)
         ax.legend(fontsize=6, loc="upper right")
     axes[-1, 0].set_xlabel("instance ID (position in the prompt)")
-    fig.suptitle(f"Per-ID mention rate in reasoning traces (n = {n}, p = {p}; dotted: block boundaries; red: "
-                 f"multiples of {MARK_EVERY})" + (f", {who}" if who else ""), fontsize=9)
+    marks = f"; red: multiples of {MARK_EVERY}" if n >= MARK_EVERY else ""  # no such ID below n = 50
+    fig.suptitle(f"Per-ID mention rate in reasoning traces (n = {n}, p = {p}; dotted: block boundaries{marks})"
+                 + (f", {who}" if who else ""), fontsize=9)
     return fig
