@@ -20,6 +20,7 @@ import pandas as pd
 
 from mip import coverage, inference, slices, stats
 from mip.config import AuditConfig, AuditOptions, Config, PatternConfig, PromptSpec, SourceConfig, TaskConfig
+from mip.config.task import two_distinct_labels
 from mip.data.tables import read_table
 from mip.instances import PATTERNS, split_counts
 from mip.job import run_job
@@ -47,7 +48,7 @@ def label_counts(cfg: AuditOptions) -> dict[str, int]:
     has the columns and labels named (:func:`mip.data.tables.read_table` checks the file)."""
     if not cfg.data:
         raise AuditError("Name the table to audit: audit.data=<file.csv|.tsv|.jsonl|.json|.parquet>.")
-    if len(cfg.labels) != 2 or cfg.labels[0] == cfg.labels[1]:
+    if not two_distinct_labels(cfg.labels):
         raise AuditError(f"Name exactly two distinct labels, e.g. audit.labels=[negative,positive]; got {cfg.labels}.")
     path = Path(cfg.data).expanduser()
     frame = read_table(path)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mip import prompts
 from mip.config import HFModelConfig, ModelConfig
 from mip.models import Backend
-from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
+from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer, tokenizer_names
 
 if TYPE_CHECKING:
     from mip.config import Config
@@ -63,7 +63,7 @@ class OfflineTokenizer:
         return self._tokenizer
 
     def _candidates(self) -> list[str]:
-        names = [n for n in (self.model.tokenizer, self.model.model_id) if n and n not in ("auto", "mock")]
+        names = tokenizer_names(self.model.tokenizer, self.model.model_id)
         if isinstance(self.model, HFModelConfig) and self.model.gguf_package:
             from mip.models.hf_local import converted_dir
 
