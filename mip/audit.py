@@ -9,6 +9,12 @@ p ∈ {0.6, 0.7}, seeds 0–2), runs all seven patterns through the chosen model
 strategy (one :func:`mip.job.run_job` per cell, seed and pattern), and writes a short
 report: accuracy per pattern with 95 % intervals, Δ with a paired test, invalid rate,
 coverage where traces exist, cost, and a plain verdict. Exercised by ``pytest tests/test_audit.py``.
+
+>>> import tempfile
+>>> table = Path(tempfile.mkdtemp()) / "reviews.csv"
+>>> _ = table.write_text("review,stars\\ngood,pos\\nbad,neg\\nfine,pos\\n")
+>>> label_counts(AuditOptions(data=str(table), text_col="review", label_col="stars", labels=["neg", "pos"]))
+{'neg': 1, 'pos': 2}
 """
 
 from __future__ import annotations

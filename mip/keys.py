@@ -25,6 +25,9 @@ backend never read them; only a command-line override could have set another). T
 every stored record found with no second lookup, where a scheme 3 would need a read-side
 fallback that rebuilt the scheme-2 key from these same defaults anyway.
 ``tests/test_keys.py`` holds the keys of each shipped model config from before the split.
+
+>>> encode_settings({"b": 1, "a": [1, 2]})   # sorted JSON, the bytes a key hashes
+'{"a": [1, 2], "b": 1}'
 """
 
 from __future__ import annotations

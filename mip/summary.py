@@ -7,6 +7,12 @@ One verdict table per slice (mip.slices): a sweep over two models, budgets or pr
 variants is never pooled into one table.
 
 Accuracies are percentages, as in the report (analyze.py).
+
+>>> import pandas as pd
+>>> frame = pd.DataFrame({"pattern": ["random"] * 4, "verdict": ["correct", "correct", "incorrect", "invalid"],
+...                       "invalid_kind": [None, None, None, "parse"]})
+>>> verdict_table(frame).loc["random", ["experiments", "valid-only acc %", "all-experiment acc %"]].tolist()
+[4.0, 66.7, 50.0]
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ So a field of another backend, or a typo, fails at composition
 (``python run.py model=gemma4_31b model.gguf_file=x``: "Key 'gguf_file' not in
 'OpenAICompatModelConfig'"). A backend reads its schema through its class's ``schema``
 attribute (:class:`mip.models.base.Backend`); a new backend may bring its own, in its module.
+
+>>> Traces("planted").value, SimulatedModelConfig().traces.value   # a simulated model is planted by its schema
+('planted', 'planted')
 """
 
 from __future__ import annotations

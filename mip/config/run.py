@@ -2,6 +2,9 @@
 pattern, budget, prompt variant and strategy, and the setting (n, p, seeds) of one job.
 
     python run.py --cfg job             # print the composed config
+
+>>> PathsConfig().store_dir, Config.__dataclass_fields__["dry_run"].metadata["why"]
+('results/store', 'no call is made')
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 
 Counted with the model's tokenizer (or the server's) where the backend has one, else
 estimated from characters with the model config's ``chars_per_token``.
+
+>>> estimate_tokens("x" * 35, 3.5), overflows(100, 100), overflows(99, 100)
+(11, True, False)
+>>> budget_error("m", 32768, "20k", 20000) is None, budget_error("m", 8192, "20k", 20000)[:40]
+(True, 'Budget 20k (20000 output tokens) is larg')
 """
 
 from __future__ import annotations
