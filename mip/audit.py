@@ -9,6 +9,12 @@ p ∈ {0.6, 0.7}, seeds 0–2), runs all seven patterns through the chosen model
 strategy (one :func:`mip.job.run_job` per cell, seed and pattern), and writes a short
 report: accuracy per pattern with 95 % intervals, Δ with a paired test, invalid rate,
 coverage where traces exist, cost, and a plain verdict. Exercised by ``pytest tests/test_audit.py``.
+
+>>> import tempfile
+>>> table = Path(tempfile.mkdtemp()) / "reviews.csv"
+>>> _ = table.write_text("review,stars\\ngood,pos\\nbad,neg\\nfine,pos\\n")
+>>> label_counts(AuditOptions(data=str(table), text_col="review", label_col="stars", labels=["neg", "pos"]))
+{'neg': 1, 'pos': 2}
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import pandas as pd
 
 from mip import coverage, inference, slices, stats
 from mip.config import AuditConfig, AuditOptions, Config, PatternConfig, PromptSpec, SourceConfig, TaskConfig
+from mip.config.task import two_distinct_labels
 from mip.data.tables import read_table
 from mip.instances import PATTERNS, split_counts
 from mip.job import run_job
@@ -47,7 +54,7 @@ def label_counts(cfg: AuditOptions) -> dict[str, int]:
     has the columns and labels named (:func:`mip.data.tables.read_table` checks the file)."""
     if not cfg.data:
         raise AuditError("Name the table to audit: audit.data=<file.csv|.tsv|.jsonl|.json|.parquet>.")
-    if len(cfg.labels) != 2 or cfg.labels[0] == cfg.labels[1]:
+    if not two_distinct_labels(cfg.labels):
         raise AuditError(f"Name exactly two distinct labels, e.g. audit.labels=[negative,positive]; got {cfg.labels}.")
     path = Path(cfg.data).expanduser()
     frame = read_table(path)

@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     from mip.job import StoreError
     from mip.models import BackendSetupError
 
-    results = Path(os.environ.get("MIP_RESULTS_DIR", "results")).expanduser().resolve()
+    results = Path(compose(args.conf, "config").paths.results_dir).expanduser().resolve()  # conf/paths/default.yaml
     shutil.rmtree(results / "demo", ignore_errors=True)
     start, times = time.monotonic(), {}
     try:

@@ -8,6 +8,12 @@ both majority labels and, for ``random``, every order seed (DESIGN.md §2).
 30
 
 Exercised by ``pytest tests/test_runner.py tests/test_prompts.py``.
+
+>>> import numpy as np
+>>> arranged(np.array([10, 11, 12]), np.array([20]), "majority_first", None, None).tolist()
+[10, 11, 12, 20]
+>>> arranged(np.array([10, 11, 12]), np.array([20]), "majority_last", None, None).tolist()
+[20, 10, 11, 12]
 """
 
 from __future__ import annotations

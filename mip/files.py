@@ -2,6 +2,13 @@
 the listing of a folder of such files. The store (:mod:`mip.store`) is built on these.
 
 >>> atomic_write(Path("results/x.json"), b"{}")            # doctest: +SKIP
+
+>>> import tempfile
+>>> folder = Path(tempfile.mkdtemp())
+>>> atomic_write(folder / "k1.json", "{}", durable=False)
+>>> _ = (folder / ".k2.json.tmp").write_text("")   # a writer's temporary file: not a key
+>>> keys_in(folder)
+{'k1'}
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The key hashes the experiment (model, task, n, p, y_maj, seeds, pattern, variant, budget,
 strategy), the pool version, and every setting that shapes the answer: each field that
 changes the request body, the decoding, the number of attempts allowed, or how the output
-is scored. Every other config field is named in :data:`NOT_ANSWER_SHAPING` with the reason
-it cannot change an answer; ``tests/test_keys.py`` walks every field of the model (under
+is scored. Every other config field is declared on the field itself, with the reason it
+cannot change an answer (``setting(default, why=...)``, :mod:`mip.config.shaping`; listed by
+:func:`not_answer_shaping`); ``tests/test_keys.py`` walks every field of the model (under
 each backend's schema), budget, strategy, prompt-variant and setting configs and fails on
 one that is in neither, so a field added later cannot slip past the key.
 
@@ -24,6 +25,9 @@ backend never read them; only a command-line override could have set another). T
 every stored record found with no second lookup, where a scheme 3 would need a read-side
 fallback that rebuilt the scheme-2 key from these same defaults anyway.
 ``tests/test_keys.py`` holds the keys of each shipped model config from before the split.
+
+>>> encode_settings({"b": 1, "a": [1, 2]})   # sorted JSON, the bytes a key hashes
+'{"a": [1, 2], "b": 1}'
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ import json
 from typing import Any
 
 from mip import prompts
-from mip.config import Config, TaskConfig
+from mip.config import BudgetConfig, Config, PromptVariantConfig, TaskConfig, shaping
+from mip.config.shaping import shapes_answer
 from mip.records import Experiment
 
 KEY_SCHEME = 2
@@ -67,51 +72,23 @@ IN_EXPERIMENT: dict[str, frozenset[str]] = {
 }
 
 #: Fields that cannot change an answer, by config, with the reason. Everything else is keyed.
-NOT_ANSWER_SHAPING: dict[str, dict[str, str]] = {
-    "model": {
-        "base_url": "where the server is, not what it serves; the model id and provider pinning are keyed",
-        "api_key_env": "the name of a variable holding a secret",
-        "max_concurrency": "how many calls run at once",
-        "request_timeout_s": "how long to wait for an answer",
-        "max_response_bytes": "a larger reply fails as infrastructure, never a verdict",
-        "client_max_retries": "retries of a failed call (infrastructure, never a verdict)",
-        "transport": "how bodies travel; the body itself is keyed",
-        "tokenizer": "counts tokens before a call; counts never reach the body",
-        "server_tokenize": "counts tokens before a call",
-        "chars_per_token": "estimates tokens before a call",
-        "price_input_per_mtok": "dry-run cost",
-        "price_output_per_mtok": "dry-run cost",
-        "prompt_tokens_per_s": "dry-run GPU time",
-        "output_tokens_per_s": "dry-run GPU time",
-        "max_batch_size": "hf: batching under greedy decoding",
-        "max_batch_tokens": "hf: batching under greedy decoding",
-        "chunk_size": "vllm: how many prompts go to the engine at once (batching under greedy decoding)",
-        "device": "where the weights run",
-        "traces": "what analysis pools; the model's reasoning is requested by keyed fields",
-        "gguf_package": "which package ships the weights file; the file name is keyed",
-        "mock.latency_s": "a test model's delay",
-        "mock.call_log": "a test model's call log",
-    },
-    "budget": {},
-    "prompt_variant": {},
-    "strategy": {},
-    "setting": {
-        "setting": "a preset's label; its n, p and seeds are in the experiment",
-        "infra_retries": "retries of failed calls (infrastructure, never a verdict)",
-        "data_dir": "where the source files are; the pool version hashes their content",
-        "use_filtered": "which pool; the pool version is keyed",
-        "dry_run": "no call is made",
-        "progress": "a progress bar",
-        "stop_grace_s": "how long a stopping job waits for replies in flight",
-        "preflight": "whether a one-request check runs (or is required) before a sweep; it sends no experiment",
-    },
-    "task": {
-        "source": "where the rows come from; the pool version hashes the pool's content",
-        "pool_size": "the pool version hashes the pool's content",
-        "pool_seed": "the pool version hashes the pool's content",
-        "filter": "filtering's own question; a filtered pool has its own version",
-    },
-}
+#: The schemas of each group whose fields are keyed (``setting``: the job config's own fields).
+_SCHEMAS = {"budget": BudgetConfig, "prompt_variant": PromptVariantConfig, "task": TaskConfig}
+
+
+def not_answer_shaping(group: str) -> dict[str, str]:
+    """Each field of ``group``'s schemas (every backend's for ``model``, every strategy's for
+    ``strategy``) that shapes no answer, by dotted name, with the reason declared on the field
+    (:func:`mip.config.shaping.setting`): what the key leaves out."""
+    if group == "setting":
+        return {f.name: f.metadata["why"] for f in dataclasses.fields(Config) if not shapes_answer(f)}
+    if group == "model":
+        from mip.models import schemas
+    elif group == "strategy":
+        from mip.strategies import schemas
+    else:
+        return shaping.not_answer_shaping(_SCHEMAS[group])
+    return {name: why for schema in schemas().values() for name, why in shaping.not_answer_shaping(schema).items()}
 
 
 def attempts_allowed(cfg: Config) -> int:
@@ -129,7 +106,7 @@ def _keyed(obj: Any, group: str, prefix: str = "") -> dict[str, Any]:
     for f in dataclasses.fields(obj):
         name = f"{prefix}{f.name}"
         value = getattr(obj, f.name)
-        if name in NOT_ANSWER_SHAPING[group] or name in IN_EXPERIMENT[group]:
+        if not shapes_answer(f) or name in IN_EXPERIMENT[group]:
             continue
         if name in KEYED_WHEN_SET.get(group, {}) and value == KEYED_WHEN_SET[group][name]:
             continue
@@ -149,7 +126,8 @@ def _plain(value: Any) -> Any:
 
 
 def answer_settings(cfg: Config) -> dict[str, Any]:
-    """Every setting of a job that shapes its answers (see :data:`NOT_ANSWER_SHAPING`)."""
+    """Every setting of a job that shapes its answers (every field not declared with
+    :func:`mip.config.shaping.setting`; see :func:`not_answer_shaping`)."""
     return {
         "model": {**SCHEME_2_MODEL_DEFAULTS, **_keyed(cfg.model, "model")},
         "budget": _keyed(cfg.budget, "budget"),

@@ -7,6 +7,10 @@ one its backend's schema has. Hydra's own messages for these run to 15-27 lines 
     python run.py n=abc                  # error: n=abc: n takes a whole number.
 
 Exercised by ``pytest tests/test_refusals.py``.
+
+>>> from mip.config import OpenAICompatModelConfig
+>>> leaf_type(OpenAICompatModelConfig, "max_concurrency"), leaf_type(OpenAICompatModelConfig, "extra_body.seed")
+(<class 'int'>, None)
 """
 
 from __future__ import annotations

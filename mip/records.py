@@ -5,6 +5,13 @@ its prompt. The store that keeps them is :mod:`mip.store`.
 <Verdict.CORRECT: 'correct'>
 
 Exercised by ``pytest tests/test_records.py``.
+
+The first valid attempt counts (§3.2), whatever follows it:
+
+>>> first = Attempt(index=0, verdict="invalid", invalid_kind="parse")
+>>> second, third = Attempt(index=1, verdict="correct", answer="pos"), Attempt(index=2, verdict="incorrect", answer="neg")
+>>> counted_attempt([first, second, third]).index, counted_attempt([first]).index, counted_attempt([])
+(1, 0, None)
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@ doing any work; a job that failed after starting keeps its folder and log.
         run_job(config, output_dir)
 
 Exercised by ``pytest tests/test_refusals.py``.
+
+>>> import tempfile
+>>> from mip.job.summary import StoreError
+>>> folder = tempfile.mkdtemp()   # a job folder without job.json: the job did no work
+>>> before_any_work(folder, None), before_any_work(folder, StoreError("disk full"))
+(True, False)
 """
 
 from __future__ import annotations

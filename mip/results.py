@@ -23,7 +23,7 @@ import pandas as pd
 
 from mip import folders, slices
 from mip.records import Record, counted_attempt
-from mip.scoring import Verdict
+from mip.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, iter_records, quarantined
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
@@ -113,7 +113,7 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame["base_model"] = frame["model"]
     other = frame["strategy"] != "single_call"
     frame.loc[other, "model"] = frame.loc[other, "model"] + " [" + frame.loc[other, "strategy"] + "]"
-    frame["valid"] = frame["verdict"] != Verdict.INVALID  # Verdict.valid, column-wise
+    frame["valid"] = frame["verdict"].isin(VALID_VERDICTS)
     frame["correct"] = frame["verdict"] == Verdict.CORRECT
     frame["order_seed"] = frame["order_seed"].astype("Int64")
     frame = slices.add_columns(frame)[COLUMNS]

@@ -74,6 +74,11 @@ class Verdict(StrEnum):
         return self is not Verdict.INVALID
 
 
+#: The verdicts that count in valid-only accuracy (:attr:`Verdict.valid`): the one home of
+#: "which verdicts are valid", read by the results frame and the W&B run summary.
+VALID_VERDICTS: frozenset[str] = frozenset(v.value for v in Verdict if v.valid)
+
+
 class InvalidKind(StrEnum):
     """Why an experiment is invalid: the three types of App. D.1."""
 

@@ -23,6 +23,10 @@ Records in no section are counted by :func:`unassigned`, never pooled into one.
 >>> restrict(frame, Where(budget="100k", model=["a", "b"]))   # doctest: +SKIP
 
 Exercised by ``pytest tests/test_analyze.py``.
+
+>>> row = {"n": 2000, "p": 0.55, "budget": "20k"}
+>>> label(row, ["n", "p", "budget"]), file_tag(row, ["n", "p", "budget"])
+('n=2000 p=0.55 budget=20k', 'n2000_p0.55_20k')
 """
 
 from __future__ import annotations

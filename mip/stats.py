@@ -18,6 +18,11 @@ All functions take the analysis table of :mod:`mip.results` and are pure.
   tied pattern (``best_tied``, ``worst_tied``), so a reader sees the choice.
 Beyond the paper — intervals, paired tests and the App. C.4 reference calculation — is
 :mod:`mip.inference`.
+
+>>> frame = pd.DataFrame({"model": "m", "seed": [0, 0, 1, 1], "correct": [True, False, True, False],
+...                       "valid": [True, True, True, False]})
+>>> per_seed(frame)["acc"].tolist(), per_seed(frame, metric="all")["acc"].tolist()
+([0.5, 1.0], [0.5, 0.5])
 """
 
 from __future__ import annotations

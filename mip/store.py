@@ -23,6 +23,9 @@ Two more folders live beside the records, both hidden from readers of records:
 >>> store.put(record); store.valid_keys("smollm2_135m", "arith", wanted)   # doctest: +SKIP
 
 Exercised by ``pytest tests/test_store.py``.
+
+>>> why_unreadable(ValueError("Expecting value\\nline 2"))
+'ValueError: Expecting value'
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ One verdict table per slice (mip.slices): a sweep over two models, budgets or pr
 variants is never pooled into one table.
 
 Accuracies are percentages, as in the report (analyze.py).
+
+>>> import pandas as pd
+>>> frame = pd.DataFrame({"pattern": ["random"] * 4, "verdict": ["correct", "correct", "incorrect", "invalid"],
+...                       "invalid_kind": [None, None, None, "parse"]})
+>>> verdict_table(frame).loc["random", ["experiments", "valid-only acc %", "all-experiment acc %"]].tolist()
+[4.0, 66.7, 50.0]
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from mip.costs import cost_lines, dry_tables
 from mip.instances import PATTERNS
 from mip.folders import WHAT_TO_PASS, Folder, FolderError, open_folder
 from mip.records import Record
-from mip.scoring import OUTCOMES, Verdict, outcome
+from mip.scoring import OUTCOMES, VALID_VERDICTS, Verdict, outcome
 from mip.store import QUARANTINE, iter_records, quarantined
 
 if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py (~0.6 s of each start)
@@ -30,12 +36,15 @@ VERDICT_COLUMNS = OUTCOMES
 
 
 def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Experiments per pattern by verdict (invalid split by kind), with valid-only and
-    all-experiment accuracy in percent (a pattern with no valid answer has no valid-only
-    accuracy), for the analysis rows (:mod:`mip.results`) of one slice."""
+    """Experiments per pattern by verdict (invalid split by kind), with each accuracy of
+    :data:`mip.stats.METRICS` in percent (valid-only and all-experiment; a pattern with no
+    valid answer has no valid-only accuracy), for the analysis rows (:mod:`mip.results`) of one slice."""
     import pandas as pd
 
-    columns = ["pattern", *VERDICT_COLUMNS, "experiments", "valid-only acc %", "acc % (all)"]
+    from mip.stats import METRICS
+
+    rates = {f"{m.label.replace('accuracy', 'acc')} %": m for m in METRICS.values()}  # the metric registry's
+    columns = ["pattern", *VERDICT_COLUMNS, "experiments", *rates]
     if frame.empty:
         return pd.DataFrame(columns=columns)
     kinds = frame["invalid_kind"].astype(object).where(frame["invalid_kind"].notna(), None)  # NaN: no kind
@@ -44,9 +53,10 @@ def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
     order = [p for p in PATTERNS if p in counts.index] + [p for p in counts.index if p not in PATTERNS]
     counts = counts.loc[order]
     counts["experiments"] = counts.sum(axis=1)
-    valid = counts[Verdict.CORRECT] + counts[Verdict.INCORRECT]
-    counts["valid-only acc %"] = (100 * counts[Verdict.CORRECT] / valid.where(valid > 0)).round(1)
-    counts["acc % (all)"] = (100 * counts[Verdict.CORRECT] / counts["experiments"]).round(1)
+    tally = pd.DataFrame({"correct": counts[Verdict.CORRECT], "experiments": counts["experiments"],
+                          "valid": counts[sorted(VALID_VERDICTS)].sum(axis=1)})
+    for column, metric in rates.items():
+        counts[column] = (100 * metric.rate(tally)).round(1)
     return counts
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from mip.config import to_plain
 from mip.records import Record, counted_attempt
-from mip.scoring import Verdict
+from mip.scoring import VALID_VERDICTS, Verdict
 from mip.wandb_ledger import Ledger
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
 def summary_metrics(verdicts: Iterable[str]) -> dict[str, Any]:
     """The run summary's accuracies over the job's experiments (valid-only and all, §3.4 and App. D.2)."""
     verdicts = list(verdicts)
-    valid = [v for v in verdicts if v != Verdict.INVALID]  # Verdict.valid, on the ledger's strings
+    valid = [v for v in verdicts if v in VALID_VERDICTS]
     return {
         "experiments": len(verdicts),
         "accuracy_valid_only": valid.count(Verdict.CORRECT) / len(valid) if valid else None,

@@ -25,18 +25,64 @@ from mip.strategies import Strategy
 from .conftest import REPO, compose
 
 
+@pytest.fixture(autouse=True)
+def restored_registries():
+    """Each test registers its new part in process-wide registries (monkeypatch restores the
+    dicts it patched); Hydra's ConfigStore, which ``register()`` fills, is restored here."""
+    import copy
+
+    from hydra.core.config_store import ConfigStore
+
+    repo = ConfigStore.instance().repo
+    groups = {g: copy.copy(repo[g]) for g in ("model_schema", "strategy_schema") if g in repo}
+    yield
+    repo.update(groups)  # the schemas stored before, and no other (Hydra's own plugins stay)
+
+
+def register_pattern(monkeypatch, pattern: Pattern) -> None:
+    """One entry in ``REGISTRY``, and ``PATTERNS`` (the registry's names, read at import by
+    every module that lists patterns) following it in each of them."""
+    import sys
+
+    import mip.instances
+
+    old = mip.instances.PATTERNS
+    monkeypatch.setitem(REGISTRY, pattern.name, pattern)
+    for module in [m for name, m in sys.modules.items() if name.startswith("mip") and m is not None]:
+        if getattr(module, "PATTERNS", None) is old:
+            monkeypatch.setattr(module, "PATTERNS", tuple(REGISTRY))
+
+
+def dry_then_real(cfg, folder):
+    """The new part dry-run, then run: the dry run counts what the run then sends."""
+    dry = run_job(dataclasses.replace(cfg, dry_run=True), folder / "dry")
+    assert dry.ok and dry.dry_run and dry.calls == 0
+    summary = run_job(cfg, folder / "job")
+    assert dry.per_task["arith" if "arith" in dry.per_task else next(iter(dry.per_task))]["calls"] == summary.calls
+    return summary
+
+
 def small(tmp_path, *overrides, model="mock"):
     return compose(f"model={model}", "task=arith", "setting=smoke", "budget=smoke", "progress=false",
                    f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
 
 
-def test_a_new_pattern_is_one_registry_entry(tmp_path, monkeypatch):
+def test_a_new_pattern_is_one_registry_entry_and_one_yaml_file(tmp_path, monkeypatch):
+    from mip import summary as summaries
+    from mip.instances import PATTERNS  # the name a module bound at import
+
     minority_edges = Pattern("minority_edges", lambda a, b: [("minority", b - b // 2), ("majority", a), ("minority", b // 2)])
-    monkeypatch.setitem(REGISTRY, "minority_edges", minority_edges)
+    register_pattern(monkeypatch, minority_edges)
+    import mip.instances
+
+    assert "minority_edges" in mip.instances.PATTERNS and "minority_edges" in summaries.PATTERNS
+    assert "minority_edges" not in PATTERNS  # a name bound before: what the helper above keeps current in mip
     assert arrange(["A1", "A2", "A3"], ["B1", "B2"], "minority_edges") == ["B1", "A1", "A2", "A3", "B2"]
     assert regions("minority_edges", 6, 4) == [(0, 2, "minority"), (2, 8, "majority"), (8, 10, "minority")]
-    cfg = small(tmp_path, "pattern=majority_first", "pattern.name=minority_edges")
-    summary = run_job(cfg, tmp_path / "job")
+    (tmp_path / "conf" / "pattern").mkdir(parents=True)
+    (tmp_path / "conf" / "pattern" / "minority_edges.yaml").write_text("name: minority_edges\n")  # the one-line YAML
+    cfg = small(tmp_path, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "pattern=minority_edges")
+    summary = dry_then_real(cfg, tmp_path)
     records = list(Store(cfg.paths.store_dir))
     assert summary.stored_now == 2 and {r.experiment.pattern for r in records} == {"minority_edges"}
     for record in records:  # the instances came in the registered layout
@@ -86,7 +132,7 @@ def test_a_new_backend_is_one_module_one_registry_entry_and_one_yaml_file(tmp_pa
     searchpath = f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
     cfg = small(tmp_path, searchpath, "pattern=majority_first", model="echo")
     assert isinstance(cfg.model, EchoConfig) and cfg.model.backend == "echo"  # the registry name sets the backend
-    summary = run_job(cfg, tmp_path / "job")
+    summary = dry_then_real(cfg, tmp_path)
     assert summary.stored_now == 2 and summary.verdicts == {"correct": 1, "incorrect": 1}
     assert small(tmp_path, searchpath, "model.answer=even_number", model="echo").model.answer == "even_number"
     with pytest.raises(ConfigCompositionException):  # its schema has no other backend's fields
@@ -104,7 +150,7 @@ def test_a_new_task_is_one_yaml_file(tmp_path):
     cfg = compose("model=mock", "task=my_reviews", "setting=smoke", "budget=smoke", "pattern=majority_first",
                   "progress=false", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", f"paths.results_dir={tmp_path}",
                   f"paths.cache_dir={tmp_path / 'cache'}")
-    summary = run_job(cfg, tmp_path / "job")
+    summary = dry_then_real(cfg, tmp_path)
     assert summary.stored_now == 2
     assert {r.experiment.task for r in Store(cfg.paths.store_dir)} == {"my_reviews"}
 
@@ -170,8 +216,10 @@ def test_a_new_strategy_is_one_class_one_registry_entry_and_one_yaml_file(tmp_pa
     from mip.strategies import STRATEGIES
 
     monkeypatch.setitem(STRATEGIES, "ask_twice", f"{__name__}:AskTwice")
+    register()  # what an entry point does at start: the new strategy's schema under /strategy_schema/ask_twice
     (tmp_path / "conf" / "strategy").mkdir(parents=True)
-    (tmp_path / "conf" / "strategy" / "ask_twice.yaml").write_text("name: ask_twice\n")
+    (tmp_path / "conf" / "strategy" / "ask_twice.yaml").write_text("defaults:\n  - /strategy_schema/ask_twice@_here_\n"
+                                                                  "name: ask_twice\n")
     cfg = small(tmp_path, f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "strategy=ask_twice",
                 "pattern=majority_first")
     dry = run_job(dataclasses.replace(cfg, dry_run=True), tmp_path / "dry")
@@ -184,3 +232,35 @@ def test_a_new_strategy_is_one_class_one_registry_entry_and_one_yaml_file(tmp_pa
     assert {r.experiment.strategy for r in records} == {"ask_twice"}
     single = run_job(small(tmp_path, "pattern=majority_first"), tmp_path / "single")
     assert single.stored_now == 2  # another strategy is another experiment: its own keys
+
+
+def test_a_new_metric_reaches_the_report_analyze_py_writes(tmp_path, monkeypatch):
+    """The metric run end to end: records of a run, then analyze.py, whose Table 2 carries it."""
+    from mip import stats
+
+    from .conftest import run_entry
+    from .test_analyze import grid
+
+    chance = stats.Metric("_chance", "chance-level accuracy",
+                          lambda c: (c["correct"] + (c["experiments"] - c["valid"]) / 2) / c["experiments"])
+    monkeypatch.setitem(stats.METRICS, "chance", chance)
+    grid(tmp_path, ["model=mock"], [(10, 0.6)], patterns=["majority_first", "majority_last"], seeds=(0, 1))
+    ran = run_entry("analyze.py", f"results=[{tmp_path / 'store'}]", f"out_dir={tmp_path / 'out'}", "core=[10,0.6]")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    table = pd.read_csv(tmp_path / "out" / "tables" / "table2_numbers_n10_p0.6.csv")
+    assert {"acc_chance", "delta_chance"} <= set(table.columns) and table["acc_chance"].between(0, 1).all()
+
+
+def test_every_registry_is_as_it_was_after_the_tests_above():
+    """Run last in this module: what the tests registered is gone again."""
+    import mip.instances
+    from hydra.core.config_store import ConfigStore
+
+    from mip import stats
+    from mip.strategies import STRATEGIES
+
+    repo = ConfigStore.instance().repo
+    assert "echo" not in BACKENDS and "echo.yaml" not in repo.get("model_schema", {})
+    assert "ask_twice" not in STRATEGIES and "ask_twice.yaml" not in repo.get("strategy_schema", {})
+    assert "minority_edges" not in REGISTRY and "minority_edges" not in mip.instances.PATTERNS
+    assert list(stats.METRICS) == ["valid_only", "all"]

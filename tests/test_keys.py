@@ -11,7 +11,7 @@ import pytest
 from mip.config import ModelConfig, OpenAICompatModelConfig
 from mip.experiments import plan_job
 from mip.job import load_pools
-from mip.keys import IN_EXPERIMENT, KEY_SCHEME, NOT_ANSWER_SHAPING
+from mip.keys import IN_EXPERIMENT, KEY_SCHEME, not_answer_shaping
 from mip.records import Record
 
 from .conftest import compose
@@ -133,7 +133,7 @@ def test_every_field_is_keyed_or_named_as_shaping_no_answer(base, group):
     """A field that changes no key must be on the explicit list, with a reason; a field on
     the list must change no key. A field added later fails here until it is placed."""
     cfgs, pools = base
-    excluded = NOT_ANSWER_SHAPING[group]
+    excluded = not_answer_shaping(group)
     seen = set()
     for name, keyed in walk_every_schema(cfgs, pools, group):
         seen.add(name)
@@ -144,9 +144,9 @@ def test_every_field_is_keyed_or_named_as_shaping_no_answer(base, group):
             assert not listed, f"{group}.{name} changes the key but is listed as shaping no answer"
         else:
             assert listed, (f"{group}.{name} changes no key: add it to the key (mip.keys.answer_settings) "
-                                      "or to NOT_ANSWER_SHAPING with the reason it cannot change an answer")
+                                      "or declare it with mip.config.shaping.setting(default, why=...) on its schema")
     covered = {x for x in excluded if any(n == x or n.startswith(x + ".") for n in seen)}
-    assert covered | (IN_EXPERIMENT[group] - UNWALKED) <= seen | covered and covered == set(excluded), f"NOT_ANSWER_SHAPING names fields {group} does not have: {set(excluded) - covered}"
+    assert covered | (IN_EXPERIMENT[group] - UNWALKED) <= seen | covered and covered == set(excluded), f"fields declared shaping no answer that {group} does not have: {set(excluded) - covered}"
 
 
 def test_the_issues_example_settings_change_the_key(tmp_path):

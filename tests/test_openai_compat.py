@@ -99,7 +99,9 @@ def test_concurrency_is_bounded(tmp_path):
     with FakeServer(latency_s=0.2) as server:
         cfg = config(tmp_path, server, "pattern=random", "order_seeds=[0,1,2,3,4,5,6,7,8,9]", "model.max_concurrency=3")
         summary = run_job(cfg, tmp_path / "job")
-        assert summary.ok and server.max_in_flight == 3
+        # at most the limit at once, and more than one at a time (20 calls of 0.2 s each); no exact
+        # count, which would depend on how the threads are scheduled
+        assert summary.ok and 1 < server.max_in_flight <= 3
 
 
 def test_request_carries_pinning_reasoning_and_split_budget():
@@ -239,16 +241,27 @@ def test_a_refused_request_is_not_retried(tmp_path, transport):
     assert sum("HTTP 400: prompt is too long" in e for e in summary.errors) == 2  # said why, never a verdict
 
 
-def test_retry_after_is_waited_for(tmp_path):
+def test_retry_after_is_waited_for(tmp_path, monkeypatch):
+    """The wait the server asks for is the wait slept before the retry: recorded, not timed."""
+    import asyncio
+
+    from mip.models import calls
+
+    slept, sleep = [], asyncio.sleep
+
+    async def recorded(delay, *args, **kwargs):
+        slept.append(delay)
+        return await sleep(delay, *args, **kwargs)
+
+    monkeypatch.setattr(calls.asyncio, "sleep", recorded)
     with FakeServer(retry_after="1") as server:
         server.faults = {"429": 1}
         cfg = config(tmp_path, server, "pattern=majority_first")
         summary = run_job(cfg, tmp_path / "job")
         arrivals = list(server.arrivals)
     assert summary.ok and summary.verdicts == {"correct": 2}
-    for key in {k for k, _, _ in arrivals}:
-        first, second = [t for k, _, t in arrivals if k == key]
-        assert second - first >= 0.95  # the server asked for one second
+    assert all(len([a for a in arrivals if a[0] == key]) == 2 for key, _, _ in arrivals)  # refused once, asked again
+    assert slept.count(1.0) == 2  # one wait of the one second the server asked for, before each retry
 
 
 def test_requests_are_taken_as_slots_free(tmp_path):

@@ -89,6 +89,30 @@ def test_first_valid_attempt_counts_and_all_are_recorded(tmp_path):
     assert len(backend.requests) == 6
 
 
+@pytest.mark.parametrize("planted", [("even_number", None), (None, "even_number", None)])
+def test_the_first_valid_attempt_counts_when_others_follow_it(tmp_path, planted):
+    """Paid attempts a stopped job left (a valid one, then an invalid one last) and one more
+    call that answers the other label: only "the first valid attempt counts" gives
+    ``even_number``; "the last counts" or "the last valid counts" would give ``odd_number``."""
+    probe = config(tmp_path / "probe", "pattern=majority_first", "max_attempts=4")
+    run_job(probe, tmp_path / "probe" / "job", backend=Scripted(['{"answer": "odd_number"}']))
+    cfg = config(tmp_path / "real", "pattern=majority_first", "max_attempts=4")
+    store = Store(cfg.paths.store_dir)
+    for record in stored(probe):  # the same keys: the results folder is not part of a key
+        e, template = record.experiment, record.attempts[0]
+        for index, answer in enumerate(planted):
+            verdict = "invalid" if answer is None else "correct" if answer == e.majority_label else "incorrect"
+            store.put_attempt(e.model, e.task, record.key, template.model_copy(update={
+                "index": index, "answer": answer, "verdict": verdict, "invalid_kind": "parse" if answer is None else None}))
+    backend = Scripted(['{"answer": "odd_number"}'])
+    summary = run_job(cfg, tmp_path / "real" / "job", backend=backend)
+    assert summary.ok and len(backend.requests) == 2  # one more call each: the last paid attempt was invalid
+    for record in stored(cfg):
+        assert [a.answer for a in record.attempts] == [*planted, "odd_number"]
+        assert record.answer == "even_number", [a.verdict for a in record.attempts]
+        assert record.verdict == ("correct" if record.experiment.majority_label == "even_number" else "incorrect")
+
+
 def test_invalid_after_all_attempts_keeps_the_last_kind(tmp_path):
     cfg = config(tmp_path, "pattern=majority_first", "max_attempts=2")
     backend = Scripted(["truncated text"], finish="length")

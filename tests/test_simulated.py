@@ -132,7 +132,9 @@ def _run_grid(results: Path, models=MODELS, logger: str = "none") -> Path:
 
 
 def _analyze(results: Path, out: Path, *extra: str) -> Path:
-    cfg = compose(f"out_dir={out}", f"core=[{N},{P}]", *extra, config_name="analyze")
+    # the model configs analyze.py reads what each model's traces are from (a planted model is known by its config)
+    cfg = compose(f"out_dir={out}", f"core=[{N},{P}]", f"coverage.model_dir={REPO / 'conf' / 'model'}", *extra,
+                  config_name="analyze")
     with pytest.MonkeyPatch.context() as patch:  # these tests read tables; the slow test encodes the figures
         patch.setattr(figures, "save", unencoded)
         return analyze(cfg).parent

@@ -34,7 +34,7 @@ def weights_folder(cfg: AttributeConfig) -> str:
     if isinstance(cfg.model, HFModelConfig) and cfg.model.gguf_package:
         from mip.models.hf_local import converted_dir
 
-        return str(converted_dir(cfg.model, Path(cfg.cache_dir).expanduser()))
+        return str(converted_dir(cfg.model, Path(cfg.paths.cache_dir).expanduser()))
     return cfg.model.model_id
 
 
@@ -107,7 +107,7 @@ def pools_for(cfg: AttributeConfig, records: list[Record]) -> dict[str, Pool]:
     pools filter.py saved under ``pools_dir/<task>/filtered-*.json`` (checked by content hash)."""
     found: dict[str, Pool] = {}
     for name in sorted({r.experiment.task for r in records}):
-        base = build_pool(cfg.task[name], cfg.data_dir, cfg.cache_dir)
+        base = build_pool(cfg.task[name], cfg.data_dir, cfg.paths.cache_dir)
         found[base.version] = base
         folder = Path(cfg.pools_dir).expanduser() / name if cfg.pools_dir else None
         for path in sorted(folder.glob("filtered-*.json")) if folder and folder.is_dir() else []:

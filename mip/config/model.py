@@ -14,6 +14,9 @@ So a field of another backend, or a typo, fails at composition
 (``python run.py model=gemma4_31b model.gguf_file=x``: "Key 'gguf_file' not in
 'OpenAICompatModelConfig'"). A backend reads its schema through its class's ``schema``
 attribute (:class:`mip.models.base.Backend`); a new backend may bring its own, in its module.
+
+>>> Traces("planted").value, SimulatedModelConfig().traces.value   # a simulated model is planted by its schema
+('planted', 'planted')
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from enum import Enum
 from typing import Any, Optional
 
 from omegaconf import MISSING
+
+from mip.config.shaping import setting
 
 
 class Traces(str, Enum):
@@ -51,24 +56,24 @@ class ModelConfig:
     model_id: str = MISSING
     """Hub id or local folder; for a packaged GGUF, a label for the weights."""
     context_window: int = MISSING
-    traces: Traces = Traces.absent
+    traces: Traces = setting(Traces.absent, why="what analysis pools; the model's reasoning is requested by keyed fields")
     """What its reasoning traces are (:class:`Traces`); pooled trace figures and numbers
     (Figs. 5 and 22) pool the ``full`` ones unless analyze.py's ``coverage.models`` names others."""
     deterministic: bool = False
     """Whether the same request returns the same text (greedy local decoding): then an
     experiment gets one attempt, else up to ``max_attempts`` (§3.2). The one place that
     decides attempts (mip.keys.attempts_allowed); records carry the number."""
-    tokenizer: Optional[str] = None
+    tokenizer: Optional[str] = setting(None, why="counts tokens before a call; counts never reach the body")
     """Hub id or folder of a tokenizer for counting prompt tokens before any call."""
-    chars_per_token: float = 3.5
+    chars_per_token: float = setting(3.5, why="estimates tokens before a call")
     """Documented estimate of prompt tokens when no tokenizer is at hand (errs on the long side)."""
-    price_input_per_mtok: Optional[float] = None
+    price_input_per_mtok: Optional[float] = setting(None, why="dry-run cost")
     """USD per million prompt tokens, for dry-run cost estimates; null when unknown."""
-    price_output_per_mtok: Optional[float] = None
-    prompt_tokens_per_s: Optional[float] = None
+    price_output_per_mtok: Optional[float] = setting(None, why="dry-run cost")
+    prompt_tokens_per_s: Optional[float] = setting(None, why="dry-run GPU time")
     """Local models: prompt tokens one GPU (the CPU when ``device`` is cpu) reads per second
     under batched load, for dry-run GPU time; null when unknown. Set your measured rate."""
-    output_tokens_per_s: Optional[float] = None
+    output_tokens_per_s: Optional[float] = setting(None, why="dry-run GPU time")
     """Local models: output tokens one GPU (the CPU when ``device`` is cpu) writes per second under batched load."""
 
     @property
@@ -86,13 +91,13 @@ class ModelConfig:
 class HFModelConfig(ModelConfig):
     """hf: transformers in-process (mip/models/hf_local.py)."""
 
-    gguf_package: Optional[str] = None
+    gguf_package: Optional[str] = setting(None, why="which package ships the weights file; the file name is keyed")
     """A pip package that ships the weights as a GGUF file (converted once into the cache)."""
     gguf_file: Optional[str] = None
     dtype: str = "float32"
-    device: str = "cpu"
-    max_batch_size: int = 16
-    max_batch_tokens: int = 65536
+    device: str = setting("cpu", why="where the weights run")
+    max_batch_size: int = setting(16, why="hf: batching under greedy decoding")
+    max_batch_tokens: int = setting(65536, why="hf: batching under greedy decoding")
     """Padded (prompt + new) tokens one generation batch may hold."""
 
     @property
@@ -129,22 +134,22 @@ class BudgetSplitConfig:
 class OpenAICompatModelConfig(ModelConfig):
     """openai_compat: any chat-completions server (mip/models/openai_compat.py)."""
 
-    base_url: Optional[str] = None
-    api_key_env: Optional[str] = None
+    base_url: Optional[str] = setting(None, why="where the server is, not what it serves; the model id and provider pinning are keyed")
+    api_key_env: Optional[str] = setting(None, why="the name of a variable holding a secret")
     """Name of the environment variable holding the API key (the key itself never enters a config)."""
-    max_concurrency: int = 16
-    request_timeout_s: float = 3600.0
+    max_concurrency: int = setting(16, why="how many calls run at once")
+    request_timeout_s: float = setting(3600.0, why="how long to wait for an answer")
     """Deadline of one try of a request, over connect, headers and the whole body; a stalled or
     dripping server fails that try alone (retried), the others in flight go on."""
-    max_response_bytes: int = 32 * 2**20
+    max_response_bytes: int = setting(32 * 2**20, why="a larger reply fails as infrastructure, never a verdict")
     """A reply larger than this is an infrastructure failure (a 100K-token trace is ~0.5 MB)."""
-    client_max_retries: int = 4
+    client_max_retries: int = setting(4, why="retries of a failed call (infrastructure, never a verdict)")
     """Retries of each request (408/409/429/5xx, dropped connections, deadlines, a 200 with an error
     or no JSON), honouring Retry-After. The only retries an openai_compat request gets: the job's
     ``infra_retries`` then apply only to a crash of the backend (mip/models/calls.py)."""
     max_tokens_param: str = "max_tokens"
     """max_tokens, or max_completion_tokens for servers that want it."""
-    transport: str = "aiohttp"
+    transport: str = setting("aiohttp", why="how bodies travel; the body itself is keyed")
     """aiohttp (mip's lean client, the default) or openai (the openai SDK); see mip/models/openai_compat.py."""
     provider: ProviderConfig = field(default_factory=ProviderConfig)
     reasoning: dict[str, Any] = field(default_factory=dict)
@@ -153,9 +158,9 @@ class OpenAICompatModelConfig(ModelConfig):
     """Sent for the server's chat template (``vllm serve``), e.g. {enable_thinking: true}."""
     extra_body: dict[str, Any] = field(default_factory=dict)
     budget_split: BudgetSplitConfig = field(default_factory=BudgetSplitConfig)
-    server_tokenize: bool = False
+    server_tokenize: bool = setting(False, why="counts tokens before a call")
     """Count prompt tokens with the server's ``/tokenize`` endpoint (``vllm serve`` has one)."""
-    device: Optional[str] = None
+    device: Optional[str] = setting(None, why="where the weights run")
     """A local server's device (``cpu``, ``cuda``), for dry-run time at ``prompt_tokens_per_s`` and
     ``output_tokens_per_s``; null for a hosted API or a GPU server."""
 
@@ -179,7 +184,7 @@ class VLLMModelConfig(ModelConfig):
     reasoning_parser: Optional[str] = None
     """vLLM reasoning parser of the model family (qwen3, deepseek_r1, …); null: no reasoning split.
     With a parser, special tokens are kept in the text, as vLLM's server keeps them."""
-    chunk_size: Optional[int] = None
+    chunk_size: Optional[int] = setting(None, why="vllm: how many prompts go to the engine at once (batching under greedy decoding)")
     """Prompts per engine call; each chunk's answers are stored before the next is sent, so a
     requeue loses at most one chunk. null: 4 × ``engine_kwargs.max_num_seqs`` (vLLM's default 256)."""
 
@@ -190,8 +195,8 @@ class MockConfig:
 
     answer: Optional[str] = None
     """Fixed answer text; None answers with a label picked from the prompt's hash."""
-    latency_s: float = 0.0
-    call_log: Optional[str] = None
+    latency_s: float = setting(0.0, why="a test model's delay")
+    call_log: Optional[str] = setting(None, why="a test model's call log")
     """Append one line per call to this file (tests count calls with it)."""
 
 
@@ -206,7 +211,7 @@ class MockModelConfig(ModelConfig):
 class SimulatedModelConfig(ModelConfig):
     """simulated: a planted positional bias, a test instrument and not an LLM (mip/models/simulated.py)."""
 
-    traces: Traces = Traces.planted
+    traces: Traces = setting(Traces.planted, why="what analysis pools; the model's reasoning is requested by keyed fields")
     """An instrument's trace (the IDs its rule read): never pooled with LLMs by default."""
 
     read_first: Optional[int] = None

@@ -2,6 +2,9 @@
 pattern, budget, prompt variant and strategy, and the setting (n, p, seeds) of one job.
 
     python run.py --cfg job             # print the composed config
+
+>>> PathsConfig().store_dir, Config.__dataclass_fields__["dry_run"].metadata["why"]
+('results/store', 'no call is made')
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from omegaconf import MISSING
+
+from mip.config import shaping
 
 from mip.config.model import ModelConfig
 from mip.config.task import TaskConfig
@@ -79,7 +84,7 @@ class Config:
     strategy: StrategyConfig = field(default_factory=StrategyConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
-    setting: str = "core"
+    setting: str = shaping.setting("core", why="a preset's label; its n, p and seeds are in the experiment")
     n: int = 2000
     p: float = 0.55
     seed: int = 0
@@ -90,20 +95,20 @@ class Config:
     """Expanded orderings (§5.2.1): for structured patterns, shuffle X_maj and X_min independently
     under each of these seeds, then arrange; empty runs the pattern once on the selection order."""
     max_attempts: int = 3
-    infra_retries: int = 3
+    infra_retries: int = shaping.setting(3, why="retries of failed calls (infrastructure, never a verdict)")
     """Rounds of retries, with backoff, for calls that failed for infrastructure reasons and that
     the backend did not retry itself (a crash of the backend; backends without per-request
     retries), before the experiment is left unstored for a rerun."""
-    data_dir: Optional[str] = None
+    data_dir: Optional[str] = shaping.setting(None, why="where the source files are; the pool version hashes their content")
     """Read local files laid out as shared/data/raw instead of the hub."""
-    use_filtered: bool = True
+    use_filtered: bool = shaping.setting(True, why="which pool; the pool version is keyed")
     """Use a task's filtered pool (App. C.1) when filter.py has built one; false: the unfiltered pool."""
-    dry_run: bool = False
-    preflight: str = "off"
+    dry_run: bool = shaping.setting(False, why="no call is made")
+    preflight: str = shaping.setting("off", why="whether a one-request check runs (or is required) before a sweep; it sends no experiment")
     """off | only (one request per model and body of the command, reported and kept under
     results/preflight/; no job runs) | required (refuse, exit 2, unless a passing preflight of
     each model's body is on file); see mip.preflight."""
-    progress: bool = True
-    stop_grace_s: float = 20.0
+    progress: bool = shaping.setting(True, why="a progress bar")
+    stop_grace_s: float = shaping.setting(20.0, why="how long a stopping job waits for replies in flight")
     """On SIGTERM, SIGINT or submitit's preemption signal, how long a job waits for the replies in
     flight before it stops (mip/job/stop.py); inside SLURM's KillWait (30 s by default)."""

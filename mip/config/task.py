@@ -11,6 +11,18 @@ from typing import Optional
 
 from omegaconf import MISSING
 
+from mip.config.shaping import setting
+
+
+def two_distinct_labels(labels) -> bool:
+    """Whether ``labels`` are exactly two distinct labels, as every task (and an audit's
+    collection) needs: the one home of this check.
+
+    >>> two_distinct_labels(["neg", "pos"]), two_distinct_labels(["a", "a"]), two_distinct_labels(["a", "b", "c"])
+    (True, False, False)
+    """
+    return len(labels) == 2 and str(labels[0]) != str(labels[1])
+
 
 @dataclass
 class SourceConfig:
@@ -69,9 +81,9 @@ class TaskConfig:
     name: str = MISSING
     labels: list[str] = MISSING
     """The two labels, in the order of the prompt's "Choose exactly one label from"; the example answer is the second."""
-    source: SourceConfig = field(default_factory=SourceConfig)
-    pool_size: int = 5000
+    source: SourceConfig = setting(factory=SourceConfig, why="where the rows come from; the pool version hashes the pool's content")
+    pool_size: int = setting(5000, why="the pool version hashes the pool's content")
     """Instances in the pool, half of each label (App. C.1)."""
-    pool_seed: int = 0
+    pool_seed: int = setting(0, why="the pool version hashes the pool's content")
     prompt: PromptSpec = field(default_factory=PromptSpec)
-    filter: FilterSpec = field(default_factory=FilterSpec)
+    filter: FilterSpec = setting(factory=FilterSpec, why="filtering's own question; a filtered pool has its own version")

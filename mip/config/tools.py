@@ -80,6 +80,8 @@ class AnalyzeConfig:
 
     source: str = "local"
     """local (records under ``results``) or wandb (offline run folders under ``results``, or the API with ``wandb.project``)."""
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    """Results and cache folders (``conf/paths/default.yaml``), which the defaults below follow."""
     results: list[str] = field(default_factory=lambda: ["results/store"])
     out_dir: str = "results/report"
     filter_dir: Optional[str] = "results/filter"
@@ -99,6 +101,8 @@ class AttributeConfig:
 
     model: ModelConfig = field(default_factory=ModelConfig)
     task: dict[str, TaskConfig] = field(default_factory=dict)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    """Results and cache folders (``conf/paths/default.yaml``); converted models and pools are cached in ``paths.cache_dir``."""
     results: list[str] = field(default_factory=lambda: ["results/store"])
     records_model: Optional[str] = None
     """Replay the records of this model name (default: model.name) — e.g. API outputs with local weights."""
@@ -106,7 +110,6 @@ class AttributeConfig:
     """Folder or hub id of the weights (default: the model's converted folder or model_id); must be on disk."""
     out_dir: str = "results/attribution"
     data_dir: Optional[str] = None
-    cache_dir: str = "~/.cache/mip"
     max_replays: int = 0
     """0: every eligible record; else this many, spread round-robin over patterns, labels and seeds."""
     where: WhereConfig = field(default_factory=WhereConfig)

@@ -4,6 +4,11 @@ A pool takes every row a loader returns, keeps each exact text once, drops texts
 carry two labels, and samples ``pool_size / 2`` instances of each label with
 ``pool_seed``. Its version is a hash of its content, so a record that names a pool
 version names exactly the instances it could have drawn from.
+
+>>> from collections import Counter
+>>> dropped, rows = Counter(), [Row("1", "a", "x"), Row("2", "a", "x"), Row("3", "b", "x"), Row("4", "b", "y")]
+>>> [r.id for r in deduplicate(rows, dropped)], dict(dropped)
+(['1'], {'duplicate text': 1, 'text with two labels': 2})
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ Whatever is wrong with the file (missing, empty, a format it cannot read, conten
 not parse) comes back as one :class:`~mip.data.sources.DataError` line naming the file and
 what to do, never as a pandas traceback. Which columns and labels a caller needs is the
 caller's check. Exercised by ``pytest tests/test_tables.py``.
+
+>>> import tempfile
+>>> path = Path(tempfile.mkdtemp()) / "reviews.csv"
+>>> _ = path.write_text("review,stars\\ngood,pos\\nbad,neg\\n")
+>>> read_table(path)["stars"].tolist()
+['pos', 'neg']
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Every job folder holds the resolved ``config.yaml`` and ``job.json`` (git commit, mip
 version, the keys the job covered, counts), both written atomically.
+
+>>> now().endswith("+00:00")   # UTC, to the second
+True
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mip.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
+from mip.config.task import two_distinct_labels
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
 from mip.data.sources import LOADERS, LOCAL_ONLY
@@ -65,7 +66,7 @@ def validate(cfg: Config) -> Strategy:
     if refusal:
         raise ValueError(refusal)
     for task in cfg.task.values():
-        if len(task.labels) != 2 or task.labels[0] == task.labels[1]:
+        if not two_distinct_labels(task.labels):
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
         if cfg.data_dir is None and task.source.loader in LOCAL_ONLY:  # no hub copy (wsd): says to set data_dir
             LOADERS[task.source.loader](task, None)

@@ -15,6 +15,9 @@ checkpoints and requeues as it would have.
 >>> stop.hand_over()                                       # doctest: +SKIP
 
 Exercised by ``pytest tests/test_stop.py``; ``benchmarks/stops.py`` measures ten stops.
+
+>>> stop_signals()[:2] == [signal.SIGTERM, signal.SIGINT]
+True
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""What a job did, as run.py prints it and ``job.json`` keeps it."""
+"""What a job did, as run.py prints it and ``job.json`` keeps it.
+
+>>> done = JobSummary("job", "store", experiments=2, already_stored=0, stored_now=2, unstored=0, calls=2)
+>>> done.ok, JobSummary("job", "store", experiments=2, already_stored=0, stored_now=1, unstored=1, calls=3).ok
+(True, False)
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,11 @@
 
 Counted with the model's tokenizer (or the server's) where the backend has one, else
 estimated from characters with the model config's ``chars_per_token``.
+
+>>> estimate_tokens("x" * 35, 3.5), overflows(100, 100), overflows(99, 100)
+(11, True, False)
+>>> budget_error("m", 32768, "20k", 20000) is None, budget_error("m", 8192, "20k", 20000)[:40]
+(True, 'Budget 20k (20000 output tokens) is larg')
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mip import prompts
 from mip.config import HFModelConfig, ModelConfig
 from mip.models import Backend
-from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
+from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer, tokenizer_names
 
 if TYPE_CHECKING:
     from mip.config import Config
@@ -63,7 +68,7 @@ class OfflineTokenizer:
         return self._tokenizer
 
     def _candidates(self) -> list[str]:
-        names = [n for n in (self.model.tokenizer, self.model.model_id) if n and n not in ("auto", "mock")]
+        names = tokenizer_names(self.model.tokenizer, self.model.model_id)
         if isinstance(self.model, HFModelConfig) and self.model.gguf_package:
             from mip.models.hf_local import converted_dir
 

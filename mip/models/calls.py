@@ -23,6 +23,15 @@ not retry, and the requests a crash of the backend cut short — is retried ther
 >>> completion = await guard.run(request.id, backend._one_try, body)            # doctest: +SKIP
 
 Exercised by ``pytest tests/test_runner.py -k retries`` and ``tests/test_calls.py``.
+
+Around the scripted mock backend:
+
+>>> from mip.config import MockModelConfig
+>>> from mip.models import Request
+>>> from mip.models.mock import MockBackend
+>>> mock, counted = MockBackend(MockModelConfig(name="mock", model_id="mock")), CallStats()
+>>> [c.id for c in call_with_retries(mock, [Request("r1", "x", 8), Request("r2", "y", 8)], 1, counted)], counted.calls
+(['r1', 'r2'], 2)
 """
 
 from __future__ import annotations

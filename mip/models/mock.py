@@ -2,6 +2,12 @@
 
 It answers ``{"answer": <label>}`` with a fixed answer or with one of the two labels
 named in the prompt, chosen by the prompt's hash, after ``latency_s``.
+
+>>> from mip.config import MockModelConfig
+>>> from mip.models import Request
+>>> mock = MockBackend(MockModelConfig(name="mock", model_id="mock"))
+>>> next(mock.generate([Request("r1", 'Choose exactly one label from: "even_number", "odd_number".', 8)])).output
+'{"answer": "odd_number"}'
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Small HTTP rules that keep a hostile server from hurting a job: a size cap on replies, one
-deadline over a whole exchange, and the API key kept to its origin on redirects."""
+deadline over a whole exchange, and the API key kept to its origin on redirects.
+
+>>> origin("https://api.example.org:8443/v1/chat/completions"), origin("http://localhost/v1")
+(('https', 'api.example.org', 8443), ('http', 'localhost', 80))
+"""
 
 from __future__ import annotations
 

@@ -147,8 +147,6 @@ class SimulatedBackend(Backend):
     cost_basis = "none"
 
     def __init__(self, cfg: SimulatedModelConfig, context: BackendContext | None = None):
-        if "simulated" not in cfg.name:
-            raise BackendSetupError(f"Model {cfg.name!r}: a simulated model's name must say 'simulated'.")
         self.rule = SimulatedConfig(cfg.read_first, cfg.read_last)
         self.gold: GoldLabels | None = None
 

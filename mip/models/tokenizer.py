@@ -13,6 +13,19 @@ from pathlib import Path
 from typing import Any
 
 
+#: Model ids that name no tokenizer: a server's own model (``auto``) and the scripted mock.
+NOT_TOKENIZERS = ("auto", "mock")
+
+
+def tokenizer_names(*names: str | None) -> list[str]:
+    """Those of ``names`` that may name a tokenizer, in order: the one home of which names do.
+
+    >>> tokenizer_names("HuggingFaceTB/SmolLM2-135M-Instruct", "auto", None, "mock")
+    ['HuggingFaceTB/SmolLM2-135M-Instruct']
+    """
+    return [n for n in names if n and n not in NOT_TOKENIZERS]
+
+
 def load_tokenizer(name: str | None, offline: bool = True) -> Any | None:
     """The tokenizer ``name`` names, or None where it is not to be had (the caller estimates)."""
     return find_tokenizer(name, offline)[0]
@@ -21,7 +34,7 @@ def load_tokenizer(name: str | None, offline: bool = True) -> Any | None:
 def find_tokenizer(name: str | None, offline: bool = True) -> tuple[Any | None, str]:
     """``(tokenizer, "")``, or ``(None, why)`` where it is not to be had: a line that says which
     tokenizer and what failed (not in the cache and offline, a gated repository, no such folder)."""
-    if not name or name in ("auto", "mock"):
+    if not tokenizer_names(name):
         return None, "the model config names no tokenizer (model.tokenizer)"
     if name.startswith(("/", "~", ".")):
         folder = Path(name).expanduser()

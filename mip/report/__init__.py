@@ -155,7 +155,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
         held = sorted({(int(n), float(p)) for n, p in frame[["n", "p"]].drop_duplicates().itertuples(index=False)})
         report.notes.append(f"No standard-prompt record is at the core setting n = {core[0]}, p = {core[1]} (the records "
                             f"hold (n, p) = {held[:10]}): pass core=[n,p] or core=null to analyse another as the core.")
-    simulated = sorted(m for m in frame["base_model"].unique() if "simulated" in str(m))
+    simulated = report.pool.planted(frame["base_model"].astype(str))
     if simulated:
         report.notes.append(f"Simulated models (a planted, known positional rule, not an LLM): {', '.join(simulated)}.")
     for section, run in [("core", sections.core), ("budgets", sections.budgets),

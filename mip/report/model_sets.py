@@ -10,6 +10,8 @@ numbers (Fig. 5, Fig. 22) pool the ``full`` ones, or the models analyze.py's
 >>> pool = TracePool(declared={"a": "full", "b": "planted", "c": "full"})
 >>> pool.members(["a", "b", "c"]), pool.describe(["a", "c"])
 (['a', 'c'], 'pooled over the full-reasoning models a, c')
+>>> pool.planted(["a", "b", "c"])
+['b']
 >>> TracePool(chosen=("b",)).describe(["b"])
 'pooled over coverage.models b'
 
@@ -71,6 +73,11 @@ class TracePool:
         if self.chosen is not None:
             return sorted(m for m in set(models) if m in self.chosen)
         return sorted(m for m in set(models) if self.declared.get(m) == Traces.full.value)
+
+    def planted(self, models: Iterable[str]) -> list[str]:
+        """The models whose config declares planted traces (``traces: planted``, a simulated
+        backend's default): the one test of "is this model simulated", never its name."""
+        return sorted(m for m in set(models) if self.declared.get(m) == Traces.planted.value)
 
     def describe(self, members: list[str]) -> str:
         """The words a pooled figure's title carries."""

@@ -1,4 +1,8 @@
-"""Tables as Markdown, CSV and LaTeX, in the shapes of the paper's tables."""
+"""Tables as Markdown, CSV and LaTeX, in the shapes of the paper's tables.
+
+>>> pct(0.784, 0.031), pct(None), tied("random", "majority_first, random")
+('78.4 ± 3.1', '–', 'random = majority_first')
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """What a loader returns — every row it read, labelled, and the rows it dropped by reason —
-and the file helpers the loaders share."""
+and the file helpers the loaders share.
+
+>>> one_line("a review\\n  over two lines ")
+'a review   over two lines'
+"""
 
 from __future__ import annotations
 

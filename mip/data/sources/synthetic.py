@@ -1,5 +1,10 @@
 """The synthetic arithmetic task (``arith``): expressions generated from ``pool_seed``,
-labelled by the parity of their value. Needs no download; the demo and the tests use it."""
+labelled by the parity of their value. Needs no download; the demo and the tests use it.
+
+>>> import random
+>>> arithmetic_instance(random.Random(0))
+('99 - 55 × 7', -286)
+"""
 
 from __future__ import annotations
 
