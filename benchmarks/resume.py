@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mip.config import PatternConfig
-from mip.instances import PATTERNS
+from mip.experiment.instances import PATTERNS
 from mip.job import run_job
 
 

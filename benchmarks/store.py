@@ -12,12 +12,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from mip.records import Attempt, Experiment, Record, Stage
+from mip.experiment.records import Attempt, Experiment, Record, Stage
 from mip.store import Store
-from mip.results import load_local
-from mip.scoring import InvalidKind, Verdict
-from mip.stats import model_table
-from mip.instances import PATTERNS
+from mip.analysis.results import load_local
+from mip.experiment.scoring import InvalidKind, Verdict
+from mip.analysis.stats import model_table
+from mip.experiment.instances import PATTERNS
 
 
 def make(i: int, trace: str, rng: random.Random) -> Record:

@@ -72,7 +72,7 @@ def start_server(latency: float) -> tuple[subprocess.Popen, int]:
 
 
 def config(folder: Path, port: int, concurrency: int, experiments: int, name: str = "", transport: str = "aiohttp"):
-    from mip.audit import task_config
+    from mip.tools.audit import task_config
     from mip.config import (AuditOptions, BudgetConfig, Config, OpenAICompatModelConfig, PathsConfig, PatternConfig,
                             PromptVariantConfig)
 

@@ -70,7 +70,7 @@ def vary(cfg, pattern: str | None = None, **fields):
 
 
 def unencoded(fig, folder: Path, name: str) -> list[Path]:
-    """mip.report.figures.save less the PNG and PDF encoding, which is most of a report's time:
+    """mip.analysis.report.figures.save less the PNG and PDF encoding, which is most of a report's time:
     for tests that read a report's tables and text. The figures are still drawn;
     test_analyze's every-table-and-figure test encodes and checks each file."""
     import matplotlib.pyplot as plt
@@ -81,7 +81,7 @@ def unencoded(fig, folder: Path, name: str) -> list[Path]:
 
 @pytest.fixture
 def figures_unencoded(monkeypatch) -> None:
-    from mip.report import figures
+    from mip.analysis.report import figures
 
     monkeypatch.setattr(figures, "save", unencoded)
 

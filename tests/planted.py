@@ -1,5 +1,5 @@
 """What a planted model must score, written from the paper's pattern definitions (App. C.3)
-and nothing of mip: no import of mip.instances, mip.models or any other mip module.
+and nothing of mip: no import of mip.experiment.instances, mip.models or any other mip module.
 
 A planted model reads the first k (or the last k, or all) of the n presented instances,
 gets each one's label right and answers the majority of what it read (a tie is wrong, §3.4

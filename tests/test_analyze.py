@@ -12,10 +12,10 @@ import warnings
 import pandas as pd
 import pytest
 
-from mip import stats
-from mip.report import write_report
-from mip.report.model_sets import TracePool
-from mip.results import ResultsError, load_local, load_wandb_offline
+from mip.analysis import stats
+from mip.analysis.report import write_report
+from mip.analysis.report.model_sets import TracePool
+from mip.analysis.results import ResultsError, load_local, load_wandb_offline
 from mip.job import run_job
 
 from .conftest import REPO, compose, run_entry, vary
@@ -147,7 +147,7 @@ def test_foreign_json_is_skipped_with_a_warning_naming_it(tmp_path):
 
 
 def test_missing_patterns_and_all_invalid_patterns_are_reported(tmp_path):
-    from mip.report import coverage_notes
+    from mip.analysis.report import coverage_notes
 
     from .test_stats import cell, frame
 
@@ -160,7 +160,7 @@ def test_missing_patterns_and_all_invalid_patterns_are_reported(tmp_path):
 
 
 def test_report_logged_to_wandb_offline(store, tmp_path, wandb_env):  # noqa: F811
-    from mip.analysis import analyze
+    from mip.analysis.analyze import analyze
     from mip.config import AnalyzeConfig
 
     cfg = AnalyzeConfig(results=[str(store / "store")], out_dir=str(tmp_path / "report"))
@@ -174,7 +174,7 @@ def test_report_logged_to_wandb_offline(store, tmp_path, wandb_env):  # noqa: F8
 
 
 def _frame(rows):
-    from mip import slices
+    from mip.analysis import slices
 
     from .test_stats import frame
 
@@ -228,8 +228,8 @@ def test_settings_are_never_pooled_and_strays_are_listed(tmp_path, figures_unenc
 def test_where_restricts_and_refuses_what_matches_nothing(store, tmp_path, figures_unencoded):
     """``where.model=[fake]`` as analyze.py composes it (in this process; analyze.py from the shell
     is test_analyze_cli_writes_the_report's)."""
-    from mip.analysis import analyze
-    from mip.slices import SliceError
+    from mip.analysis.analyze import analyze
+    from mip.analysis.slices import SliceError
 
     args = (f"results=[{store / 'store'}]", f"out_dir={tmp_path / 'out'}", "core=null")
     analyze(compose(*args, "where.budget=20k", "where.model=[fake]", config_name="analyze"))
@@ -240,7 +240,7 @@ def test_where_restricts_and_refuses_what_matches_nothing(store, tmp_path, figur
 
 
 def test_the_generalisability_grid_keeps_the_seeds_every_cell_holds():
-    from mip import slices
+    from mip.analysis import slices
 
     from .test_stats import cell
 

@@ -12,7 +12,7 @@ import pytest
 from mip.attribution.ixg import Attributor, ReplaySkip, answer_span, instance_spans, tokens_per_instance
 from mip.attribution.profiles import profile, region_shares
 from mip.data import build_pool
-from mip.experiments import build_prompt
+from mip.experiment.planning import build_prompt
 from mip.models.hf_local import converted_dir
 
 from .conftest import RAW, compose, needs_raw
@@ -176,7 +176,7 @@ def test_region_shares_on_a_constructed_case():
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_real_smollm2_replays_give_profiles_and_refuse_tampered_records(results, tmp_path):
-    from mip.attribution.run import AttributionError, attribute
+    from mip.attribution.replay import AttributionError, attribute
     from mip.config import AttributeConfig
     from mip.store import Store
     from mip.job import run_job
@@ -211,7 +211,7 @@ def test_real_smollm2_replays_give_profiles_and_refuse_tampered_records(results,
 
 
 def _record(key, pattern, label, seed):
-    from mip.records import Experiment, Record
+    from mip.experiment.records import Experiment, Record
 
     e = Experiment(model="m", task="arith", n=10, p=0.6, majority_label=label, seed=seed, pattern=pattern,
                    order_seed=0 if pattern == "random" else None, prompt_variant="standard", budget="smoke")
@@ -220,7 +220,7 @@ def _record(key, pattern, label, seed):
 
 
 def test_max_replays_are_spread_round_robin_over_patterns_labels_and_seeds():
-    from mip.attribution.run import spread
+    from mip.attribution.replay import spread
 
     records = [_record(f"{pattern}-{label}-{seed}-{i}", pattern, label, seed)
                for pattern in ("majority_first", "majority_last") for label in ("even", "odd") for seed in (0, 1)
@@ -236,10 +236,10 @@ def test_max_replays_are_spread_round_robin_over_patterns_labels_and_seeds():
 
 
 def test_records_from_a_filtered_pool_are_replayed_from_that_pool(results, tmp_path, tiny_weights):
-    from mip.attribution.run import attribute
+    from mip.attribution.replay import attribute
     from mip.config import AttributeConfig
     from mip.data.pools import save_pool
-    from mip.filtering import filtered_path, filtered_pool
+    from mip.tools.filtering import filtered_path, filtered_pool
     from mip.store import Store
     from mip.job import run_job
 

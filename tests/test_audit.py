@@ -106,8 +106,8 @@ def test_a_typo_a_missing_file_an_empty_file_and_absent_labels_are_one_line_erro
     (["task=sentiment"], "builds its task from audit.data"),
 ])
 def test_overrides_the_audit_does_not_take_are_refused_before_composing(capsys, args, message):
-    from mip.audit import SET_BY_THE_AUDIT
-    from mip.cli import check_overrides
+    from mip.tools.audit import SET_BY_THE_AUDIT
+    from mip.tools.cli import check_overrides
     from mip.config import AuditConfig
 
     ok = ["--help", "-m", "model=mock", "model.base_url=x", "audit.data=a.csv", "hydra.run.dir=x",
@@ -129,7 +129,7 @@ def test_overrides_the_audit_does_not_take_are_refused_before_composing(capsys, 
     ("no column", "has no column 'review'"),
 ])
 def test_bad_tables_and_labels_are_refused_before_any_job(tmp_path, results, case, message):
-    from mip.audit import run_audit
+    from mip.tools.audit import run_audit
     from mip.config import AuditConfig, AuditOptions
     from mip.data import DataError
 
@@ -163,7 +163,7 @@ def test_sizes_the_data_cannot_fill_are_left_out_with_a_note(tmp_path, results):
 
 
 def test_too_few_sets_give_an_inconclusive_verdict_not_a_negative_one():
-    from mip.audit import verdict
+    from mip.tools.audit import verdict
 
     from .test_stats import cell, frame
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mip import claims
-from mip.claims import claim_experiments
+from mip.store import claims
+from mip.store.claims import claim_experiments
 from mip.store import Store
 from mip.job import StoreError, run_job
 
@@ -55,7 +55,7 @@ def test_what_is_stored_is_never_claimed(tmp_path):
 
 def test_the_claim_of_a_killed_job_frees_its_experiments(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from mip.claims import claim_experiments; "
+        [sys.executable, "-c", "import sys, time; from mip.store.claims import claim_experiments; "
          f"c = claim_experiments({str(tmp_path)!r}, 'm', ['a', 'b'], set); print(len(c.keys), flush=True); time.sleep(600)"],
         cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:

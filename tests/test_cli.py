@@ -14,7 +14,7 @@ import pytest
 
 from mip.store import Store
 
-from mip.instances import PATTERNS
+from mip.experiment.instances import PATTERNS
 
 from .conftest import RAW, REPO, compose, needs_raw, run_entry, run_py, vary
 
@@ -46,7 +46,7 @@ def test_core_grid_sweep_is_21_jobs_and_270_experiments(results):
     seeds, labels and order seeds, not on n or the tokenizer (`run.py -m` itself over the full
     grid, n = 2,000 counted with SmolLM2's tokenizer, is the slow test below)."""
     from mip.job import run_job
-    from mip.summary import describe
+    from mip.tools.summary import describe
 
     jobs = core_sweep_jobs()
     assert len(jobs) == len(set(jobs)) == 21
@@ -96,8 +96,8 @@ def _uses_a_paper_task(command: str) -> bool:
 def test_every_printed_command_on_the_paper_data_names_data_dir(tmp_path):
     """The commands the demo and plain run.py end with work offline as printed: one on the
     paper's tasks reads the shared data (unset, it would go to the hub, which has no WSD)."""
-    from mip.cli import NEXT_STEPS
-    from mip.demo import summary
+    from mip.tools.cli import NEXT_STEPS
+    from mip.tools.demo import summary
 
     text = summary(tmp_path) + "\n" + NEXT_STEPS
     commands = [line[line.index("python run.py"):] for line in text.splitlines() if "python run.py" in line]
@@ -222,7 +222,7 @@ def test_unknown_keys_are_those_the_backends_schema_lacks():
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from mip.cli import unknown_keys
+    from mip.tools.cli import unknown_keys
     from mip.config import Config, register
 
     register()

@@ -16,8 +16,10 @@ from .test_analyze import grid
 
 # --------------------------------------------------------------------------- valid verdicts
 def test_which_verdicts_are_valid_is_read_from_one_set(monkeypatch):
-    from mip import scoring, summary, wandb_run
-    from mip.scoring import VALID_VERDICTS, Verdict
+    from mip.experiment import scoring
+    from mip.tools import summary
+    from mip.tracking import wandb_run
+    from mip.experiment.scoring import VALID_VERDICTS, Verdict
 
     assert VALID_VERDICTS == {v.value for v in Verdict if v.valid} == {"correct", "incorrect"}
     got = wandb_run.summary_metrics(["correct", "incorrect", "invalid", "invalid"])
@@ -46,7 +48,7 @@ def test_a_planted_model_is_known_by_its_config_never_its_name(tmp_path):
 
 
 def test_the_planted_test_reads_the_declared_traces():
-    from mip.report.model_sets import TracePool
+    from mip.analysis.report.model_sets import TracePool
 
     pool = TracePool(declared={"reader": "planted", "simulated_lookalike": "full"})
     assert pool.planted(["reader", "simulated_lookalike", "other"]) == ["reader"]
@@ -54,10 +56,10 @@ def test_the_planted_test_reads_the_declared_traces():
 
 # --------------------------------------------------------------------------- two labels
 def test_the_two_labels_check_is_one_function_for_tasks_and_audits(monkeypatch):
-    from mip import audit
+    from mip.tools import audit
     from mip.config import AuditOptions
     from mip.config import task as task_schema
-    from mip.job import run as job_run
+    from mip.job import job_run
 
     ran = run_entry("run.py", "task=arith", "task.arith.labels=[even,even]", "dry_run=true")
     assert ran.returncode == 2 and "exactly two distinct labels" in ran.stderr, ran.stderr[-2000:]
@@ -80,7 +82,8 @@ def test_tokenizer_names_are_decided_in_one_place(tmp_path):
 def test_the_verdict_table_has_a_column_per_registered_metric(monkeypatch):
     import pandas as pd
 
-    from mip import stats, summary
+    from mip.analysis import stats
+    from mip.tools import summary
 
     frame = pd.DataFrame({"pattern": ["random"] * 4, "verdict": ["correct", "correct", "incorrect", "invalid"],
                           "invalid_kind": [None, None, None, "parse"]})
@@ -116,7 +119,7 @@ def test_every_entry_point_follows_paths_results_dir(config_name, tmp_path):
 
 # --------------------------------------------------------------------------- answer shaping
 def test_whether_a_field_shapes_an_answer_is_declared_on_the_field():
-    from mip import keys
+    from mip.experiment import keys
     from mip.config import Config, OpenAICompatModelConfig
 
     (timeout,) = [f for f in dataclasses.fields(OpenAICompatModelConfig) if f.name == "request_timeout_s"]

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from mip.costs import cost_lines, dry_tables
+from mip.tools.costs import cost_lines, dry_tables
 from mip.job import run_job
-from mip.summary import describe
+from mip.tools.summary import describe
 
 from .conftest import RAW, REPO, compose, needs_raw, run_entry
 
@@ -228,8 +228,8 @@ def test_a_tokenizer_folder_not_on_this_machine_is_an_estimate_without_importing
 def test_the_ceiling_leaves_out_attempts_a_killed_run_paid_for(tmp_path):
     """A rerun never pays an attempt twice (mip.job.loop): its dry run's ceiling counts only
     the attempts still allowed; an experiment whose paid attempt is valid costs nothing more."""
-    from mip.records import Attempt
-    from mip.scoring import InvalidKind, Verdict
+    from mip.experiment.records import Attempt
+    from mip.experiment.scoring import InvalidKind, Verdict
     from mip.store import Store
 
     cfg = compose("model=mock", "model.deterministic=false", "task=arith", "setting=smoke", "budget=smoke",

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mip.coverage import coverage, coverage_bin, coverage_table, mention_rates, mentioned_ids, mentioned_ids_regex
+from mip.analysis.coverage import coverage, coverage_bin, coverage_table, mention_rates, mentioned_ids, mentioned_ids_regex
 
 from .test_stats import frame
 
@@ -22,7 +22,7 @@ EXCERPTS = [
     ("", 100, set()),
 ]
 
-# The rule's cases (mip.coverage's docstring), most in the words of the paper's traces (App. E.1), each with
+# The rule's cases (mip.analysis.coverage's docstring), most in the words of the paper's traces (App. E.1), each with
 # what it mentions: before this rule a comma list mentioned nothing, a number after "." or "," was dropped
 # ("tally.1: place") and the tie answer "-1" counted as instance 1.
 RULE = [

@@ -16,7 +16,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from mip.config import ModelConfig, register
-from mip.instances import REGISTRY, Pattern, arrange, regions
+from mip.experiment.instances import REGISTRY, Pattern, arrange, regions
 from mip.job import run_job
 from mip.models import BACKENDS, Backend, Completion, Request
 from mip.store import Store
@@ -44,9 +44,9 @@ def register_pattern(monkeypatch, pattern: Pattern) -> None:
     every module that lists patterns) following it in each of them."""
     import sys
 
-    import mip.instances
+    import mip.experiment.instances
 
-    old = mip.instances.PATTERNS
+    old = mip.experiment.instances.PATTERNS
     monkeypatch.setitem(REGISTRY, pattern.name, pattern)
     for module in [m for name, m in sys.modules.items() if name.startswith("mip") and m is not None]:
         if getattr(module, "PATTERNS", None) is old:
@@ -68,14 +68,14 @@ def small(tmp_path, *overrides, model="mock"):
 
 
 def test_a_new_pattern_is_one_registry_entry_and_one_yaml_file(tmp_path, monkeypatch):
-    from mip import summary as summaries
-    from mip.instances import PATTERNS  # the name a module bound at import
+    from mip.tools import summary as summaries
+    from mip.experiment.instances import PATTERNS  # the name a module bound at import
 
     minority_edges = Pattern("minority_edges", lambda a, b: [("minority", b - b // 2), ("majority", a), ("minority", b // 2)])
     register_pattern(monkeypatch, minority_edges)
-    import mip.instances
+    import mip.experiment.instances
 
-    assert "minority_edges" in mip.instances.PATTERNS and "minority_edges" in summaries.PATTERNS
+    assert "minority_edges" in mip.experiment.instances.PATTERNS and "minority_edges" in summaries.PATTERNS
     assert "minority_edges" not in PATTERNS  # a name bound before: what the helper above keeps current in mip
     assert arrange(["A1", "A2", "A3"], ["B1", "B2"], "minority_edges") == ["B1", "A1", "A2", "A3", "B2"]
     assert regions("minority_edges", 6, 4) == [(0, 2, "minority"), (2, 8, "majority"), (8, 10, "minority")]
@@ -89,7 +89,7 @@ def test_a_new_pattern_is_one_registry_entry_and_one_yaml_file(tmp_path, monkeyp
         minority = [label != record.experiment.majority_label for label in record.instance_labels]
         assert minority == [True] * 2 + [False] * 6 + [True] * 2
     # The attribution profile shades its regions from the same layout.
-    from mip.attribution.figures import profile_figure
+    from mip.attribution.profile_figures import profile_figure
 
     (ax,) = profile_figure(np.ones(10), 1, "minority_edges", 10, 0.6, pd.DataFrame({"correct": [True]})).axes
     assert len(ax.patches) == 3 and [t.get_text() for t in ax.get_legend().get_texts()] == ["minority", "majority",
@@ -157,8 +157,8 @@ def test_a_new_task_is_one_yaml_file(tmp_path):
 
 def test_a_new_metric_is_one_entry_and_reaches_table_2_and_the_budgets_figure(monkeypatch):
     """Chance-level accuracy: an invalid answer counts as half right."""
-    from mip import stats
-    from mip.report import figures, tables
+    from mip.analysis import stats
+    from mip.analysis.report import figures, metric_tables as tables
 
     from .test_stats import cell, frame
 
@@ -193,8 +193,8 @@ class AskTwice(Strategy):
         return twice, twice
 
     def attempts(self, ctx, live):
-        from mip import scoring
-        from mip.records import Attempt
+        from mip.experiment import scoring
+        from mip.experiment.records import Attempt
         from mip.strategies import Landed, stage_of
 
         for plan, n_tokens in live:
@@ -236,7 +236,7 @@ def test_a_new_strategy_is_one_class_one_registry_entry_and_one_yaml_file(tmp_pa
 
 def test_a_new_metric_reaches_the_report_analyze_py_writes(tmp_path, monkeypatch):
     """The metric run end to end: records of a run, then analyze.py, whose Table 2 carries it."""
-    from mip import stats
+    from mip.analysis import stats
 
     from .conftest import run_entry
     from .test_analyze import grid
@@ -253,14 +253,14 @@ def test_a_new_metric_reaches_the_report_analyze_py_writes(tmp_path, monkeypatch
 
 def test_every_registry_is_as_it_was_after_the_tests_above():
     """Run last in this module: what the tests registered is gone again."""
-    import mip.instances
+    import mip.experiment.instances
     from hydra.core.config_store import ConfigStore
 
-    from mip import stats
+    from mip.analysis import stats
     from mip.strategies import STRATEGIES
 
     repo = ConfigStore.instance().repo
     assert "echo" not in BACKENDS and "echo.yaml" not in repo.get("model_schema", {})
     assert "ask_twice" not in STRATEGIES and "ask_twice.yaml" not in repo.get("strategy_schema", {})
-    assert "minority_edges" not in REGISTRY and "minority_edges" not in mip.instances.PATTERNS
+    assert "minority_edges" not in REGISTRY and "minority_edges" not in mip.experiment.instances.PATTERNS
     assert list(stats.METRICS) == ["valid_only", "all"]

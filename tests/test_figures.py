@@ -1,8 +1,8 @@
-"""mip.report.figures: every title a report writes lies inside its figure, an empty slice says
+"""mip.analysis.report.figures: every title a report writes lies inside its figure, an empty slice says
 "no data", and bars at 0 % or without a value are labelled, at their own model's tick.
 
 The figure functions run on tiny frames; the report test draws each figure where
-mip.report.figures.save would encode it (Figure.savefig), without encoding."""
+mip.analysis.report.figures.save would encode it (Figure.savefig), without encoding."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mip import slices, stats
-from mip.report import figures, strategies, tables, trace_figures, variant_figures, write_report
-from mip.report.model_sets import TracePool
-from mip.report.titles import fit, titles
+from mip.analysis import slices, stats
+from mip.analysis.report import write_report
+from mip.analysis.report import figures, strategy_section as strategies, metric_tables as tables, trace_figures, variant_figures
+from mip.analysis.report.model_sets import TracePool
+from mip.analysis.report.titles import fit, titles
 
 from .test_stats import cell, frame
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from mip.data import Instance
-from mip.filtering import FilterStore, agreement_table, check, instance_prompt, run_filter
+from mip.tools.filtering import FilterStore, agreement_table, check, instance_prompt, run_filter
 from mip.store import Store
 from mip.job import run_job
 
@@ -188,8 +188,8 @@ def test_stage_offline_with_the_embedded_model_in_process(tmp_path):
 
 
 def test_table4_goes_into_the_analysis_report(tmp_path):
-    from mip.report import write_report
-    from mip.results import load_local
+    from mip.analysis.report import write_report
+    from mip.analysis.results import load_local
 
     cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=10", "filter_models=[mock]")
     run_filter(cfg, models(cfg))
@@ -205,7 +205,7 @@ def test_a_filter_request_s_output_limit_leaves_the_prompt_its_room_in_the_conte
     """The one rule a job's requests follow (mip.job.tokens.output_room): the budget, never
     past what the context window leaves after the prompt."""
     from mip.data import build_pool
-    from mip.filtering import call_model
+    from mip.tools.filtering import call_model
     from mip.models.mock import MockBackend
 
     cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=4", "max_tokens=64")

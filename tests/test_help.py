@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from mip.audit import SET_BY_THE_AUDIT
+from mip.tools.audit import SET_BY_THE_AUDIT
 from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig
-from mip.overrides import config_groups, options
+from mip.tools.overrides import config_groups, options
 
 from .conftest import REPO, run_entry
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import numpy as np
 
-from mip.instances import COUNTERPARTS, PATTERNS, arrange, arrangement, select, shuffle_within_labels, split_counts
+from mip.experiment.instances import COUNTERPARTS, PATTERNS, arrange, arrangement, select, shuffle_within_labels, split_counts
 
 # The 20-instance toy of App. C.3 / Fig. 8 with p = 0.6: 12 majority (A), 8 minority (B).
 MAJ = [f"A{i}" for i in range(1, 13)]
@@ -160,7 +160,7 @@ def test_order_seed_rules():
 @settings(max_examples=200, deadline=None)
 @given(sizes, st.sampled_from(PATTERNS[1:]))
 def test_regions_match_the_arrangement(counts, pattern):
-    from mip.instances import regions
+    from mip.experiment.instances import regions
 
     n_maj, n_min = counts
     out = arrange([f"A{i}" for i in range(n_maj)], [f"B{i}" for i in range(n_min)], pattern)

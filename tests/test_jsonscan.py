@@ -1,4 +1,4 @@
-"""The JSON scanner: raw_decode's verdict at every opening, in linear work (mip.jsonscan)."""
+"""The JSON scanner: raw_decode's verdict at every opening, in linear work (mip.experiment.jsonscan)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mip import jsonscan
-from mip.jsonscan import Scan
+from mip.experiment import jsonscan
+from mip.experiment.jsonscan import Scan
 
 
 def raw_decode_everywhere(text: str) -> dict[int, tuple[int, object]]:

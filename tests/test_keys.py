@@ -1,4 +1,4 @@
-"""An experiment's identity (mip.keys): the key holds every setting that shapes an answer,
+"""An experiment's identity (mip.experiment.keys): the key holds every setting that shapes an answer,
 and a field added to a config later cannot slip past it."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import json
 import pytest
 
 from mip.config import ModelConfig, OpenAICompatModelConfig
-from mip.experiments import plan_job
+from mip.experiment.planning import plan_job
 from mip.job import load_pools
-from mip.keys import IN_EXPERIMENT, KEY_SCHEME, not_answer_shaping
-from mip.records import Record
+from mip.experiment.keys import IN_EXPERIMENT, KEY_SCHEME, not_answer_shaping
+from mip.experiment.records import Record
 
 from .conftest import compose
 
@@ -143,7 +143,7 @@ def test_every_field_is_keyed_or_named_as_shaping_no_answer(base, group):
         elif keyed:
             assert not listed, f"{group}.{name} changes the key but is listed as shaping no answer"
         else:
-            assert listed, (f"{group}.{name} changes no key: add it to the key (mip.keys.answer_settings) "
+            assert listed, (f"{group}.{name} changes no key: add it to the key (mip.experiment.keys.answer_settings) "
                                       "or declare it with mip.config.shaping.setting(default, why=...) on its schema")
     covered = {x for x in excluded if any(n == x or n.startswith(x + ".") for n in seen)}
     assert covered | (IN_EXPERIMENT[group] - UNWALKED) <= seen | covered and covered == set(excluded), f"fields declared shaping no answer that {group} does not have: {set(excluded) - covered}"
@@ -206,7 +206,7 @@ def test_every_model_field_that_reaches_the_request_body_is_keyed(base):
 
 
 def test_analysis_counts_an_experiment_once_when_a_store_holds_both_key_schemes(tmp_path):
-    from mip.results import load_local
+    from mip.analysis.results import load_local
     from mip.store import Store
 
     from .test_records import make_record
@@ -225,8 +225,8 @@ def test_the_key_is_the_hash_of_the_sorted_json_of_its_parts():
     """Settings are encoded once per task for speed; the key stays this documented hash."""
     import hashlib
 
-    from mip.keys import encode_settings, experiment_key
-    from mip.records import Experiment
+    from mip.experiment.keys import encode_settings, experiment_key
+    from mip.experiment.records import Experiment
 
     e = Experiment(model="m", task="t", n=10, p=0.6, majority_label="é", seed=0, pattern="random", order_seed=1,
                    prompt_variant="standard", budget="smoke")

@@ -61,7 +61,7 @@ def test_an_audit_runs_from_a_copy_of_the_package_with_no_conf_beside_it(tmp_pat
 import sys
 from pathlib import Path
 import mip
-from mip.audit import run_audit
+from mip.tools.audit import run_audit
 from mip.config import AuditConfig, load_saved
 assert Path(mip.__file__).is_relative_to(Path(sys.argv[1])), mip.__file__
 print(run_audit(load_saved(sys.argv[2], AuditConfig)))
@@ -77,8 +77,8 @@ print(run_audit(load_saved(sys.argv[2], AuditConfig)))
 
 
 def test_show_and_serve_read_the_config_folder_they_are_given(tmp_path):
-    from mip.serve import serve_command
-    from mip.show import ShowError, task_config
+    from mip.tools.serve import serve_command
+    from mip.tools.show import ShowError, task_config
 
     with pytest.raises(ShowError, match="no config folder .*pass --conf"):
         task_config("arith", {}, tmp_path)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mip.attribution.pooled import pooled_figures
-from mip.attribution.run import write_outputs
+from mip.attribution.replay import write_outputs
 from mip.config import AttributeConfig
 
 

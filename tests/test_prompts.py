@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from mip import prompts
-from mip.experiments import build_prompt
+from mip.experiment import prompts
+from mip.experiment.planning import build_prompt
 
 from .conftest import PAPER, compose
 

@@ -9,7 +9,7 @@ import pytest
 
 from mip.job import run_job
 from mip.models import build_backend
-from mip.scoring import InvalidKind, Verdict
+from mip.experiment.scoring import InvalidKind, Verdict
 from mip.store import Store
 
 from .conftest import compose, run_entry
@@ -147,7 +147,7 @@ def test_where_its_tokenizer_loads_an_api_model_counts_exactly_before_any_call(t
 def test_the_app_c1_filter_runs_with_gemini_as_its_second_model(tmp_path):
     """Gemini 3.1 Flash-Lite is the paper's second filter model (App. C.1): its listed ids and
     inline thoughts no longer stop the stage, and every instance it answers right is kept."""
-    from mip.filtering import run_filter
+    from mip.tools.filtering import run_filter
 
     from .test_filtering import filter_config
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mip.instances import PATTERNS
+from mip.experiment.instances import PATTERNS
 from mip.store import iter_records
 
 from .conftest import compose, run_entry
@@ -90,7 +90,7 @@ def test_attribute_reads_a_sweep_folder(ran, tmp_path):
                      f"results=[{ran['sweep']}]", f"weights={tmp_path / 'no-weights'}", f"out_dir={tmp_path / 'attr'}",
                      env=ran["env"])
     assert proc.returncode == 2 and "No weights for smollm2_135m" in proc.stderr, proc.stderr
-    from mip.attribution.run import eligible
+    from mip.attribution.replay import eligible
     from mip.config import AttributeConfig
 
     cfg = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
@@ -204,7 +204,7 @@ def test_a_job_folder_finds_its_store_when_run_from_elsewhere_or_moved(ran, tmp_
     to the folder the job ran in; a results folder moved as a whole keeps its stores beside its jobs."""
     import shutil
 
-    from mip.folders import open_folder
+    from mip.analysis.folders import open_folder
 
     moved = tmp_path / "elsewhere" / "results"
     shutil.copytree(ran["results"], moved)
@@ -220,7 +220,7 @@ def test_a_job_folder_finds_its_store_when_run_from_elsewhere_or_moved(ran, tmp_
     gone = json.loads((sweep / "0" / "job.json").read_text())
     gone["store_dir"] = "/no/such/store"
     (sweep / "0" / "job.json").write_text(json.dumps(gone))
-    from mip.folders import FolderError
+    from mip.analysis.folders import FolderError
 
     with pytest.raises(FolderError, match="names the store /no/such/store, which is not there"):
         open_folder(sweep / "0")

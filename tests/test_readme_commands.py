@@ -110,7 +110,7 @@ def test_every_shell_block_parses_with_bash(page, block):
 
 @pytest.mark.parametrize("command", RUN_COMMANDS + EXAMPLES, ids=words)
 def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
-    from mip.cli import check_overrides
+    from mip.tools.cli import check_overrides
     from mip.config import Config
 
     monkeypatch.setenv("MIP_SLURM_PARTITION", "gpu-part")
@@ -127,7 +127,7 @@ def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
 
 
 def tool_schema(program: str):
-    from mip.audit import SET_BY_THE_AUDIT
+    from mip.tools.audit import SET_BY_THE_AUDIT
     from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, FilterConfig
 
     return {"analyze.py": (AnalyzeConfig, None), "attribute.py": (AttributeConfig, None),
@@ -138,7 +138,7 @@ def tool_schema(program: str):
 def test_every_tool_command_passes_its_checks_and_composes(command):
     """analyze.py, attribute.py, filter.py and audit.py lines: the entry point's own check of the
     overrides (as its `__main__` runs it), then its config composed with them."""
-    from mip.cli import check_overrides
+    from mip.tools.cli import check_overrides
 
     program = command.split()[1]
     schema, refused = tool_schema(program)

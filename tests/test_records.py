@@ -13,11 +13,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from mip.keys import experiment_key
-from mip.columns import JsonColumn, JsonStrings
-from mip.prompts import prompt_hash
-from mip.records import Attempt, CallOutput, Experiment, Record, Stage
-from mip.scoring import InvalidKind, Verdict
+from mip.experiment.keys import experiment_key
+from mip.data.columns import JsonColumn, JsonStrings
+from mip.experiment.prompts import prompt_hash
+from mip.experiment.records import Attempt, CallOutput, Experiment, Record, Stage
+from mip.experiment.scoring import InvalidKind, Verdict
 from mip.store import Store, iter_records, quarantined, read_record, record_json
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from mip.models import replies
 from mip.models.replies import content_text
-from mip.scoring import parse_answer
+from mip.experiment.scoring import parse_answer
 
 SENTIMENT = ("negative", "positive")
 ANSWER = 'All counted. {"answer": "positive"}'

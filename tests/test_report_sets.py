@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from mip.report import write_report
-from mip.report.model_sets import TracePool, declared_traces
+from mip.analysis.report import write_report
+from mip.analysis.report.model_sets import TracePool, declared_traces
 
 from .conftest import REPO, run_entry
 from .test_analyze import PATTERNS, _frame, grid
@@ -70,7 +70,7 @@ def test_the_simulated_pair_is_never_pooled_by_default_and_each_model_keeps_its_
 
 
 def test_coverage_models_pools_the_named_models_and_the_title_says_which(simulated, tmp_path, monkeypatch):
-    from mip.report import figures
+    from mip.analysis.report import figures
 
     titles = {}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mip.data import build_pool
-from mip.experiments import plan_job, rebuild_prompt
+from mip.experiment.planning import plan_job, rebuild_prompt
 from mip.models import Backend, Completion, Request
 from mip.store import Store
 from mip.job import run_job
@@ -122,7 +122,7 @@ def test_invalid_after_all_attempts_keeps_the_last_kind(tmp_path):
 
 
 def test_a_model_configured_deterministic_is_not_asked_twice(tmp_path):
-    """The model config alone decides the attempts (mip.keys.attempts_allowed), and records say how many."""
+    """The model config alone decides the attempts (mip.experiment.keys.attempts_allowed), and records say how many."""
     cfg = config(tmp_path, "pattern=majority_first", "max_attempts=3", "model.deterministic=true")
     backend = Scripted(["no json"])
     run_job(cfg, tmp_path / "job", backend=backend)
@@ -206,7 +206,7 @@ def test_input_overflow_is_found_before_any_call(tmp_path):
 def test_prompts_are_built_as_requests_go_out_and_dropped_once_stored(tmp_path, monkeypatch):
     """A job holds the prompts of a few experiments at a time, not all of them (at n = 2,000
     each is ~200 KB), and calls nothing until the first prompts are ready."""
-    from mip.job import run as job_run
+    from mip.job import job_run
 
     plans: list = []
     real_plan_job = job_run.plan_job
@@ -323,7 +323,7 @@ def test_random_ignores_shuffle_seeds():
 def test_keys_and_prompts_stay_what_earlier_versions_stored(tmp_path, pattern, key, sha):
     """Prompts pinned from mip 0.1.0, keys from key scheme 2 (mip 0.3): a faster selection,
     arrangement or prompt builder must give the same keys and prompts, or stored records would
-    be paid for again and no longer rebuild. (Scheme 1's keys differ by design: mip.keys.)"""
+    be paid for again and no longer rebuild. (Scheme 1's keys differ by design: mip.experiment.keys.)"""
     pattern, *more = pattern.split()
     cfg = compose("model=mock", "task=arith", f"pattern={pattern}", "n=40", "p=0.6", "seed=2", "order_seeds=[7]",
                   "budget=20k", f"paths.cache_dir={tmp_path}", *more)  # the budget is in the key; pinned at 20k

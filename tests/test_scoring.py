@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mip import scoring
-from mip.scoring import _normalise, parse_answer, parse_counts, parse_labels, verdict_of
+from mip.experiment import scoring
+from mip.experiment.scoring import _normalise, parse_answer, parse_counts, parse_labels, verdict_of
 
 NER = ("LOC", "PER")
 WSD = ("place", "programming_language")

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from mip.store import Store
-from mip.show import clipped, main
+from mip.tools.show import clipped, main
 
 from .conftest import REPO, run_entry
 
@@ -113,7 +113,7 @@ def test_a_record_from_a_filtered_pool_is_rebuilt_from_that_pool(results):
     """A filtered pool lives under <results>/pools/<task>/; the record names its version."""
     from mip.data import build_pool
     from mip.data.pools import save_pool
-    from mip.filtering import filtered_path, filtered_pool
+    from mip.tools.filtering import filtered_path, filtered_pool
 
     from .conftest import compose
 
@@ -140,7 +140,7 @@ def test_a_store_folder_given_as_the_target_lists_its_records(job, results):
 
 
 def test_a_reasoning_trace_and_its_token_count_are_printed(job):
-    from mip.show import render
+    from mip.tools.show import render
 
     _, records = job
     record = records[0]

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mip.analysis import analyze
+from mip.analysis.analyze import analyze
 from mip.job import run_job
-from mip.report import figures
+from mip.analysis.report import figures
 from mip.store import Store
 
 from . import planted
@@ -159,7 +159,7 @@ def test_report_recovers_each_planted_model_on_the_five_tasks(grid):
 def test_every_record_answers_the_majority_of_what_it_read(grid):
     """Per record: valid, the answer in the App. B format, the majority of the gold labels of
     the instances it read, and a trace naming exactly their IDs."""
-    from mip.coverage import mentioned_ids
+    from mip.analysis.coverage import mentioned_ids
 
     records = list(Store(grid / "store"))
     assert len(records) == len(MODELS) * len(TASKS) * 2 * len(SEEDS) * 9

@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from mip import inference, stats
-from mip.report import tables
-from mip.results import COLUMNS
+from mip.analysis import inference, stats
+from mip.analysis.report import metric_tables as tables
+from mip.analysis.results import COLUMNS
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -162,7 +162,7 @@ def test_all_tied_patterns_still_compare_two_patterns():
 
 def test_ties_follow_the_paper_pattern_order_and_are_all_named():
     """Alphabetically majority_edges < majority_first and majority_middle < soft_majority_middle: the
-    paper's order (mip.instances.PATTERNS) picks the others, and the table names every tie."""
+    paper's order (mip.experiment.instances.PATTERNS) picks the others, and the table names every tie."""
     rows = []
     for seed in (0, 1):
         rows += cell(seed, "majority_first", [C, C, I]) + cell(seed, "majority_edges", [C, C, I])  # 2/3: best

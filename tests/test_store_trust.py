@@ -129,7 +129,7 @@ def test_damaged_records_are_quarantined_and_asked_again(results):
 
 
 def test_records_are_flushed_to_disk_before_they_count(tmp_path, monkeypatch):
-    from mip.files import atomic_write
+    from mip.data.files import atomic_write
 
     synced: list[int] = []
     real = os.fsync
@@ -150,7 +150,7 @@ def test_records_are_flushed_to_disk_before_they_count(tmp_path, monkeypatch):
 
 
 def test_damaged_filter_answers_are_asked_again_and_answers_belong_to_their_pool(results, tmp_path):
-    from mip.filtering import FilterResult, FilterStore
+    from mip.tools.filtering import FilterResult, FilterStore
 
     store = FilterStore(tmp_path)
     common = dict(model="m", task="arith", prompt_hash="h", output="1", parsed="1", truth="1", correct=True,
@@ -218,8 +218,8 @@ def test_jobs_started_in_the_same_second_get_folders_of_their_own(results):
 
 
 def test_the_report_lists_damaged_and_quarantined_records_and_counts_neither(results):
-    from mip.report import write_report
-    from mip.results import load_local
+    from mip.analysis.report import write_report
+    from mip.analysis.results import load_local
 
     with FakeServer() as server:
         args = server_args(server, "pattern=random", "order_seeds=[0,1,2]")

@@ -9,7 +9,7 @@ import pytest
 
 from mip.store import Store
 from mip.job import run_job
-from mip.scoring import majority_of, parse_counts, parse_labels
+from mip.experiment.scoring import majority_of, parse_counts, parse_labels
 
 from .conftest import compose
 from .fake_server import FakeServer
@@ -105,8 +105,8 @@ def test_strategy_and_variant_clash_is_refused(tmp_path):
 
 
 def test_strategies_appear_as_rows_with_their_costs_and_count_errors(tmp_path):
-    from mip.report import write_report
-    from mip.results import load_local
+    from mip.analysis.report import write_report
+    from mip.analysis.results import load_local
 
     with FakeServer() as server:
         for strategy in ("single_call", "count_report", "decomposed"):
@@ -210,7 +210,7 @@ def test_a_job_builds_its_strategy_once(tmp_path, monkeypatch):
 
 def test_each_strategy_has_its_own_settings():
     """decomposed's batch_size is decomposed's: on another strategy it is a typo, refused at
-    composition, and it never enters that strategy's key (mip.keys keeps scheme 2's bytes)."""
+    composition, and it never enters that strategy's key (mip.experiment.keys keeps scheme 2's bytes)."""
     from hydra.errors import ConfigCompositionException
 
     from mip.strategies.decomposed import DecomposedConfig

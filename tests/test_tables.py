@@ -1,4 +1,4 @@
-"""mip.data.tables.read_table: every format it reads, and a one-line DataError for each way a file can be wrong."""
+"""mip.data.sources.tables.read_table: every format it reads, and a one-line DataError for each way a file can be wrong."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from mip.data import DataError
-from mip.data.tables import READERS, read_table
+from mip.data.sources.tables import READERS, read_table
 
 FRAME = pd.DataFrame({"text": ["a good film", "a dull film", "so-so, really"], "label": ["pos", "neg", "neg"]})
 
@@ -69,7 +69,7 @@ def test_the_table_loader_reads_through_the_same_reader(tmp_path, monkeypatch):
     task = TaskConfig(name="t", labels=["neg", "pos"], source=SourceConfig(loader="table", path=str(path)))
     assert [row.label for row in load_table(task, None).rows] == ["pos", "neg", "neg"]
     calls = []
-    monkeypatch.setattr("mip.data.tables.read_table", lambda p: calls.append(p) or FRAME)
+    monkeypatch.setattr("mip.data.sources.tables.read_table", lambda p: calls.append(p) or FRAME)
     load_table(task, None)
     assert calls == [path]
     path.write_text("")

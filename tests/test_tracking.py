@@ -1,5 +1,5 @@
 """W&B mirrors the store: an offline run folder holds a table row per experiment, as they are stored,
-each once over reruns; the mode follows the user (mip.tracking)."""
+each once over reruns; the mode follows the user (mip.tracking.tracker)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from mip import tracking
+from mip.tracking import tracker as tracking
 from mip.config import redact
 from mip.job import run_job
 from mip.store import Store
-from mip.tracking import NullTracker, WandbTracker, build_tracker, job_run_id, wandb_mode
+from mip.tracking.tracker import NullTracker, WandbTracker, build_tracker, job_run_id, wandb_mode
 
 from .conftest import REPO, compose
 from .fake_server import FakeServer
@@ -199,7 +199,7 @@ KILLED_JOB = """
 import os, signal, sys
 from pathlib import Path
 from mip.store import Store
-from mip.tracking import WandbTracker
+from mip.tracking.tracker import WandbTracker
 from tests.conftest import compose
 
 folder, kill_after, lost, overrides = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "lost", sys.argv[4:]
@@ -300,7 +300,7 @@ def test_an_unreadable_ledger_turns_wandb_off_and_the_job_goes_on(tmp_path, wand
     assert capsys.readouterr().err.count("W&B logging failed") == 1
 
 
-LOGIN_CHECK = "from mip.tracking import logged_in, wandb_mode; print(wandb_mode(None, login=logged_in))"
+LOGIN_CHECK = "from mip.tracking.tracker import logged_in, wandb_mode; print(wandb_mode(None, login=logged_in))"
 
 
 @pytest.mark.parametrize("saved", [True, False])

@@ -93,7 +93,7 @@ def test_self_prompting_logs_both_stages_prompts(tmp_path, wandb_env):
 def test_a_sweep_given_as_a_relative_folder_gets_one_short_sync_line(tmp_path, monkeypatch):
     """Review: the sweep's end passed its folder relative and the runs absolute, so every run
     path was listed twice instead of one `wandb sync <sweep>/*/wandb` line."""
-    from mip.tracking import sync_hint
+    from mip.tracking.tracker import sync_hint
 
     monkeypatch.chdir(tmp_path)
     runs = [tmp_path / "sweep" / str(i) / "wandb" / f"offline-run-{i}" for i in range(12)]

@@ -27,9 +27,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from mip import slices  # noqa: E402
+from mip.analysis import slices  # noqa: E402
 from mip.attribution.profiles import profile  # noqa: E402
-from mip.instances import PATTERNS  # noqa: E402
+from mip.experiment.instances import PATTERNS  # noqa: E402
 
 REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mip.instances import regions, split_counts
+from mip.experiment.instances import regions, split_counts
 
 
 def binned(share: list[float], bin_size: int) -> np.ndarray:

@@ -9,8 +9,8 @@ anything runs. Entry points turn the composed config into a :class:`Config` once
     python run.py --cfg job             # print the composed config
 
 One module per concern: :mod:`~mip.config.task`, :mod:`~mip.config.model` (the common
-model fields and one schema per backend), :mod:`~mip.config.run` (run.py's config),
-:mod:`~mip.config.tools` (filter.py, analyze.py, attribute.py), :mod:`~mip.config.audit`
+model fields and one schema per backend), :mod:`~mip.config.run_config` (run.py's config),
+:mod:`~mip.config.tool_config` (filter.py, analyze.py, attribute.py), :mod:`~mip.config.audit_config`
 (audit.py) and
 :mod:`~mip.config.redact` (configs as plain, redacted containers).
 """
@@ -27,11 +27,11 @@ from omegaconf import OmegaConf
 from mip.config.model import (BudgetSplitConfig, HFModelConfig, MockConfig, MockModelConfig, ModelConfig,
                               OpenAICompatModelConfig, ProviderConfig, SimulatedModelConfig, VLLMModelConfig)
 from mip.config.redact import redact, secret_key, to_plain
-from mip.config.run import (BudgetConfig, Config, LoggerConfig, PathsConfig, PatternConfig, PromptVariantConfig,
+from mip.config.run_config import (BudgetConfig, Config, LoggerConfig, PathsConfig, PatternConfig, PromptVariantConfig,
                             StrategyConfig)
-from mip.config.audit import AuditConfig, AuditOptions
+from mip.config.audit_config import AuditConfig, AuditOptions
 from mip.config.task import FilterSpec, PromptSpec, SourceConfig, TaskConfig
-from mip.config.tools import AnalyzeConfig, AttributeConfig, FilterConfig, WandbSourceConfig, WhereConfig
+from mip.config.tool_config import AnalyzeConfig, AttributeConfig, FilterConfig, WandbSourceConfig, WhereConfig
 
 __all__ = [
     "AnalyzeConfig", "AttributeConfig", "AuditConfig", "AuditOptions", "BudgetConfig", "BudgetSplitConfig", "Config", "FilterConfig", "FilterSpec",

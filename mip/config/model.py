@@ -62,7 +62,7 @@ class ModelConfig:
     deterministic: bool = False
     """Whether the same request returns the same text (greedy local decoding): then an
     experiment gets one attempt, else up to ``max_attempts`` (§3.2). The one place that
-    decides attempts (mip.keys.attempts_allowed); records carry the number."""
+    decides attempts (mip.experiment.keys.attempts_allowed); records carry the number."""
     tokenizer: Optional[str] = setting(None, why="counts tokens before a call; counts never reach the body")
     """Hub id or folder of a tokenizer for counting prompt tokens before any call."""
     chars_per_token: float = setting(3.5, why="estimates tokens before a call")
@@ -218,4 +218,4 @@ class SimulatedModelConfig(ModelConfig):
     """How many leading instances it reads and answers the majority of; null with read_last: all (the unbiased control)."""
     read_last: Optional[int] = None
     """How many trailing instances it reads instead; null: not this rule. Keyed only when set
-    (:data:`mip.keys.KEYED_WHEN_SET`), so records stored before it existed keep their keys."""
+    (:data:`mip.experiment.keys.KEYED_WHEN_SET`), so records stored before it existed keep their keys."""

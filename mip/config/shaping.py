@@ -1,7 +1,7 @@
 """Whether a config field shapes an answer, declared on the field itself.
 
 Every field of the model, budget, prompt-variant, strategy, setting and task schemas enters
-an experiment's key (:mod:`mip.keys`) unless it is declared with :func:`setting`, which
+an experiment's key (:mod:`mip.experiment.keys`) unless it is declared with :func:`setting`, which
 says why it cannot change an answer. The key reads the declaration from the field:
 
 >>> from dataclasses import dataclass

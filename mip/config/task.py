@@ -1,5 +1,5 @@
 """The schema of a task (``conf/task/*.yaml``): where its rows come from, its labels, and the
-task-specific text of the App. B templates (the templates themselves are Python, mip.prompts).
+task-specific text of the App. B templates (the templates themselves are Python, mip.experiment.prompts).
 
     python run.py task=sentiment --cfg job      # the composed task config
 """
@@ -53,7 +53,7 @@ class SourceConfig:
 
 @dataclass
 class PromptSpec:
-    """The task-specific text of the App. B templates. The templates are Python (mip.prompts)."""
+    """The task-specific text of the App. B templates. The templates are Python (mip.experiment.prompts)."""
 
     task: str = MISSING
     """The sentence after ``Task:``."""

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from filelock import FileLock
 
-from mip.columns import JsonColumn
+from mip.data.columns import JsonColumn
 from mip.data.sources import LOADERS, DataError, LoadResult, Row, table_path
-from mip.files import atomic_write
+from mip.data.files import atomic_write
 
 if TYPE_CHECKING:
     from mip.config import TaskConfig

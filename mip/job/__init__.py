@@ -1,7 +1,7 @@
 """The job core: plan a job's experiments, call what is not stored, keep every paid attempt.
 
-- :mod:`mip.experiments` — planning: experiments, keys (:mod:`mip.keys`) and prompts;
-- :mod:`mip.job.run` — one job top to bottom (check, plan, claim, call, manifest);
+- :mod:`mip.experiment.planning` — planning: experiments, keys (:mod:`mip.experiment.keys`) and prompts;
+- :mod:`mip.job.job_run` — one job top to bottom (check, plan, claim, call, manifest);
 - :mod:`mip.job.loop` — attempt rounds and storing;
 - :mod:`mip.strategies` — how one attempt is made (single call, self-prompting, decomposed, …);
 - :mod:`mip.job.tokens` — prompt tokens and the one context-window check;
@@ -14,7 +14,7 @@
 """
 
 from mip.job.provenance import git_commit
-from mip.job.run import load_pools, run_job, validate
-from mip.job.summary import JobSummary, StoreError
+from mip.job.job_run import load_pools, run_job, validate
+from mip.job.job_summary import JobSummary, StoreError
 
 __all__ = ["JobSummary", "StoreError", "git_commit", "load_pools", "run_job", "validate"]

@@ -21,15 +21,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from mip.job.tokens import OfflineTokenizer, context_for, counted
-from mip.keys import attempts_allowed
+from mip.experiment.keys import attempts_allowed
 from mip.strategies import Sent
 
 if TYPE_CHECKING:
     from mip.config import Config
-    from mip.experiments import Planned
-    from mip.job.summary import JobSummary
+    from mip.experiment.planning import Planned
+    from mip.job.job_summary import JobSummary
     from mip.models import Backend
-    from mip.records import Attempt
+    from mip.experiment.records import Attempt
     from mip.strategies import Strategy
 
 #: What a dry run counts per task (``JobSummary.per_task``).

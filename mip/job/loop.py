@@ -1,6 +1,6 @@
 """The job loop: attempt rounds and storing — nothing else.
 
-Attempts (§3.2): an experiment gets up to :func:`mip.keys.attempts_allowed` attempts, the
+Attempts (§3.2): an experiment gets up to :func:`mip.experiment.keys.attempts_allowed` attempts, the
 first valid one counts and all are recorded. Each attempt is kept the moment it lands: a
 final one (valid, or the last allowed) in the experiment's record, an earlier invalid one
 under the store's ``.attempts/`` folder. A rerun after a kill, an OOM or a SLURM requeue
@@ -9,7 +9,7 @@ more than the limit. How an attempt is made is the strategy's business
 (:mod:`mip.strategies`).
 
 Before each request goes out the loop checks that this job still holds the experiment
-(:meth:`mip.claims.Claim.holds`): one whose claim went to another job is left to it.
+(:meth:`mip.store.claims.Claim.holds`): one whose claim went to another job is left to it.
 """
 
 from __future__ import annotations
@@ -18,24 +18,24 @@ from collections.abc import Iterable, Iterator
 from collections import Counter
 
 import mip
-from mip import prompts, scoring
-from mip.scoring import InvalidKind, Verdict
-from mip.claims import Claim
+from mip.experiment import prompts, scoring
+from mip.experiment.scoring import InvalidKind, Verdict
+from mip.store.claims import Claim
 from mip.config import Config, to_plain
-from mip.experiments import Planned
+from mip.experiment.planning import Planned
 from mip.job.provenance import GitState, now
 from mip.job.stop import Drain
-from mip.job.summary import JobSummary, StoreError
+from mip.job.job_summary import JobSummary, StoreError
 from mip.job.tokens import context_for, counted, overflows
-from mip.keys import KEY_SCHEME, attempts_allowed
+from mip.experiment.keys import KEY_SCHEME, attempts_allowed
 from mip.models import Backend, Completion, Request
 from mip.models.calls import CallStats, call_with_retries
-from mip import progress
-from mip.progress import Progress
-from mip.records import Attempt, Record, counted_attempt
+from mip.tracking import progress
+from mip.tracking.progress import Progress
+from mip.experiment.records import Attempt, Record, counted_attempt
 from mip.store import Store
 from mip.strategies import Landed, Strategy
-from mip.tracking import Tracker
+from mip.tracking.tracker import Tracker
 
 
 class JobLoop:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mip.config import Config
-from mip.job.run import load_pools, pending, validate
+from mip.job.job_run import load_pools, pending, validate
 from mip.job.tokens import context_for
 from mip.models import Backend, Request
 from mip.store import Store

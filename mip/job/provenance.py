@@ -19,8 +19,8 @@ from typing import TypedDict
 import mip
 from mip.config import Config, to_plain
 from mip.config.redact import mask_text, secret_values
-from mip.job.summary import JobSummary
-from mip.files import atomic_write
+from mip.job.job_summary import JobSummary
+from mip.data.files import atomic_write
 
 
 class GitState(TypedDict):

@@ -18,15 +18,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mip import prompts
+from mip.experiment import prompts
 from mip.config import HFModelConfig, ModelConfig
 from mip.models import Backend
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer, tokenizer_names
 
 if TYPE_CHECKING:
     from mip.config import Config
-    from mip.experiments import Planned
-    from mip.job.summary import JobSummary
+    from mip.experiment.planning import Planned
+    from mip.job.job_summary import JobSummary
     from mip.strategies import Context
 
 log = logging.getLogger(__name__)

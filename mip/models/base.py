@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 from pydantic import ConfigDict, Field
 
 from mip.config.model import ModelConfig
-from mip.records import CallOutput
+from mip.experiment.records import CallOutput
 
 if TYPE_CHECKING:
     from mip.config import Config
@@ -45,7 +45,7 @@ class Request:
 
 class Completion(CallOutput):
     """What came back for one request: what the call returned (its fields are
-    :class:`mip.records.CallOutput`'s, the ones a record's stage keeps), or an error.
+    :class:`mip.experiment.records.CallOutput`'s, the ones a record's stage keeps), or an error.
 
     ``error`` marks a failure of the infrastructure (network, server, timeout): it is
     never a model verdict; the runner retries it and, if it persists, leaves the
@@ -68,7 +68,7 @@ class Completion(CallOutput):
 
 class Backend(ABC):
     """A model behind one method. Subclasses may count tokens. How many attempts an
-    experiment gets is the model config's business (``deterministic``, :mod:`mip.keys`).
+    experiment gets is the model config's business (``deterministic``, :mod:`mip.experiment.keys`).
 
     >>> class Echo(Backend):
     ...     def generate(self, requests):
@@ -119,7 +119,7 @@ class Backend(ABC):
     @classmethod
     def unavailable(cls) -> str | None:
         """Why this backend cannot be built in this environment (a package it needs is not
-        installed), or None. Asked before a real run launches any job (mip.hydra_callbacks)."""
+        installed), or None. Asked before a real run launches any job (mip.tools.hydra_callbacks)."""
         return None
 
     def check(self) -> None:

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Completion, Request
-from mip.records import schema_error
+from mip.experiment.records import schema_error
 from mip.models.replies import content_text, readable, split_thoughts
 
 RETRY_AFTER_MAX_S = 60.0

@@ -14,7 +14,7 @@ Jobs that run one after another can also share batches: :meth:`HFBackend.prefetc
 generates the requests of several jobs at once and keeps each completion for the job that
 asks for it. On a CPU a decoding step streams all the weights whatever the batch, so one
 batch of fourteen prompts costs about a third of seven batches of two (the embedded demo,
-:mod:`mip.job.prefetch`). Batching does not shape answers (:mod:`mip.keys`).
+:mod:`mip.job.prefetch`). Batching does not shape answers (:mod:`mip.experiment.keys`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from filelock import FileLock
 
 from mip.config import HFModelConfig
 from mip.models.base import Backend, BackendContext, Completion, Request
-from mip import progress
-from mip.progress import Progress
+from mip.tracking import progress
+from mip.tracking.progress import Progress
 
 #: The model this process loaded last, by (folder, dtype, device): its "tokenizer" and
 #: "model" (weights), each loaded on first use. One entry only, so a sweep over several hf

@@ -34,15 +34,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from mip import prompts
+from mip.experiment import prompts
 from mip.config import StrategyConfig
 from mip.models import Completion, Request
-from mip.records import Attempt, CallOutput, Stage
+from mip.experiment.records import Attempt, CallOutput, Stage
 from mip.registry import load
 
 if TYPE_CHECKING:
     from mip.config import TaskConfig
-    from mip.experiments import Planned
+    from mip.experiment.planning import Planned
 
 
 @dataclass

@@ -14,15 +14,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mip import prompts, scoring
+from mip.experiment import prompts, scoring
 from mip.config import StrategyConfig
 from mip.models import Request
-from mip.records import Attempt, Stage
+from mip.experiment.records import Attempt, Stage
 from mip.strategies import Context, Landed, Sent, Strategy, stage_of
 
 if TYPE_CHECKING:
     from mip.config import TaskConfig
-    from mip.experiments import Planned
+    from mip.experiment.planning import Planned
 
 BATCH_SEPARATOR = "\n\n=====\n\n"
 """Between the first round's batch prompts in the prompt a record's hash covers."""

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from mip import prompts, scoring
-from mip.records import Attempt, Stage
-from mip.scoring import InvalidKind, Verdict
+from mip.experiment import prompts, scoring
+from mip.experiment.records import Attempt, Stage
+from mip.experiment.scoring import InvalidKind, Verdict
 from mip.strategies import Context, Landed, Sent, Strategy, stage_of
 
 if TYPE_CHECKING:
     from mip.config import TaskConfig
-    from mip.experiments import Planned
+    from mip.experiment.planning import Planned
 
 
 class SelfPrompting(Strategy):

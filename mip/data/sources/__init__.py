@@ -34,7 +34,7 @@ from mip.data.sources.gsm8k import gsm8k_final, gsm8k_label, load_gsm8k
 from mip.data.sources.rows import DataError, LoadResult, Row
 from mip.data.sources.sst2 import SST2_LABELS, load_sst2
 from mip.data.sources.synthetic import arithmetic_instance, load_synthetic_arith
-from mip.data.sources.table import REPO_ROOT, load_table, table_path
+from mip.data.sources.local_table import REPO_ROOT, load_table, table_path
 from mip.data.sources.tweeteval import load_tweeteval_the, occurrence_label, the_count
 from mip.data.sources.wikiann import WIKIANN_TAGS, load_wikiann, ner_label
 

@@ -1,0 +1,1 @@
+"""Analysis: results table, slices, metrics, inference, coverage, headline, the report."""

@@ -1,0 +1,57 @@
+"""analyze.py's work: read records from the chosen source, write the report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from mip.config import AnalyzeConfig
+from mip.analysis.headline import headline, render
+from mip.analysis.report import write_report
+from mip.analysis.report.model_sets import TracePool
+from mip.analysis.results import ResultsError, load_local, load_wandb_api, load_wandb_offline
+from mip.analysis.slices import restrict
+
+
+def load(cfg: AnalyzeConfig):
+    if cfg.source == "local":
+        return load_local(cfg.results)
+    if cfg.source == "wandb":
+        if cfg.wandb.project:
+            return load_wandb_api(cfg.wandb.project, cfg.wandb.entity, cfg.wandb.group, cfg.wandb.tags)
+        return load_wandb_offline(cfg.results)
+    raise ResultsError(f"Unknown source {cfg.source!r}; choose local or wandb.")
+
+
+def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None) -> Path:
+    """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice."""
+    frame = load(cfg)
+    core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage))
+    if show is not None:
+        show(render(headline(restrict(frame, cfg.where))))
+    if cfg.wandb.log_report:
+        log_report(path.parent, cfg)
+    return path
+
+
+def log_report(folder: Path, cfg: AnalyzeConfig) -> None:
+    """The report's figures and tables as a W&B run in the sweep's group, in the mode the user
+    set (mip.tracking.tracker.wandb_mode: WANDB_MODE, else online with WANDB_API_KEY, else offline)."""
+    import wandb
+
+    from mip.tracking.tracker import wandb_mode
+
+    mode = wandb_mode(None)
+    if mode == "disabled":
+        return
+    run = wandb.init(project=cfg.wandb.project or "mip", entity=cfg.wandb.entity, group=cfg.wandb.group,
+                     job_type="analysis", dir=str(folder), mode=mode,
+                     settings=wandb.Settings(silent=True, x_disable_meta=True, console="off"))
+    for png in sorted((folder / "figures").glob("*.png")):
+        run.log({f"figures/{png.stem}": wandb.Image(str(png))})
+    import pandas as pd
+
+    for csv in sorted((folder / "tables").glob("*.csv")):
+        run.log({f"tables/{csv.stem}": wandb.Table(dataframe=pd.read_csv(csv))})
+    run.finish()

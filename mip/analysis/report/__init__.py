@@ -1,0 +1,196 @@
+"""The analysis report: every table and figure the records support, and report.md.
+
+>>> write_report(frame, "results/report")          # doctest: +SKIP
+
+Choices where the paper leaves one are written into the report itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from mip.analysis import inference, slices
+from mip.experiment.instances import PATTERNS
+from mip.analysis.report import figures, sections, strategy_section as strategies, metric_tables as tables
+from mip.analysis.report.model_sets import TracePool
+
+
+SECTIONS = [
+    ("core", "Core setting (§4.1): Tables 2, 6, 3; Figs. 2, 5, 14–18, 21"),
+    ("budgets", "Budget comparison (App. C.5): Table 6, Fig. 9, Table 7"),
+    ("generalisability", "Generalisability (§4.2): Fig. 3, Figs. 10, 11, 22, 23"),
+    ("prompt_variants", "Prompt variants (§4.3): Table 5, Fig. 4, Fig. 20"),
+    ("strategies", "Strategies (beyond the paper)"),
+    ("expanded", "Expanded orderings (§5.2.1)"),
+    ("other", "Records in no section, and the reference calculation"),
+]
+
+CHOICES = [
+    "Every table and figure is computed inside one slice: model × (n, p) × budget × prompt variant × strategy × "
+    "pool (filtered or not) × ordering family (core orderings, or the expanded shuffles). A table lists slices as "
+    "rows, each labelled; nothing pools two slices.",
+    "Accuracy is valid-only unless marked 'all' (invalid counts as wrong; a parsed tie −1 is valid and incorrect); "
+    "per selection seed, pooled over tasks, majority labels and patterns (random over its order seeds); mean ± sd "
+    "(ddof = 1) over seeds.",
+    "Δ = mean over seeds of Acc_s(π⁺) − Acc_s(π⁻), π± chosen by mean accuracy within the slice; seeds lacking a "
+    "valid experiment of either pattern drop out; † marks one paired seed, ‡ two (the paper's notation). Among tied "
+    "patterns π⁺ is the first in the paper's pattern order (random, majority-first, majority-last, majority-edges, "
+    "majority-middle, soft-majority-edges, soft-majority-middle), π⁻ the first of the tied worst; 'π⁺ / π⁻' names "
+    "every tied pattern (`a = b`).",
+    "'Sets' counts instance sets (seed × task × majority label) with a valid experiment: the evidence behind a row.",
+    "Beyond the paper: 95 % cluster-bootstrap intervals over instance sets (2,000 resamples) and paired tests of π⁺ "
+    "against π⁻ (exact McNemar; sign-flip permutation where random has several orders) need at least "
+    "{min_pairs} sets or pairs, else they read 'not testable' — fewer cannot reach p < 0.05.",
+    "Coverage: an ID counts when it appears in the trace as a standalone number 1..N (mip.analysis.coverage): a list `1,2,3` "
+    "mentions 1, 2 and 3; a range `1-40` mentions 1 and 40; signed numbers (`-1`), decimals (`3.5`), thousands "
+    "(`1,000`) and numbers glued to letters (`x2`, `200th`) mention none. Table 3 bins every valid experiment; those "
+    "without a trace form the 'no trace' row (the paper's models all had traces). Per-ID mention rates (Fig. 5) and "
+    "mean coverage (Fig. 22) are over valid experiments with a trace (the paper is silent on traceless ones).",
+    "Pooled trace figures (Fig. 5, Fig. 22) pool the models whose config declares full reasoning traces (`traces: "
+    "full`: the paper's four, §5.1, footnote 10), or those analyze.py's `coverage.models` names; their titles name "
+    "them. Summaries (Grok 4.1 Fast) and planted simulated traces are never pooled by default; per-model figures "
+    "are always drawn.",
+    "A figure with nothing to show is not drawn: the report says why in its place. Counts of zero take the colour "
+    "map's lightest colour; accuracy and rate axes run 0–100; missing values read '–'.",
+    "Fig. 18 and Fig. 20 stay inside slices: Fig. 18 has one row of task panels per slice (the paper's per task), "
+    "Fig. 20 one heatmap per prompt variant, per model and pattern, mean ± sd over selection seeds.",
+    "Fig. 3: ± sd over the random pattern's order seeds (accuracy per order seed pooled over tasks and labels), as "
+    "the paper's caption says; structured patterns carry no sd.",
+]
+
+
+@dataclass
+class Report:
+    folder: Path
+    items: list[tuple[str, str, list[Path], str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    section: str = "core"
+    pool: TracePool = field(default_factory=TracePool)
+    """The models pooled trace figures pool (mip.analysis.report.model_sets)."""
+
+    def table(self, frame: pd.DataFrame, name: str, how: str) -> None:
+        self.items.append((self.section, "table", tables.write_table(frame, self.folder / "tables", name), how))
+
+    def data(self, frame: pd.DataFrame, name: str, how: str) -> None:
+        """A long table kept as CSV only, under ``data/`` (not printed into report.md)."""
+        path = self.folder / "data" / f"{name}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(path, index=False)
+        self.items.append((self.section, "data", [path], how))
+
+    def figure(self, fig, name: str, how: str) -> None:
+        """Save ``fig``; a :class:`mip.analysis.report.figures.Missing` is not drawn, and the report says why."""
+        if isinstance(fig, figures.Missing):
+            self.items.append((self.section, "missing", [self.folder / "figures" / f"{name}.png"], f"{how}\n\n"
+                               f"**Not drawn**: {fig.reason}"))
+            return
+        self.items.append((self.section, "figure", figures.save(fig, self.folder / "figures", name), how))
+
+    def markdown(self, header: list[str]) -> str:
+        lines = ["# MIP order-effects report", "", *header]
+        if self.notes:
+            lines += ["## Data notes", ""] + [f"- {n}" for n in self.notes] + [""]
+        lines += ["## Choices", ""] + [f"- {c.format(min_pairs=inference.MIN_PAIRS)}" for c in CHOICES] + [""]
+        for section, title in SECTIONS:
+            items = [i for i in self.items if i[0] == section]
+            lines += [f"## {title}", ""]
+            if not items:
+                lines += ["No records fit this section.", ""]
+            for _, kind, paths, how in items:
+                main = paths[0]
+                lines += [f"### {main.stem} ({'figure not drawn' if kind == 'missing' else kind})", "", how, ""]
+                if kind == "missing":
+                    continue
+                rel = main.relative_to(self.folder)
+                if kind != "data":
+                    lines.append(f"![{main.stem}]({rel})" if kind == "figure" else main.read_text(encoding="utf-8"))
+                lines += ["Files: " + ", ".join(f"`{p.relative_to(self.folder)}`" for p in paths), ""]
+        return "\n".join(lines)
+
+
+def coverage_notes(frame: pd.DataFrame) -> list[str]:
+    """What is absent from the data: patterns or seeds a model lacks that others have."""
+    notes = []
+    all_patterns = set(frame["pattern"])
+    all_seeds = set(frame["seed"])
+    for model, group in frame.groupby("model"):
+        missing_p = sorted(all_patterns - set(group["pattern"]), key=lambda p: PATTERNS.index(p) if p in PATTERNS else 99)
+        missing_s = sorted(all_seeds - set(group["seed"]))
+        if missing_p:
+            notes.append(f"{model}: no experiments for pattern(s) {', '.join(missing_p)} — its Δ covers the others only.")
+        if missing_s:
+            notes.append(f"{model}: no experiments for seed(s) {missing_s}.")
+        for pattern, g in group.groupby("pattern"):
+            if not g["valid"].any():
+                notes.append(f"{model}: every experiment of pattern {pattern} is invalid; it has no valid-only accuracy.")
+    absent = [p for p in PATTERNS if p not in all_patterns]
+    if absent:
+        notes.append(f"Patterns absent from all records: {', '.join(absent)}.")
+    return notes
+
+
+def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
+                 where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
+                 pool: TracePool | None = None) -> Path:
+    """Write tables, figures and report.md under ``folder``; return the report's path.
+
+    ``where`` restricts the records (:func:`mip.analysis.slices.restrict`); ``core`` is the core
+    (n, p), None to take every (n, p) run with several selection seeds. With ``filter_dir``
+    holding filter.py's Table 4, it joins the report. ``pool``: the models pooled trace figures
+    pool (default: those whose shipped config declares full traces). The report is always
+    written: a slice without a valid experiment shows "–" and a note.
+    """
+    report = Report(Path(folder), pool=pool if pool is not None else TracePool.of(None))
+    report.folder.mkdir(parents=True, exist_ok=True)
+    loaded = list(frame.attrs.get("notes", []))  # unreadable and quarantined records, key schemes
+    frame = slices.restrict(frame, where)
+    report.notes = [*loaded, *coverage_notes(frame)]
+    parts = slices.sections(frame, core)
+    report.notes += parts.notes
+    if parts.core_setting is not None and parts.core.empty:
+        held = sorted({(int(n), float(p)) for n, p in frame[["n", "p"]].drop_duplicates().itertuples(index=False)})
+        report.notes.append(f"No standard-prompt record is at the core setting n = {core[0]}, p = {core[1]} (the records "
+                            f"hold (n, p) = {held[:10]}): pass core=[n,p] or core=null to analyse another as the core.")
+    simulated = report.pool.planted(frame["base_model"].astype(str))
+    if simulated:
+        report.notes.append(f"Simulated models (a planted, known positional rule, not an LLM): {', '.join(simulated)}.")
+    for section, run in [("core", sections.core), ("budgets", sections.budgets),
+                         ("generalisability", sections.generalisability), ("prompt_variants", sections.prompt_variants),
+                         ("expanded", sections.expanded)]:
+        report.section = section
+        records = getattr(parts, section)
+        if not records.empty:
+            run(report, records)
+    report.section = "strategies"
+    if not parts.strategies.empty:
+        strategies.strategies(report, parts.strategies, baseline=slices.single_call_twins(frame, parts.strategies))
+    report.section = "other"
+    rest = slices.unassigned(parts.rest)
+    if not rest.empty:
+        report.table(rest, "unassigned", "Records that fit no section, counted per slice — not pooled into any table.")
+        report.notes.append(f"{int(rest['experiments'].sum())} record(s) fit no section; see 'unassigned'.")
+    table4 = Path(filter_dir).expanduser() / "table4_agreement.csv" if filter_dir else None
+    if table4 is not None and table4.is_file():
+        report.table(pd.read_csv(table4), "table4_agreement",
+                     "Instance filtering (App. C.1, Table 4): per task, the share and count of pool instances answered "
+                     "correctly by every filter model, by none, and by exactly one.")
+    ref = inference.reference_calculation()
+    report.table(pd.DataFrame([ref]).round(12), "reference_c4",
+                 "App. C.4: independent predictions at q = 0.9 on 1,100 + 900 instances; exact binomial probability "
+                 "of a reversed or tied majority.")
+    header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
+              + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
+              "Core setting: " + parts.core_text, ""]
+    path = report.folder / "report.md"
+    path.write_text(report.markdown(header), encoding="utf-8")
+    return path
+
+
+def where_text(where: slices.Where | None) -> str:
+    if where is None:
+        return ""
+    return " ".join(f"where.{k}={v}" for k, v in dataclasses.asdict(where).items() if v is not None)

@@ -1,0 +1,73 @@
+"""Tables as Markdown, CSV and LaTeX, in the shapes of the paper's tables.
+
+>>> pct(0.784, 0.031), pct(None), tied("random", "majority_first, random")
+('78.4 ± 3.1', '–', 'random = majority_first')
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from mip.analysis import stats
+
+
+#: How a missing value reads in a table (the README's promise).
+MISSING = "–"
+
+
+def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
+    """``78.4 ± 3.1`` in percent; ``–`` when undefined."""
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    text = f"{100 * mean:.1f}"
+    if sd is not None and not (isinstance(sd, float) and math.isnan(sd)):
+        text += f" ± {100 * sd:.1f}"
+    return text + marker
+
+
+def tied(chosen: str | None, ties: str | None) -> str:
+    """π⁺ or π⁻ with the patterns tied with it: ``random = majority_first`` (mip.analysis.stats: the first
+    in the paper's pattern order is chosen); ``–`` when undefined."""
+    if not isinstance(chosen, str) or not chosen:
+        return MISSING
+    others = [t for t in (ties if isinstance(ties, str) else "").split(", ") if t and t != chosen]
+    return " = ".join([chosen, *others])
+
+
+def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
+    """``name.md``, ``name.csv`` and ``name.tex`` under ``folder``; a missing value reads ``–``
+    in the Markdown and LaTeX tables (an empty field in the CSV)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}.md", folder / f"{name}.csv", folder / f"{name}.tex"]
+    shown = frame.astype(object).where(frame.notna(), MISSING)
+    paths[0].write_text(shown.to_markdown(index=False) + "\n", encoding="utf-8")
+    frame.to_csv(paths[1], index=False)
+    paths[2].write_text(shown.to_latex(index=False, escape=True), encoding="utf-8")
+    return paths
+
+
+def table2(models: pd.DataFrame) -> pd.DataFrame:
+    """Table 2 / Table 6: each metric's accuracy and Δ (valid-only first, with π⁺ / π⁻, then
+    all-experiment and any other of :data:`mip.analysis.stats.METRICS`) and the invalid rate per model."""
+    extra = {c.capitalize(): models[c] for c in ("budget", "pool", "prompt_variant") if c in models}
+    metrics: dict[str, list[str]] = {}
+    for i, m in enumerate(stats.METRICS.values()):
+        x = m.suffix
+        metrics[f"Acc{x} (%)"] = [pct(a, s) for a, s in zip(models[f"acc{x}"], models[f"acc{x}_sd"])]
+        metrics[f"Δ{x} (pp)"] = [pct(d, s, k) for d, s, k in zip(models[f"delta{x}"], models[f"delta{x}_sd"],
+                                                                 models[f"delta{x}_marker"])]
+        if i == 0:
+            metrics["π⁺ / π⁻"] = [f"{tied(b, bt)} / {tied(w, wt)}" for b, w, bt, wt in
+                                  zip(models["best"], models["worst"], models["best_tied"], models["worst_tied"])]
+    return pd.DataFrame({
+        "Model": models["model"],
+        **extra,
+        **metrics,
+        "Invalid (%)": [pct(m, s) for m, s in zip(models["invalid_rate"], models["invalid_rate_sd"])],
+        "Experiments": models["experiments"],
+        "Sets": models["sets"],
+        "Rests on": models["rests on"] if "rests on" in models else None,
+    })

@@ -1,0 +1,265 @@
+"""The report's sections, in the paper's order; each computes inside slices (mip.analysis.slices).
+
+Every function takes the records of its section (see :func:`mip.analysis.slices.sections`) and a
+:class:`mip.analysis.report.Report`, and adds tables and figures that name their slice or setting.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mip.analysis import coverage, inference, slices, stats
+from mip.experiment.instances import PATTERNS
+from mip.analysis.report import figures, metric_tables as tables, trace_figures, variant_figures
+
+#: What a core-section table row is: one slice of the setting (model × budget × pool).
+ROW = ["model", "budget", "pool"]
+
+
+def _rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``model`` as the row label: the model, plus budget and pool where the
+    rows differ in them (so that a figure never shows two slices under one name)."""
+    out = frame.copy()
+    for column in ("budget", "pool"):
+        if out[column].nunique() > 1:
+            out["model"] = out["model"] + " · " + out[column].astype(str)
+    return out
+
+
+def model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    models = stats.model_table(group, by)
+    models["rests on"] = [f"{s} sets, {k} paired seeds" for s, k in zip(models["sets"], models["paired_seeds"])]
+    return models
+
+
+def core(report, frame: pd.DataFrame) -> None:
+    """Tables 2, 6, 3 and Figs. 2, 5, 14–18, 21 for each core setting."""
+    for setting, group in slices.of(frame, ["n", "p"]):
+        tag = slices.file_tag(setting, ["n", "p"])
+        name = slices.label(setting, ["n", "p"]) + " (standard prompt, single call, core orderings)"
+        models = model_rows(group, ROW)
+        report.table(tables.table2(models), f"table2_{tag}",
+                     f"Tables 2 and 6 at {name}: one row per slice (model × budget × pool). Valid-only and "
+                     "all-experiment accuracy (mean ± sd over selection seeds), Δ with π⁺/π⁻ († one paired seed, ‡ "
+                     "two), invalid rate; 'Sets' is the instance sets with a valid experiment behind each row.")
+        report.table(models.round(6), f"table2_numbers_{tag}", "The numbers behind the table above, unrounded for reuse.")
+        report.table(intervals(group), f"intervals_and_tests_{tag}",
+                     f"Beyond the paper, at {name}: 95 % bootstrap intervals of accuracy and Δ and a paired test of π⁺ "
+                     f"against π⁻ on matched instance sets. With fewer than {inference.MIN_PAIRS} pairs they read "
+                     "'not testable': no outcome of so few sets could be significant.")
+        rows = _rows(group)
+        patterns = stats.pattern_table(rows)
+        report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), f"patterns_by_model_{tag}",
+                     f"Valid-only accuracy per slice and pattern at {name}, mean and sd over selection seeds.")
+        report.figure(figures.pattern_bars(patterns, _representative(patterns), f"Representative patterns, {name}"),
+                      f"fig2_representative_patterns_{tag}", f"Fig. 2 at {name}; error bars: sd over seeds; n/a: no "
+                      "valid experiment.")
+        report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}"), f"fig17_all_patterns_{tag}",
+                      f"All seven patterns per slice (Fig. 17) at {name}.")
+        by_task = stats.pattern_table(rows, ["model", "task"])
+        report.figure(figures.counterpart_pairs(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
+                                                         f"{name}"), f"fig18_counterparts_{tag}",
+                      f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
+                      "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
+                      "error bars: sd over selection seeds.")
+        report.figure(figures.error_types(rows), f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.")
+        cell = rows.assign(cell=rows["task"] + " / " + rows["pattern"])
+        order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))]
+        invalid = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc=lambda v: int((~v).sum()))
+        total = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc="size")
+        order = [c for c in order if c in invalid.columns]
+        invalid, total = invalid[order], total[order]
+        report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}",
+                                      "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
+                      f"fig15_invalid_counts_{tag}", "Invalid experiments per slice × task × pattern; (n=…) experiments.")
+        per_task = stats.accuracy(rows, ["model", "task"])
+        report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean"),
+                                      f"Valid-only accuracy per task (Fig. 16), {name}", "accuracy (%)",
+                                      counts=per_task.pivot(index="model", columns="task", values="valid")),
+                      f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and labels.")
+        coverage_of(report, group, setting, tag, name)
+
+
+def intervals(group: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for row, sub in slices.of(group, ROW):
+        gap = stats.best_worst_gap(sub)
+        low, high = inference.bootstrap_accuracy(sub)
+        out = {**row, "sets": inference.sets_of(sub), "acc_ci_low": low, "acc_ci_high": high, "delta_ci_low": None,
+               "delta_ci_high": None, "test": "not testable", "pairs": 0, "p_value": None}
+        if gap.best and gap.worst and gap.best != gap.worst:
+            out["delta_ci_low"], out["delta_ci_high"] = inference.bootstrap_gap(sub, gap.best, gap.worst)
+            test = inference.paired_test(sub, gap.best, gap.worst)
+            out.update({"test": test.test, "pairs": test.pairs, "p_value": test.p_value})
+        if out["test"] in ("not testable", "none"):
+            out["test"] = f"not testable ({out['pairs']} pairs < {inference.MIN_PAIRS})"
+        rows.append(out)
+    return pd.DataFrame(rows).round(4)
+
+
+def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str) -> None:
+    """Table 3 per slice over every valid run; Fig. 5 pooled over the report's trace pool
+    (:mod:`mip.analysis.report.model_sets`) per budget and pool, per model, and per pattern (Fig. 21)."""
+    traced = coverage.with_coverage(group)  # the trace scan, once for the table and the curves
+    cov = coverage.coverage_table(group, ROW, traced)
+    if cov.empty:
+        report.notes.append(f"{name}: no valid experiment, so no coverage table.")
+        return
+    report.table(cov.assign(bin=cov["bin"].astype(str)).round(4), f"table3_coverage_{tag}",
+                 f"Table 3 at {name}: valid experiments per coverage bin with their share and accuracy; the bins "
+                 f"add up to every valid experiment, those without a reasoning trace in '{coverage.NO_TRACE}'.")
+    n, p = int(setting["n"]), float(setting["p"])
+    for (budget, pool), sub in traced.groupby(["budget", "pool"]):
+        suffix, where = f"{tag}_{budget}_{pool}", f"{name}, budget {budget}, {pool} pool"
+        members, who = report.pool.select(sub)
+        rates = coverage.mention_rates(sub, n, sub)
+        pooled = coverage.mention_rates(members, n, members.assign(model="pooled")) if not members.empty else rates.iloc[0:0]
+        report.figure(trace_figures.mention_rates(pooled[pooled["pattern"] == coverage.POOLED], n, p, who)
+                      if not members.empty else figures.Missing(f"Fig. 5 at {where}: {who}"),
+                      f"fig5_mention_rates_{suffix}", f"Fig. 5 at {where}: per-ID mention rate over the valid experiments "
+                      "with a trace, all patterns, over the models its title names (§5.1: full reasoning traces).")
+        report.figure(trace_figures.mention_rates(rates[rates["pattern"] == coverage.POOLED], n, p, "per model"),
+                      f"fig5_mention_rates_per_model_{suffix}", f"Fig. 5 per model at {where}: each model's own curve, "
+                      "never averaged with another's.")
+        report.data(pd.concat([pooled, rates]), f"mention_rates_{suffix}", "Per-ID mention rates behind Figs. 5 and "
+                    f"21: per model ('pooled': {who}) and pattern ('all patterns' pooled), per position.")
+        report.figure(trace_figures.mention_rates(rates[rates["pattern"] != coverage.POOLED], n, p, "per model"),
+                      f"fig21_mention_rates_{suffix}", "Per pattern with block boundaries (Fig. 21), one curve per model.")
+
+
+def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
+    """Fig. 22 (mean coverage per (n, p) cell, pooled over the report's trace pool) and Fig. 23 (per model)."""
+    traced = coverage.with_coverage(group)
+    if traced.empty:
+        return
+    members, who = report.pool.select(traced)
+    if members.empty:
+        report.figure(figures.Missing(f"Fig. 22 at {name}: {who}"), f"fig22_coverage_pooled_{tag}",
+                      "Mean coverage per (n, p) cell, pooled over models (Fig. 22).")
+    for label, sub in [("pooled", members), *traced.groupby("model")]:
+        if sub.empty:
+            continue
+        cell = sub.groupby(["n", "p"]).agg(coverage=("coverage", "mean"), mentioned=("mentioned", "mean"),
+                                           size=("coverage", "size")).reset_index()
+        fig = "fig22" if label == "pooled" else "fig23"
+        title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]})"
+        report.figure(figures.heatmap(cell.pivot(index="p", columns="n", values="coverage"), title, "coverage (%)",
+                                      counts=cell.pivot(index="p", columns="n", values="size"),
+                                      extra=cell.pivot(index="p", columns="n", values="mentioned")),
+                      f"{fig}_coverage_{label.replace(' ', '_')}_{tag}",
+                      "Mean coverage (% of IDs mentioned) per cell over valid experiments with a trace, (mean count of "
+                      "mentioned IDs) below." + (f" {who[0].upper()}{who[1:]}." if label == "pooled" else ""))
+
+
+def budgets(report, frame: pd.DataFrame) -> None:
+    """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget)."""
+    for setting, group in slices.of(frame, ["n", "p", "pool"]):
+        tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
+        table = model_rows(group, ["model", "budget"])
+        report.table(table.round(4), f"budgets_{tag}", f"Budgets side by side at {name} (Table 6, App. C.5).")
+        report.figure(figures.budgets(table), f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+        for model, sub in group.groupby("model"):
+            acc = stats.accuracy(sub, ["budget", "pattern"])
+            report.figure(figures.budget_outcomes(sub, acc, f"{model}, {name}: outcomes per pattern and budget (Fig. 9)"),
+                          f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
+                          "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
+        by_budget = coverage.coverage_table(group, ["model", "budget"])
+        if not by_budget.empty:
+            report.table(by_budget.assign(bin=by_budget["bin"].astype(str)).round(4), f"table7_coverage_by_budget_{tag}",
+                         f"Coverage bins per model and budget at {name} (Table 7).")
+
+
+def generalisability(report, frame: pd.DataFrame) -> None:
+    """Fig. 3 (accuracy over n × p, random with its sd over order seeds), Figs. 10/11 and 22/23."""
+    for setting, group in slices.of(frame, ["budget", "pool"]):
+        tag, name = slices.file_tag(setting, ["budget", "pool"]), slices.label(setting, ["budget", "pool"])
+        cells = stats.accuracy(group, ["model", "pattern", "n", "p"])
+        report.table(cells.round(4), f"generalisability_cells_{tag}",
+                     f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds.")
+        order_sd = stats.random_order_sd(group, ["model", "n", "p"])
+        for (model, pattern), sub in cells.groupby(["model", "pattern"]):
+            if pattern not in figures.REPRESENTATIVE:
+                continue
+            sd = None
+            if pattern == "random":
+                sd = order_sd[order_sd["model"] == model].pivot(index="p", columns="n", values="order_sd")
+            report.figure(figures.heatmap(sub.pivot(index="p", columns="n", values="acc_mean"),
+                                          f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p", "accuracy (%)",
+                                          counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
+                          f"fig3_np_{model}_{pattern}_{tag}", f"Fig. 3 for {model} under {pattern}; random shows ± sd "
+                          "over order seeds (the paper's), the structured patterns none.")
+        for model, sub in group.groupby("model"):
+            acc = stats.accuracy(sub, ["n", "p"])
+            inv = stats.invalid_rates(sub, ["n", "p"])
+            report.figure(figures.heatmap(acc.pivot(index="p", columns="n", values="acc_mean"),
+                                          f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10)", "accuracy (%)",
+                                          counts=acc.pivot(index="p", columns="n", values="valid")),
+                          f"fig10_np_accuracy_{model}_{tag}", "Valid-only accuracy pooled over patterns (Fig. 10).")
+            report.figure(figures.heatmap(inv.pivot(index="p", columns="n", values="invalid_rate"),
+                                          f"{model}, {name}: invalid rate over n × p (Fig. 11)", "invalid (%)",
+                                          counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
+                          f"fig11_np_invalid_{model}_{tag}", "Invalid rate pooled over patterns (Fig. 11).")
+        coverage_grids(report, group, name, tag)
+
+
+def prompt_variants(report, frame: pd.DataFrame) -> None:
+    """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4, Fig. 20."""
+    for setting, group in slices.of(frame, ["n", "p", "pool"]):
+        tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
+        table = model_rows(group, ["model", "prompt_variant", "budget"])
+        report.table(table.round(4), f"table5_prompt_variants_{tag}",
+                     f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each.")
+        per_budget = []
+        for budget, sub in group.groupby("budget"):
+            deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
+                                stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
+            per_budget.append((budget, deltas, disagreement(sub, deltas) if not deltas.empty else ""))
+        report.figure(variant_figures.variant_panels(table), f"fig4_prompt_variants_{tag}",
+                      f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds."
+                      + "".join(note for _, _, note in per_budget))
+        for budget, deltas, note in per_budget:
+            if deltas.empty:
+                continue
+            where = f"{name}, budget {budget}"
+            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget}", f"Accuracy minus the standard "
+                         f"prompt's per model, variant and pattern ('overall': all patterns), paired by seed, at {where}.")
+            report.figure(variant_figures.variant_deltas(deltas, where), f"fig20_prompt_variants_{tag}_{budget}",
+                          f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
+                          "selection seeds both prompts have." + note)
+
+
+def disagreement(frame: pd.DataFrame, deltas: pd.DataFrame) -> str:
+    """Where Fig. 4 (each prompt's accuracy over its own seeds) and Fig. 20 (the change paired
+    on the seeds both prompts have) point in opposite directions, the sentence that says so."""
+    acc = stats.accuracy(frame, ["model", "prompt_variant"]).set_index(["model", "prompt_variant"])
+    seeds = frame[frame["valid"]].groupby(["model", "prompt_variant"])["seed"].unique()
+    out, budget = [], frame["budget"].iloc[0]
+    for row in deltas[deltas["pattern"] == variant_figures.OVERALL].itertuples():
+        try:
+            pooled = acc.loc[(row.model, row.prompt_variant), "acc_mean"] - acc.loc[(row.model, "standard"), "acc_mean"]
+        except KeyError:
+            continue
+        if pd.notna(pooled) and pd.notna(row.delta_mean) and pooled * row.delta_mean < 0:
+            own = lambda v: sorted(int(s) for s in seeds.get((row.model, v), []))  # noqa: E731
+            out.append(f" Fig. 4 and Fig. 20 disagree for {row.model}, {row.prompt_variant} (budget {budget}): Fig. 4 "
+                       f"(accuracy over each prompt's own seeds — standard {own('standard')}, {row.prompt_variant} {own(row.prompt_variant)}) shows {100 * pooled:+.1f} pp, "
+                       f"Fig. 20 (paired on the {int(row.seeds)} seed(s) both have) {100 * row.delta_mean:+.1f} pp: "
+                       "they point in opposite directions because Fig. 4 pools unpaired seeds; the paired change "
+                       "compares like with like.")
+    return "".join(out)
+
+
+def expanded(report, frame: pd.DataFrame) -> None:
+    """§5.2.1's expanded orderings (records with a shuffle seed): per slice, not with the core."""
+    table = model_rows(frame, slices.SLICE)
+    report.table(table.round(4), "expanded_orderings", "Expanded orderings (structured patterns over 50 within-label "
+                 "shuffles, §5.2.1), one row per slice; kept apart from the core orderings.")
+    patterns = stats.pattern_table(frame, slices.SLICE)
+    report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), "expanded_orderings_patterns",
+                 "Accuracy per pattern within each expanded-orderings slice.")
+
+
+def _representative(patterns: pd.DataFrame) -> tuple[str, ...] | None:
+    present = set(patterns["pattern"].astype(str))
+    chosen = tuple(p for p in figures.REPRESENTATIVE if p in present)
+    return chosen or None

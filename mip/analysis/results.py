@@ -1,0 +1,216 @@
+"""Records as one analysis table: from the local store (any folder holding records) or
+from W&B (offline run folders on disk, or the public API).
+
+One row per experiment key — records of the same key, read from several folders or
+runs, count once. Columns: the experiment fields, ``verdict``, ``invalid_kind``,
+``answer``, ``valid``, ``correct``, the counted attempt's ``reasoning`` and
+``output``, token counts and ``cost``.
+
+>>> frame = load_local(["results/store"])          # doctest: +SKIP
+>>> frame.groupby("pattern").correct.mean()   # doctest: +SKIP
+
+Exercised by ``pytest tests/test_results.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from mip.analysis import folders, slices
+from mip.experiment.records import Record, counted_attempt
+from mip.experiment.scoring import VALID_VERDICTS, Verdict
+from mip.store import QUARANTINE, iter_records, quarantined
+
+EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
+COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
+           "family", "verdict", "invalid_kind", "answer", "valid",
+           "correct", "reasoning", "output", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts",
+           "calls", "count_error_majority", "count_error_minority", "instance_accuracy", "missing_share", "position_errors"]
+
+
+class ResultsError(ValueError):
+    """The results cannot be analysed as asked; the message says what is missing."""
+
+
+def _strategy_columns(record: Record) -> dict:
+    """Beyond the paper: count errors (count_report, decomposed) and instance-level
+    accuracy, missing share and per-position errors (decomposed)."""
+    labels = record.instance_labels
+    majority = record.experiment.majority_label
+    minority = next((x for x in labels if x != majority), None)
+    truth = {majority: labels.count(majority), minority: len(labels) - labels.count(majority)}
+    out: dict = {}
+    counts = record.reported_counts
+    if record.predictions is not None:
+        counts = {label: sum(p == label for p in record.predictions) for label in truth}
+        errors = [None if p is None else int(p != gold) for p, gold in zip(record.predictions, labels)]
+        given = [e for e in errors if e is not None]
+        out.update({"instance_accuracy": 1 - sum(given) / len(given) if given else None,
+                    "missing_share": errors.count(None) / len(errors), "position_errors": errors})
+    if counts is not None and minority is not None:
+        out.update({"count_error_majority": counts.get(majority, 0) - truth[majority],
+                    "count_error_minority": counts.get(minority, 0) - truth[minority]})
+    return out
+
+
+def record_row(record: Record) -> dict:
+    counted = counted_attempt(record.attempts)
+    stage = counted.stages[-1] if counted and counted.stages else None
+    usage = stage.usage if stage else {}
+    stages = [s for a in record.attempts for s in a.stages]
+    costs = [s.usage.get("cost") for s in stages if isinstance(s.usage, dict) and s.usage.get("cost") is not None]
+    return {
+        **_strategy_columns(record),
+        "calls": len(stages),
+        "key": record.key,
+        **record.experiment.model_dump(),
+        "pool_filtered": record.pool_filtered,
+        "pool_version": record.pool_version,
+        "verdict": record.verdict,
+        "invalid_kind": record.invalid_kind,
+        "answer": record.answer,
+        "reasoning": stage.reasoning if stage else None,
+        "output": stage.output if stage else None,
+        "prompt_tokens": record.prompt_tokens,
+        "completion_tokens": sum(s.completion_tokens or 0 for s in stages) if stages else None,
+        "reasoning_tokens": stage.reasoning_tokens if stage else None,
+        "cost": sum(costs) if costs else (usage.get("cost") if isinstance(usage, dict) else None),
+        "attempts": len(record.attempts),
+        "key_scheme": record.key_scheme,
+        "scoring_rule": record.scoring_rule or 1,
+    }
+
+
+#: Long free text (traces run to 100 KB each): kept as the Python strings they are read as.
+#: pandas would copy them into Arrow strings, which took as long as reading the records.
+TEXT_COLUMNS = ("reasoning", "output")
+
+
+def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
+    rows = list(rows)
+    texts = {column: [row.pop(column, None) for row in rows] for column in TEXT_COLUMNS}
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        raise ResultsError(f"No records found in {source}. Point results= at a store, a job or sweep folder, "
+                           "or a folder of W&B offline runs.")
+    for column, values in texts.items():
+        frame[column] = pd.Series(values, index=frame.index, dtype=object)
+    missing = [c for c in ["key", *EXPERIMENT_COLUMNS, "verdict"] if c not in frame.columns]
+    if missing:
+        raise ResultsError(f"The records in {source} lack the columns {missing}; are they mip records of this version?")
+    for column in COLUMNS:
+        if column not in frame.columns:
+            frame[column] = None
+    frame = frame.drop_duplicates("key", keep="first").reset_index(drop=True)
+    frame, notes = _one_scheme(frame)
+    # Strategies other than the paper's single call show as their own rows in every table.
+    frame["strategy"] = frame["strategy"].fillna("single_call")
+    frame["base_model"] = frame["model"]
+    other = frame["strategy"] != "single_call"
+    frame.loc[other, "model"] = frame.loc[other, "model"] + " [" + frame.loc[other, "strategy"] + "]"
+    frame["valid"] = frame["verdict"].isin(VALID_VERDICTS)
+    frame["correct"] = frame["verdict"] == Verdict.CORRECT
+    frame["order_seed"] = frame["order_seed"].astype("Int64")
+    frame = slices.add_columns(frame)[COLUMNS]
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def frame_of(records: Iterable[Record], source: str) -> pd.DataFrame:
+    """The analysis table of ``records`` (read elsewhere); ``source`` names them in errors."""
+    return _frame((record_row(r) for r in records), source)
+
+
+def _one_scheme(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Records of mip ≤ 0.2 (key scheme 1) beside scheme-2 records of the same experiment are
+    the same experiment asked twice (a rerun under 0.3 does not reuse them): the older one is
+    dropped, and the notes say so, and say when verdicts come from different answer rules."""
+    notes = []
+    if "key_scheme" in frame.columns and frame["key_scheme"].nunique(dropna=True) > 1:
+        identity = [c for c in [*EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "pool_version"] if c in frame.columns]
+        newer = frame["key_scheme"].fillna(1) == frame["key_scheme"].max()
+        twins = frame[~newer].merge(frame[newer][identity].drop_duplicates(), on=identity, how="inner", indicator=False)
+        drop = frame.index[~newer & frame["key"].isin(set(twins["key"]))]
+        if len(drop):
+            frame = frame.drop(drop).reset_index(drop=True)
+            notes.append(f"{len(drop)} record(s) of mip ≤ 0.2 (key scheme 1) were left out: the same experiments "
+                         "were asked again under key scheme 2, whose records are counted.")
+    if "scoring_rule" in frame.columns and frame["scoring_rule"].nunique(dropna=True) > 1:
+        counts = frame["scoring_rule"].value_counts().sort_index()
+        notes.append("Verdicts come from different answer rules: " + ", ".join(f"rule {int(k)}: {v} record(s)"
+                     for k, v in counts.items()) + " (rule 1: mip ≤ 0.2, whose JSON answer search reached 2,000 "
+                     "characters back; see mip.experiment.scoring).")
+    return frame, notes
+
+
+def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Every record the given folders stand for (:mod:`mip.analysis.folders`: a store, or a job or sweep
+    folder's own experiments, read from the store its ``job.json`` names; several folders).
+    Files that could not be read, and files a job quarantined, are listed in the frame's
+    ``attrs["notes"]`` (the report's data notes), never counted."""
+    try:
+        opened = folders.open_folders(paths)
+    except folders.FolderError as e:
+        raise ResultsError(str(e)) from None
+    damaged: list[tuple[Path, str]] = []
+    files = sorted({f for folder in opened for f in folder.files})
+    if not files and all(folder.kind == "jobs" for folder in opened):
+        raise ResultsError(f"The jobs under {', '.join(map(str, paths))} stored no records (dry runs, or nothing "
+                           "finished yet); run them without dry_run=true, or pass the store.")
+    frame = _frame((record_row(r) for r in iter_records(files, damaged)), ", ".join(map(str, paths)))
+    notes = [f"Unreadable record {path} ({why}): not counted; the next run of its job asks it again."
+             for path, why in damaged[:20]]
+    if len(damaged) > 20:
+        notes.append(f"… and {len(damaged) - 20} more unreadable records.")
+    for root in sorted({store for folder in opened for store in folder.stores}):
+        moved = quarantined(root)
+        if moved:
+            notes.append(f"{len(moved)} damaged file(s) were moved aside to {root / QUARANTINE} and asked again "
+                         f"(log.jsonl there says why), e.g. {moved[-1]['file']}: {moved[-1]['why']}.")
+    frame.attrs["notes"] = [*frame.attrs.get("notes", []), *notes]
+    return frame
+
+
+def _table_rows(table: dict) -> list[dict]:
+    rows = []
+    for values in table.get("data", []):
+        row = dict(zip(table.get("columns", []), values))
+        rows.append(row)
+    return rows
+
+
+def load_wandb_offline(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """The experiment tables of W&B runs written without network (``offline-run-*`` folders)."""
+    rows: list[dict] = []
+    for root in map(Path, paths):
+        for table_file in sorted(root.rglob("*run-*/files/media/table/**/*.table.json")):
+            try:
+                rows += _table_rows(json.loads(table_file.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as e:
+                warnings.warn(f"Skipping unreadable W&B table {table_file}: {e}", stacklevel=2)
+    return _frame(rows, "W&B run folders under " + ", ".join(map(str, paths)))
+
+
+def load_wandb_api(project: str, entity: str | None = None, group: str | None = None,
+                   tags: Sequence[str] = ()) -> pd.DataFrame:  # pragma: no cover - needs network and a key
+    """The experiment tables of a W&B project's runs (filtered by group and tags), via the public API."""
+    import wandb
+
+    api = wandb.Api()
+    filters: dict = {}
+    if group:
+        filters["group"] = group
+    if tags:
+        filters["tags"] = {"$all": list(tags)}
+    rows: list[dict] = []
+    for run in api.runs(f"{entity}/{project}" if entity else project, filters=filters):
+        for file in run.files():
+            if file.name.endswith(".table.json") and "/table/" in file.name:
+                with file.download(replace=True, root=f"/tmp/mip-wandb/{run.id}") as handle:
+                    rows += _table_rows(json.load(handle))
+    return _frame(rows, f"W&B project {project}")

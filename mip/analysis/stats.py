@@ -1,0 +1,223 @@
+"""The paper's metrics (§3.4, App. D.1–D.2) and honest statistics on top of them.
+
+All functions take the analysis table of :mod:`mip.analysis.results` and are pure.
+
+- Valid-only accuracy per selection seed: correct / valid, pooled over tasks, majority
+  labels and patterns (random over its order seeds); mean ± standard deviation (ddof = 1)
+  over seeds.
+- All-experiment accuracy (invalid counts as wrong) and invalid rate by kind. The accuracy
+  metrics are registered in :data:`METRICS`.
+- Best and worst pattern π⁺, π⁻ by mean accuracy; Δ = mean over seeds of
+  Acc_s(π⁺) − Acc_s(π⁻) with the sd of the paired differences. A seed without a valid
+  experiment of either pattern drops out of the pairing; Δ is marked † with one paired
+  seed and ‡ with two.
+- Ties: patterns whose mean accuracies agree to :data:`TIE` are tied. π⁺ is the first of
+  the best in the paper's pattern order (:data:`mip.experiment.instances.PATTERNS`: random,
+  majority-first, majority-last, majority-edges, majority-middle, soft-majority-edges,
+  soft-majority-middle), π⁻ the first of the worst among the others; the gap names every
+  tied pattern (``best_tied``, ``worst_tied``), so a reader sees the choice.
+Beyond the paper — intervals, paired tests and the App. C.4 reference calculation — is
+:mod:`mip.analysis.inference`.
+
+>>> frame = pd.DataFrame({"model": "m", "seed": [0, 0, 1, 1], "correct": [True, False, True, False],
+...                       "valid": [True, True, True, False]})
+>>> per_seed(frame)["acc"].tolist(), per_seed(frame, metric="all")["acc"].tolist()
+([0.5, 1.0], [0.5, 0.5])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mip.experiment.instances import PATTERNS
+from mip.experiment.scoring import InvalidKind
+
+#: An instance set: the experiments that share a selection (seed, task, majority label, n, p).
+INSTANCE_SET = ["model", "seed", "task", "majority_label", "n", "p", "prompt_variant", "budget"]
+
+#: Mean accuracies closer than this are a tie (they differ only by floating-point rounding).
+TIE = 1e-9
+
+
+def _rate(num: pd.Series, den: pd.Series) -> pd.Series:
+    return num / den.where(den > 0)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """An accuracy metric: a rate per selection seed from one group's counts (columns
+    ``correct``, ``valid``, ``experiments``; undefined where it divides by 0), averaged over
+    seeds. Table 2 reports its mean ± sd and its Δ between π⁺ and π⁻ (:func:`model_table`)."""
+
+    suffix: str
+    """Its columns: ``acc<suffix>``, ``acc<suffix>_sd``, ``delta<suffix>`` … (the first metric's: none)."""
+    label: str
+    rate: Callable[[pd.DataFrame], pd.Series]
+
+
+#: The accuracy metrics, the paper's first: valid-only (§3.4) and all-experiment, invalid
+#: counting as wrong (App. D.1–D.2). A new metric is one entry here: Table 2 and its numbers get
+#: its accuracy and Δ, the budgets figure a panel.
+METRICS: dict[str, Metric] = {
+    "valid_only": Metric("", "valid-only accuracy", lambda c: _rate(c["correct"], c["valid"])),
+    "all": Metric("_all", "all-experiment accuracy", lambda c: _rate(c["correct"], c["experiments"])),
+}
+
+
+def per_seed(frame: pd.DataFrame, by: Sequence[str] = ("model",), metric: str = "valid_only") -> pd.DataFrame:
+    """Accuracy per seed within each group ``by`` by one of :data:`METRICS`: columns ``acc``,
+    ``correct``, ``valid``, ``experiments``."""
+    if metric not in METRICS:
+        raise ValueError(f"Unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
+    keys = [*by, "seed"]
+    g = frame.groupby(keys, dropna=False)
+    # ``experiments`` present: counts already summed per cell (model_table's sufficient statistics).
+    size = g["experiments"].sum() if "experiments" in frame else g.size()
+    out = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": size})
+    out["acc"] = METRICS[metric].rate(out)
+    return out.reset_index()
+
+
+def accuracy(frame: pd.DataFrame, by: Sequence[str] = ("model",), metric: str = "valid_only") -> pd.DataFrame:
+    """Mean and sd over seeds of per-seed accuracy, with the counts behind them."""
+    seeds = per_seed(frame, by, metric)
+    g = seeds.groupby(list(by), dropna=False)
+    return pd.DataFrame({
+        "acc_mean": g["acc"].mean(),
+        "acc_sd": g["acc"].std(ddof=1),
+        "seeds": g["acc"].count(),
+        "valid": g["valid"].sum(),
+        "experiments": g["experiments"].sum(),
+    }).reset_index()
+
+
+def invalid_rates(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+    """Invalid rate overall and by kind (input_overflow, parse, truncated), per group."""
+    kinds = [kind.value for kind in InvalidKind]
+    g = frame.assign(**{k: frame["invalid_kind"] == k for k in kinds}, invalid=~frame["valid"]).groupby(list(by), dropna=False)
+    out = g[["invalid", *kinds]].mean().add_suffix("_rate")
+    out["experiments"] = g.size()
+    return out.reset_index()
+
+
+@dataclass
+class Gap:
+    best: str | None
+    worst: str | None
+    delta: float | None
+    sd: float | None
+    paired_seeds: int
+    marker: str
+    """'†' for one paired seed, '‡' for two, '' otherwise."""
+    best_tied: tuple[str, ...] = ()
+    """Every pattern tied for the best mean accuracy, π⁺ first, in the paper's pattern order."""
+    worst_tied: tuple[str, ...] = ()
+    """Every other pattern tied for the worst, π⁻ first."""
+
+
+def _paper_order(patterns) -> list[str]:
+    rank = {p: i for i, p in enumerate(PATTERNS)}
+    return sorted(patterns, key=lambda p: (rank.get(p, len(rank)), p))
+
+
+def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
+    """π⁺, π⁻ and Δ for one model's experiments (§3.4; App. D.2 for ``metric='all'``)."""
+    seeds = per_seed(frame, ["pattern"], metric)
+    means = seeds.groupby("pattern")["acc"].mean().dropna()
+    if len(means) < 2:  # a gap needs two patterns with valid experiments
+        return Gap(None, None, None, None, 0, "")
+    means = means.reindex(_paper_order(means.index))
+    best_tied = tuple(means.index[means >= means.max() - TIE])
+    # π⁻ is the worst of the *other* patterns: when all tie, π⁺ ≠ π⁻ and Δ = 0 is still a comparison.
+    rest = means.drop(best_tied[0])
+    worst_tied = tuple(rest.index[rest <= rest.min() + TIE])
+    best, worst = best_tied[0], worst_tied[0]
+    table = seeds.pivot(index="seed", columns="pattern", values="acc")
+    paired = (table[best] - table[worst]).dropna()
+    marker = {1: "†", 2: "‡"}.get(len(paired), "")
+    return Gap(best, worst, float(paired.mean()) if len(paired) else None,
+               float(paired.std(ddof=1)) if len(paired) > 1 else None, len(paired), marker, best_tied, worst_tied)
+
+
+def model_columns() -> list[str]:
+    """The columns of :func:`model_table`, after its ``by`` columns."""
+    columns = ["experiments", "valid", "sets"]
+    for i, m in enumerate(METRICS.values()):
+        columns += [f"acc{m.suffix}", f"acc{m.suffix}_sd", f"delta{m.suffix}", f"delta{m.suffix}_sd", f"delta{m.suffix}_marker"]
+        if i == 0:
+            columns += ["paired_seeds", "best", "worst", "best_tied", "worst_tied"]
+    return [*columns, "invalid_rate", "invalid_rate_sd"]
+
+
+def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+    """Table 2 / Table 6: per group ``by`` (a model, or a whole slice), each metric's accuracy
+    and Δ (π⁺ and π⁻ by the first, valid-only), the invalid rate, and the instance sets behind them."""
+    by = list(by)
+    # Every number below is a function of the counts per group, seed and pattern: sum once
+    # (50,000 records → a few hundred cells), then work on the cells.
+    g = frame.groupby([*by, "seed", "pattern"], dropna=False, sort=False)
+    cells = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": g.size()}).reset_index()
+    sets = sets_by(frame, by)
+    rows = []
+    for key, group in cells.groupby(by, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        for i, (name, m) in enumerate(METRICS.items()):
+            acc, gap = accuracy(group, by, name).iloc[0], best_worst_gap(group, name)
+            if i == 0:
+                row.update(experiments=int(acc["experiments"]), valid=int(acc["valid"]),
+                           sets=int(sets.get(key if len(by) > 1 else key[0], 0)),
+                           paired_seeds=gap.paired_seeds, best=gap.best, worst=gap.worst,
+                           best_tied=", ".join(gap.best_tied), worst_tied=", ".join(gap.worst_tied))
+            row.update({f"acc{m.suffix}": acc["acc_mean"], f"acc{m.suffix}_sd": acc["acc_sd"],
+                        f"delta{m.suffix}": gap.delta, f"delta{m.suffix}_sd": gap.sd, f"delta{m.suffix}_marker": gap.marker})
+        invalid = per_seed(group, by).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]
+        rows.append({**row, "invalid_rate": invalid.mean(), "invalid_rate_sd": invalid.std(ddof=1)})
+    return pd.DataFrame(rows, columns=[*by, *model_columns()])
+
+
+def sets_by(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """Instance sets with a valid experiment, per group ``by``."""
+    keys = list(dict.fromkeys([*by, *INSTANCE_SET]))
+    return frame.loc[frame["valid"], keys].drop_duplicates().groupby(list(by), dropna=False).size()
+
+
+def random_order_sd(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Fig. 3: the random pattern's accuracy per order seed (pooled over selection seeds,
+    tasks and labels), mean and sd over order seeds, per group ``by``."""
+    rand = frame[frame["pattern"] == "random"]
+    g = rand.groupby([*by, "order_seed"], dropna=False)
+    per = pd.DataFrame({"acc": _rate(g["correct"].sum(), g["valid"].sum())}).reset_index()
+    out = per.groupby(list(by), dropna=False)["acc"].agg(order_mean="mean", order_sd=lambda a: a.std(ddof=1),
+                                                          order_seeds="count")
+    return out.reset_index()
+
+
+def pattern_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+    """Accuracy per pattern (mean ± sd over seeds) within each group, patterns in paper order."""
+    table = accuracy(frame, [*by, "pattern"])
+    table["pattern"] = pd.Categorical(table["pattern"], [p for p in PATTERNS if p in set(table["pattern"])]
+                                      + sorted(set(table["pattern"]) - set(PATTERNS)))
+    return table.sort_values([*by, "pattern"]).reset_index(drop=True)
+
+
+def variant_deltas(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+    """Per group ``by`` (a model, or a model and pattern: Fig. 20) and prompt variant: accuracy
+    minus the standard prompt's, paired by selection seed, mean and sd over the seeds both have."""
+    by = list(by)
+    columns = [*by, "prompt_variant", "delta_mean", "delta_sd", "seeds"]
+    seeds = per_seed(frame, [*by, "prompt_variant"])
+    table = seeds.pivot_table(index=[*by, "seed"], columns="prompt_variant", values="acc")
+    if "standard" not in table.columns:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for variant in [c for c in table.columns if c != "standard"]:
+        diff = (table[variant] - table["standard"]).dropna()
+        for key, d in diff.groupby(level=by if len(by) > 1 else by[0]):
+            key = key if isinstance(key, tuple) else (key,)
+            rows.append({**dict(zip(by, key)), "prompt_variant": variant, "delta_mean": d.mean(),
+                         "delta_sd": d.std(ddof=1), "seeds": len(d)})
+    return pd.DataFrame(rows, columns=columns)

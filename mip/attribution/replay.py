@@ -1,0 +1,214 @@
+"""attribute.py's work: choose stored outputs, rebuild and check their prompts, replay
+them, and write per-replay tables, profiles and figures."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mip.attribution.ixg import Attributor, ReplaySkip
+from mip.attribution.profiles import profile, region_shares
+from mip.config import AttributeConfig, HFModelConfig
+from mip.analysis import folders, slices
+from mip.data import build_pool
+from mip.data.pools import Pool, load_pool
+from mip.experiment.instances import PATTERNS, structured
+from mip.experiment.planning import rebuild_prompt
+from mip.experiment.records import Record, counted_attempt
+from mip.experiment.scoring import Verdict
+
+
+class AttributionError(RuntimeError):
+    """attribute.py cannot start: the message says what is missing."""
+
+
+def weights_folder(cfg: AttributeConfig) -> str:
+    """Where the weights are; they must be on disk before any work starts."""
+    if cfg.weights:
+        return cfg.weights
+    if isinstance(cfg.model, HFModelConfig) and cfg.model.gguf_package:
+        from mip.models.hf_local import converted_dir
+
+        return str(converted_dir(cfg.model, Path(cfg.paths.cache_dir).expanduser()))
+    return cfg.model.model_id
+
+
+def load_model(cfg: AttributeConfig) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = weights_folder(cfg)
+    device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = getattr(torch, cfg.dtype) if cfg.dtype else (torch.bfloat16 if device.startswith("cuda") else torch.float32)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=True).to(device)
+    except (OSError, ValueError) as e:
+        raise AttributionError(
+            f"No weights for {cfg.model.name} on disk at {source!r} ({type(e).__name__}). Download them first "
+            "(e.g. `huggingface-cli download <id>`) or pass weights=<folder>."
+        ) from e
+    return model, tokenizer
+
+
+def eligible(cfg: AttributeConfig) -> list[Record]:
+    """The records of the model and tasks, restricted to the slices of ``cfg.where``."""
+    name = cfg.records_model or cfg.model.name
+    try:
+        found = folders.records(cfg.results)  # a store, or a job or sweep folder's own experiments
+    except folders.FolderError as e:
+        raise AttributionError(str(e)) from None
+    unique = {r.key: r for r in found if r.experiment.model == name and r.experiment.task in cfg.task}
+    records = sorted(unique.values(), key=lambda r: r.key)
+    if not records:
+        return records
+    rows = pd.DataFrame([{**r.experiment.model_dump(), "base_model": r.experiment.model, "pool_filtered": r.pool_filtered}
+                         for r in records])
+    kept = slices.restrict(slices.add_columns(rows), cfg.where).index
+    return [records[i] for i in kept]
+
+
+def _merge(lists: list[list]) -> list:
+    """Round-robin merge: the first of each list, then the second of each, …"""
+    return [x[i] for i in range(max(map(len, lists), default=0)) for x in lists if i < len(x)]
+
+
+def spread(records: list[Record], limit: int) -> list[Record]:
+    """At most ``limit`` records spread evenly over patterns, then majority labels, then
+    seeds: the (pattern, label, seed) cells are ordered by nested round-robin (patterns
+    alternate fastest), and records are taken one per cell in that order, each cell's
+    by key, before a second from any cell. Deterministic; 0 keeps every record."""
+    if not limit or limit >= len(records):
+        return records
+    cells: dict[tuple, list[Record]] = {}
+    for r in sorted(records, key=lambda r: r.key):
+        e = r.experiment
+        cells.setdefault((e.pattern, e.majority_label, e.seed), []).append(r)
+    rank = {p: i for i, p in enumerate(PATTERNS)}
+    per_pattern = []
+    for pattern in sorted({c[0] for c in cells}, key=lambda p: (rank.get(p, 99), p)):
+        labels = sorted({c[1] for c in cells if c[0] == pattern})
+        per_pattern.append(_merge([sorted(c for c in cells if c[:2] == (pattern, label)) for label in labels]))
+    order = [cells[c] for c in _merge(per_pattern)]
+    return _merge(order)[:limit]
+
+
+def replayable(record: Record, task) -> bool:
+    return record.verdict.valid and record.answer in task.labels
+
+
+def pools_for(cfg: AttributeConfig, records: list[Record]) -> dict[str, Pool]:
+    """Every pool version the records name: each task's unfiltered pool and the filtered
+    pools filter.py saved under ``pools_dir/<task>/filtered-*.json`` (checked by content hash)."""
+    found: dict[str, Pool] = {}
+    for name in sorted({r.experiment.task for r in records}):
+        base = build_pool(cfg.task[name], cfg.data_dir, cfg.paths.cache_dir)
+        found[base.version] = base
+        folder = Path(cfg.pools_dir).expanduser() / name if cfg.pools_dir else None
+        for path in sorted(folder.glob("filtered-*.json")) if folder and folder.is_dir() else []:
+            pool = load_pool(path)
+            if pool is not None:
+                found[pool.version] = pool
+    return found
+
+
+def attribute(cfg: AttributeConfig) -> Path:
+    """Replay every eligible record; returns the output folder."""
+    out = Path(cfg.out_dir)
+    records = eligible(cfg)
+    if not records:
+        raise AttributionError(f"No records of model {cfg.records_model or cfg.model.name} for tasks {list(cfg.task)} "
+                               f"under {cfg.results}.")
+    model, tokenizer = load_model(cfg)  # fails here, before any replay, when weights are missing
+    attributor = Attributor(model, tokenizer, checkpointing=cfg.checkpointing)
+    skipped: Counter = Counter()
+    usable = [r for r in records if replayable(r, cfg.task[r.experiment.task])]
+    if len(usable) < len(records):
+        skipped["invalid or tie: not one of the two labels"] = len(records) - len(usable)
+    todo = spread(usable, cfg.max_replays)
+    pools = pools_for(cfg, todo)
+    rows: list[dict] = []
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "replays.jsonl", "w", encoding="utf-8") as sink:
+        for i, record in enumerate(todo, start=1):
+            task = cfg.task[record.experiment.task]
+            pool = pools.get(record.pool_version)
+            if pool is None:
+                skipped[f"pool {record.pool_version} not found (is pools_dir={cfg.pools_dir} where filter.py saved it?)"] += 1
+                continue
+            try:
+                prompt = rebuild_prompt(record, task, pool)
+            except ValueError as e:
+                skipped["refused: prompt does not match its record"] += 1
+                print(f"refused {record.key}: {e}", file=sys.stderr)
+                continue
+            counted = counted_attempt(record.attempts)
+            stage = counted.stages[-1]
+            texts = [pool.get(x).text for x in record.instance_ids]
+            try:
+                replay = attributor.replay(record.key, prompt, texts, stage.output or "", stage.reasoning,
+                                           task.labels, record.answer)
+            except ReplaySkip as e:
+                skipped[str(e)] += 1
+                continue
+            row = {**record.experiment.model_dump(), "pool_filtered": record.pool_filtered, "key": record.key,
+                   "correct": record.verdict == Verdict.CORRECT,
+                   "selected": replay.selected, "score": replay.score, "share": replay.share, "signed": replay.signed,
+                   "u": replay.u, "tokens": replay.tokens, "seconds": replay.seconds, "peak_rss_mb": replay.peak_rss_mb,
+                   "checkpointing": replay.extra["checkpointing"], "instance_labels": record.instance_labels}
+            sink.write(json.dumps(row) + "\n")
+            rows.append(row)
+            print(f"[{i}/{len(todo)}] {record.key}: {replay.tokens} tokens, {replay.seconds:.1f} s, "
+                  f"peak RSS {replay.peak_rss_mb:,.0f} MB", file=sys.stderr)
+    write_outputs(pd.DataFrame(rows), out, skipped, cfg)
+    return out
+
+
+def write_outputs(replays: pd.DataFrame, out: Path, skipped: Counter, cfg: AttributeConfig) -> None:
+    from mip.attribution.profile_figures import profile_figure
+    from mip.attribution.pooled import pooled_figures
+    from mip.analysis.report.figures import save
+
+    summary = {"replays": len(replays), "skipped": dict(skipped)}
+    if not replays.empty:
+        summary.update({"seconds_per_replay": float(replays["seconds"].mean()),
+                        "peak_rss_mb": float(replays["peak_rss_mb"].max()),
+                        "checkpointing": bool(replays["checkpointing"].all())})
+        replays = slices.add_columns(replays)
+        keep = ["key", "task", "pattern", "majority_label", "share", "signed", "instance_labels", *slices.SETTING]
+        instances = replays[keep].explode(["share", "signed", "instance_labels"])
+        instances["position"] = instances.groupby("key").cumcount() + 1
+        instances["is_majority"] = instances["instance_labels"] == instances["majority_label"]
+        instances.drop(columns=["instance_labels"]).to_csv(out / "instances.csv", index=False)
+        regions, relative = [], []
+        for setting, group in slices.of(replays, slices.SETTING):  # one slice each, never pooled (mip.analysis.slices)
+            n, p, tag = int(setting["n"]), float(setting["p"]), slices.file_tag(setting, slices.SETTING)
+            regions.append(region_shares(group).assign(**{k: v for k, v in setting.items() if k not in ("n", "p")}))
+            relative += [{**setting, "bin": b + 1, "share": v}
+                         for b, v in enumerate(profile(group, "relative", bins=min(cfg.relative_bins, n)))]
+            bin_size = cfg.bin_size if n >= 10 * cfg.bin_size else 1
+            for pattern, sub in group.groupby("pattern"):
+                curve = profile(sub, "binned", bin_size)
+                save(profile_figure(curve, bin_size, pattern, n, p, sub), out / "figures", f"profile_{pattern}_{tag}")
+            pooled = group[group["pattern"].map(structured)]
+            if not pooled.empty:
+                curve = profile(pooled, "binned", bin_size)
+                save(profile_figure(curve, bin_size, "structured patterns pooled", n, p, pooled),
+                     out / "figures", f"profile_pooled_{tag}")
+        pooled = []
+        for name, fig, rows in pooled_figures(replays, cfg.relative_bins):  # Figs. 33–35 (App. F.3, F.4)
+            save(fig, out / "figures", name)
+            pooled += [{"figure": name.split("_")[0], **row} for row in rows]
+        if pooled:
+            pd.DataFrame(pooled).to_csv(out / "pooled_profiles.csv", index=False)
+        pd.concat(regions).to_csv(out / "regions.csv", index=False)
+        by_label = instances.groupby([*slices.SETTING, "pattern", "is_majority"])["share"].mean().rename("mean_share")
+        by_label.reset_index().to_csv(out / "majority_vs_minority.csv", index=False)
+        pd.DataFrame(relative).to_csv(out / "relative_profiles.csv", index=False)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    print(json.dumps(summary), file=sys.stderr)

@@ -1,0 +1,114 @@
+"""The schema of run.py's primary config (``conf/config.yaml``): the model, the tasks, one
+pattern, budget, prompt variant and strategy, and the setting (n, p, seeds) of one job.
+
+    python run.py --cfg job             # print the composed config
+
+>>> PathsConfig().store_dir, Config.__dataclass_fields__["dry_run"].metadata["why"]
+('results/store', 'no call is made')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from omegaconf import MISSING
+
+from mip.config import shaping
+
+from mip.config.model import ModelConfig
+from mip.config.task import TaskConfig
+
+
+@dataclass
+class PatternConfig:
+    name: str = MISSING
+
+
+@dataclass
+class BudgetConfig:
+    name: str = MISSING
+    max_tokens: int = MISSING
+    """Maximum output tokens, reasoning included (§3.2)."""
+
+
+@dataclass
+class PromptVariantConfig:
+    name: str = MISSING
+    """A prompt variant of App. B (mip.strategies.variants)."""
+
+
+@dataclass
+class StrategyConfig:
+    """How the model aggregates (beyond the paper): single_call is the paper's setting. A
+    strategy with settings extends this schema in its module (``schema`` of its class, stored
+    as ``strategy_schema/<name>``; e.g. :class:`mip.strategies.decomposed.DecomposedConfig`)."""
+
+    name: str = "single_call"
+    """single_call | count_report | decomposed (mip.strategies.STRATEGIES)."""
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "none"
+    """none | wandb."""
+    project: str = "mip"
+    entity: Optional[str] = None
+    group: Optional[str] = None
+    """W&B group; null: the sweep (or run) folder under the results folder, ``sweeps/<day>/<time>-<token>``
+    (set by run.py, mip.tracking.wandb_run.run_group)."""
+    mode: Optional[str] = None
+    """online | offline | disabled; null: WANDB_MODE where set, else online when logged in (WANDB_API_KEY,
+    or a key `wandb login` saved), else offline (mip.tracking.tracker.wandb_mode)."""
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PathsConfig:
+    results_dir: str = "results"
+    store_dir: str = "results/store"
+    cache_dir: str = "~/.cache/mip"
+    filter_dir: str = "results/filter"
+    """Filter results (one file per model and instance) and Table 4."""
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The chosen ``conf/model/<name>.yaml``, typed by its backend's schema (a subclass of
+    :class:`ModelConfig`; see :mod:`mip.config.model`)."""
+    task: dict[str, TaskConfig] = field(default_factory=dict)
+    pattern: PatternConfig = field(default_factory=PatternConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    prompt_variant: PromptVariantConfig = field(default_factory=PromptVariantConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    setting: str = shaping.setting("core", why="a preset's label; its n, p and seeds are in the experiment")
+    n: int = 2000
+    p: float = 0.55
+    seed: int = 0
+    """Selection seed s."""
+    order_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    """Order seeds of the random pattern."""
+    shuffle_seeds: list[int] = field(default_factory=list)
+    """Expanded orderings (§5.2.1): for structured patterns, shuffle X_maj and X_min independently
+    under each of these seeds, then arrange; empty runs the pattern once on the selection order."""
+    max_attempts: int = 3
+    infra_retries: int = shaping.setting(3, why="retries of failed calls (infrastructure, never a verdict)")
+    """Rounds of retries, with backoff, for calls that failed for infrastructure reasons and that
+    the backend did not retry itself (a crash of the backend; backends without per-request
+    retries), before the experiment is left unstored for a rerun."""
+    data_dir: Optional[str] = shaping.setting(None, why="where the source files are; the pool version hashes their content")
+    """Read local files laid out as shared/data/raw instead of the hub."""
+    use_filtered: bool = shaping.setting(True, why="which pool; the pool version is keyed")
+    """Use a task's filtered pool (App. C.1) when filter.py has built one; false: the unfiltered pool."""
+    dry_run: bool = shaping.setting(False, why="no call is made")
+    preflight: str = shaping.setting("off", why="whether a one-request check runs (or is required) before a sweep; it sends no experiment")
+    """off | only (one request per model and body of the command, reported and kept under
+    results/preflight/; no job runs) | required (refuse, exit 2, unless a passing preflight of
+    each model's body is on file); see mip.tools.preflight."""
+    progress: bool = shaping.setting(True, why="a progress bar")
+    stop_grace_s: float = shaping.setting(20.0, why="how long a stopping job waits for replies in flight")
+    """On SIGTERM, SIGINT or submitit's preemption signal, how long a job waits for the replies in
+    flight before it stops (mip/job/stop.py); inside SLURM's KillWait (30 s by default)."""

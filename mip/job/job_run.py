@@ -1,0 +1,266 @@
+"""One job, top to bottom: check the settings, plan, see what is stored, claim the rest,
+call, and write the manifest.
+
+>>> from mip.job import run_job
+>>> summary = run_job(cfg, output_dir="results/runs/demo")   # doctest: +SKIP
+
+A record counts as stored only when it reads back valid (a damaged one is quarantined and
+asked again, :mod:`mip.store`); attempts a killed run paid for are carried on from
+(:mod:`mip.job.loop`); experiments another running job holds are left to it
+(:mod:`mip.store.claims`). Infrastructure errors are retried and then left unstored for a
+rerun — never scored.
+
+Exercised by ``pytest tests/test_runner.py tests/test_store_trust.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mip.store.claims import Claim, ClaimError, claim_experiments
+from mip.config import Config
+from mip.config.task import two_distinct_labels
+from mip.data import Pool, build_pool
+from mip.data.pools import load_pool
+from mip.data.sources import LOADERS, LOCAL_ONLY
+from mip.data.files import unwritable
+from mip.experiment.planning import Planned, plan_job
+from mip.experiment.instances import split_counts
+from mip.job.dry_run import dry_run
+from mip.job.loop import JobLoop
+from mip.job.provenance import GitState, git_commit, write_manifest
+from mip.job.stop import Drain, JobStopped, Stopped
+from mip.job.job_summary import JobSummary, StoreError
+from mip.job.tokens import OfflineTokenizer, budget_error
+from mip.models import Backend, backend_class, build_backend, check_schema
+from mip.experiment.records import Attempt
+from mip.store import Store
+from mip.strategies import Strategy, build
+from mip.tracking.tracker import Tracker, build_tracker
+
+
+def validate(cfg: Config) -> Strategy:
+    """Refuse a job whose settings cannot work, before any data is read or model loaded;
+    return its strategy, built here once for the whole job."""
+    check_schema(cfg.model)
+    split_counts(cfg.n, cfg.p)
+    if cfg.pattern.name == "random" and not cfg.order_seeds:
+        raise ValueError("order_seeds is empty, so pattern random would run nothing; give its order seeds, "
+                         "e.g. order_seeds=[0,1,2].")
+    if cfg.max_attempts < 1 or cfg.infra_retries < 0:
+        raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
+    if cfg.budget.max_tokens < 1:
+        raise ValueError(f"budget.max_tokens must be positive, got {cfg.budget.max_tokens}.")
+    too_big = budget_error(cfg.model.name, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
+    if too_big:  # a dry run too: it must say what the real run would say, not count a grid that cannot run
+        raise ValueError(too_big)
+    split = cfg.model.reserved_answer_tokens
+    if split is not None and not 0 < split < cfg.budget.max_tokens:
+        raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
+    # an unknown prompt variant or strategy, or settings the strategy cannot run, are refused here
+    strategy = build(cfg.strategy, cfg.prompt_variant.name)
+    refusal = backend_class(cfg.model.backend).refuses(cfg)  # a model that cannot answer this job, before any call
+    if refusal:
+        raise ValueError(refusal)
+    for task in cfg.task.values():
+        if not two_distinct_labels(task.labels):
+            raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
+        if cfg.data_dir is None and task.source.loader in LOCAL_ONLY:  # no hub copy (wsd): says to set data_dir
+            LOADERS[task.source.loader](task, None)
+    return strategy
+
+
+def load_pools(cfg: Config) -> dict[str, Pool]:
+    """Each task's pool: the filtered one (App. C.1) where filter.py built it and
+    ``use_filtered`` is on, else the unfiltered pool."""
+    if not cfg.task:
+        raise ValueError("No task selected: use task=<name> or the default task=all.")
+    pools = {}
+    for name, task in cfg.task.items():
+        pool = build_pool(task, cfg.data_dir, cfg.paths.cache_dir)
+        path = Path(cfg.paths.results_dir).expanduser() / "pools" / name / f"filtered-{pool.version}.json"
+        if cfg.use_filtered and path.is_file():
+            filtered = load_pool(path)
+            if filtered is None:
+                raise ValueError(f"The filtered pool {path} is damaged; rebuild it with filter.py or pass use_filtered=false.")
+            pool = filtered
+        pools[name] = pool
+    return pools
+
+
+class _Stored:
+    """The job's experiments that are stored and read back valid, checked once each; a
+    later listing (under the claims lock) checks only what appeared since."""
+
+    def __init__(self, store: Store, model: str, plans: list[Planned]):
+        self.store, self.model = store, model
+        self.wanted: dict[str, set[str]] = {}
+        for p in plans:
+            self.wanted.setdefault(p.experiment.task, set()).add(p.key)
+        self.valid: set[str] = set()
+        self.checked: set[str] = set()
+
+    def __call__(self) -> set[str]:
+        for task, wanted in self.wanted.items():
+            new = (self.store.keys(self.model, task) & wanted) - self.checked
+            self.valid |= {k for k in new if self.store.load(self.model, task, k) is not None}
+            self.checked |= new
+        return set(self.valid)
+
+
+def pending(cfg: Config, store: Store, pools: dict[str, Pool],
+            strategy: Strategy | None = None) -> tuple[list[Planned], _Stored, list[Planned]]:
+    """The job's plans, what of them is stored (read back valid) and what is still to call."""
+    plans = plan_job(cfg, pools, strategy)
+    stored = _Stored(store, cfg.model.name, plans)
+    valid = stored()
+    return plans, stored, [p for p in plans if p.key not in valid]
+
+
+def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
+            strategy: Strategy | None = None) -> JobSummary:
+    """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``;
+    ``strategy``: the one :func:`validate` built for ``cfg``, where the caller has it."""
+    started = time.monotonic()
+    strategy = validate(cfg) if strategy is None else strategy
+    output_dir = Path(output_dir)
+    _writable(output_dir, *(() if cfg.dry_run else (Path(cfg.paths.store_dir).expanduser(),)))
+    git = git_commit()
+    pools = load_pools(cfg)
+    _say_pools(pools, output_dir)
+    store = Store(cfg.paths.store_dir, readonly=cfg.dry_run)  # a dry run reads the store, and moves nothing
+    plans, stored_keys, todo = pending(cfg, store, pools, strategy)
+    stored = set(stored_keys.valid)  # as the job found it, before it claims
+    summary = JobSummary(
+        output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
+        already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
+        model=cfg.model.name, budget=cfg.budget.name, prompt_variant=cfg.prompt_variant.name, strategy=cfg.strategy.name,
+        price_input_per_mtok=cfg.model.price_input_per_mtok, price_output_per_mtok=cfg.model.price_output_per_mtok,
+        backend=cfg.model.backend, cost_basis=backend_class(cfg.model.backend).cost_basis, device=cfg.model.runs_on,
+        prompt_tokens_per_s=cfg.model.prompt_tokens_per_s, output_tokens_per_s=cfg.model.output_tokens_per_s,
+        keys=[p.key for p in plans],
+    )
+    write_manifest(output_dir, cfg, git, summary)
+    if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
+        counter = backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir, said_in=output_dir.resolve().parent)
+        dry_run(cfg, strategy, todo, summary, counter, _paid_attempts(store, cfg, todo, summary))
+        write_manifest(output_dir, cfg, git, summary)
+        return summary
+    backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
+    backend.prepare(pools)
+
+    claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
+    with Drain(cfg.stop_grace_s) as stop:
+        tracker = _call(cfg, strategy, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
+        stop.finished()
+        if stop.requested:
+            summary.stopped_by = stop.received[0].name
+        if tracker is not None:
+            tracker.finish(summary)
+            summary.wandb_offline_run = str(tracker.offline_dir or "")
+        summary.elapsed_s = round(time.monotonic() - started, 3)
+        write_manifest(output_dir, cfg, git, summary)
+    if stop.requested:
+        raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
+                         f"{summary.stored_now} stored now, {summary.unstored} left unstored; the manifest is in "
+                         f"{output_dir}. Run the same command again to carry on.", stop)
+    return summary
+
+
+def _call(cfg: Config, strategy: Strategy, backend: Backend, store: Store, plans: list[Planned], stored: set[str],
+          todo: list[Planned], claim: Claim, summary: JobSummary, output_dir: Path, git: GitState,
+          stop: Drain) -> Tracker | None:
+    """Call and store what ``claim`` holds; returns the tracker (None if a stop came before it
+    was made). A stop (:mod:`mip.job.stop`) ends the calls early."""
+    tracker = None
+    try:
+        if len(claim.keys) < len(todo):
+            todo = _left_to_others(todo, claim, summary)
+        paid = _paid_attempts(store, cfg, todo, summary)
+        if todo:
+            backend.check()
+        tracker = build_tracker(cfg, output_dir)
+        if tracker.mirrors:  # the tracker shows the whole job, also what an earlier run stored
+            for plan in plans:
+                if plan.key in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
+                    tracker.log_record(record, plan.prompt)
+                    plan.release()
+        stop.on_stop.append(backend.stop_sending)
+        try:
+            JobLoop(cfg, strategy, backend, store, tracker, git, summary, claim, paid, stop).run(todo)
+        finally:  # connections and weights are released also when the store fails mid-job
+            backend.close()
+    except Stopped:  # a second signal, or the grace period ran out: what is stored stays
+        pass
+    finally:  # what this job did not store is free for the next one, also after an error
+        claim.release()
+    if claim.lost:
+        print(f"{len(claim.lost)} experiment(s) were left to an older running job that claims them too (a claim file "
+              "had been removed).", file=sys.stderr)
+    return tracker
+
+
+#: The pools described in this process, by folder of jobs: a sweep's jobs (an audit's, the
+#: demo's) share their pools, and each is said once per sweep.
+_POOLS_SAID: set[tuple[str, str]] = set()
+
+
+def _say_pools(pools: dict[str, Pool], output_dir: Path) -> None:
+    for pool in pools.values():
+        if (said := (str(output_dir.resolve().parent), pool.summary())) not in _POOLS_SAID:
+            _POOLS_SAID.add(said)
+            print(said[1], file=sys.stderr)
+
+
+def _writable(*folders: Path) -> None:
+    """Refuse a job folder or store that cannot be written (read-only, full), before the job
+    reads the store: a damaged record found there is moved aside, which needs a writable store."""
+    for folder in folders:
+        why = unwritable(folder)
+        if why:
+            raise StoreError(f"Cannot write to {folder} ({why}). Free space, or point paths.results_dir (or "
+                             "paths.store_dir) at a writable folder; nothing was written there.")
+
+
+def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable[[], set[str]], output_dir: Path) -> Claim:
+    """This job's claim on the experiments it is about to call (see :mod:`mip.store.claims`)."""
+    try:
+        return claim_experiments(store.root, cfg.model.name, [p.key for p in todo], stored_keys, output_dir)
+    except OSError as e:
+        raise StoreError(f"Cannot claim experiments in {store.root} ({e.strerror or e}). Point paths.results_dir at a "
+                         "writable folder.") from e
+    except ClaimError as e:
+        raise StoreError(str(e)) from None
+
+
+def _left_to_others(todo: list[Planned], claim: Claim, summary: JobSummary) -> list[Planned]:
+    """The experiments this job claimed; those another job stored meanwhile count as stored,
+    those another running job holds are left to it, and the job says so."""
+    mine = [p for p in todo if p.key in claim.keys]
+    held = [p for p in todo if p.key in claim.elsewhere]
+    summary.already_stored += len(todo) - len(mine) - len(held)
+    summary.left_to_other_jobs = len(held)
+    if held:
+        holders = list(dict.fromkeys(str(claim.elsewhere[p.key]) for p in held))
+        print(f"{len(held)} experiment(s) of this job are being run by another job ({'; '.join(holders[:3])}"
+              f"{' …' if len(holders) > 3 else ''}); they are left to it. Run the same command again after it ends "
+              "to pick up any it leaves unstored.", file=sys.stderr)
+    return mine
+
+
+def _paid_attempts(store: Store, cfg: Config, todo: list[Planned], summary: JobSummary) -> dict[str, list[Attempt]]:
+    """The attempts earlier runs paid for the experiments about to be called."""
+    by_task: dict[str, set[str]] = {}
+    for p in todo:
+        by_task.setdefault(p.experiment.task, set()).add(p.key)
+    paid: dict[str, list[Attempt]] = {}
+    for task, keys in by_task.items():
+        paid.update(store.attempts(cfg.model.name, task, keys))
+    summary.resumed_attempts = sum(map(len, paid.values()))
+    if paid:
+        print(f"Carrying on from {summary.resumed_attempts} attempt(s) an earlier run paid for "
+              f"({len(paid)} experiment(s)).", file=sys.stderr)
+    return paid

@@ -1,0 +1,278 @@
+"""Hydra callbacks: check a sweep before it starts, mask secrets in the files Hydra writes for
+a job, say how far a sweep is after each job (done/total jobs, rate, ETA: logger
+``mip.tracking.progress``), summarise it when it ends."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+
+def _choices(overrides: list[str], group: str) -> list[str] | None:
+    """The values a sweep gives a config group (None when the command leaves it alone)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in OverridesParser.create().parse_overrides(overrides):
+        if override.get_key_element() == group:
+            return list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.get_value_element_as_str()]
+    return None
+
+
+def _check_writable(config: DictConfig) -> None:
+    """Refuse, in one line, a results folder that cannot be written or is full, before Hydra
+    creates the job folder in it (its OSError would come as a traceback, after a 0-byte
+    .hydra/config.yaml)."""
+    from mip.data.files import unwritable
+
+    folder = Path(str(config.paths.results_dir)).expanduser()
+    why = unwritable(folder)
+    if why:
+        print(f"error: cannot write to the results folder {folder} ({why}); free space, or point paths.results_dir "
+              "(or MIP_RESULTS_DIR) at a writable folder. Nothing was written.", file=sys.stderr)
+        sys.exit(2)
+
+
+def _filter_logs(config: DictConfig) -> set[str]:
+    """The secrets of ``config`` and of the overrides as typed (mip.config.redact), masked from
+    now on in every line logged (run.log, the console: Hydra logs a sweep's overrides)."""
+    import logging
+
+    from omegaconf import OmegaConf
+
+    from mip.config.redact import SecretFilter, secret_values
+
+    task = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+    try:
+        secrets = secret_values(OmegaConf.to_container(task, resolve=True))
+    except Exception:  # noqa: BLE001 - an interpolation that fails here fails the job itself, with its message
+        secrets = secret_values(OmegaConf.to_container(task, resolve=False))
+    typed = [o.lstrip("+~").partition("=") for o in config.hydra.overrides.task]
+    secrets |= secret_values([{k.rpartition(".")[2]: v} for k, _, v in typed])
+    if secrets:
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(SecretFilter(secrets))
+        for name in _LAUNCHERS:  # they set up Hydra's log again (new handlers), then log each job's overrides
+            launcher = logging.getLogger(name)
+            for old in [f for f in launcher.filters if isinstance(f, SecretFilter)]:
+                launcher.removeFilter(old)
+            launcher.addFilter(SecretFilter(secrets))
+    return secrets
+
+
+_LAUNCHERS = ("hydra._internal.core_plugins.basic_launcher", "hydra_plugins.hydra_submitit_launcher.submitit_launcher")
+
+
+def _mask_secrets(config: DictConfig) -> None:
+    """Hydra has written the job's ``.hydra/*.yaml`` (and a sweep's ``multirun.yaml``) with the
+    overrides as typed, and set up its log: mask any secret there, and in every line logged."""
+    from mip.config.redact import mask_text
+    from mip.data.files import atomic_write
+
+    secrets = _filter_logs(config)
+    if not secrets:
+        return
+    output = Path(config.hydra.runtime.output_dir)
+    files = list((output / str(config.hydra.output_subdir)).glob("*.yaml")) if config.hydra.output_subdir else []
+    files.append(Path(config.hydra.sweep.dir) / "multirun.yaml")
+    for path in files:
+        if path.is_file() and (text := path.read_text(encoding="utf-8")) != (masked := mask_text(text, secrets)):
+            atomic_write(path, masked, durable=False)
+
+
+def _sweep_jobs(config: DictConfig) -> list[list[str]] | None:
+    """The override lists of the jobs a sweep launches, as Hydra's basic sweeper splits them
+    (glob(*) and the presets' sweeper params included); None for another sweeper or what
+    cannot be parsed."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        return None
+    try:
+        params = [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
+        parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
+        batches = BasicSweeper.split_arguments(parser.parse_overrides(params + list(config.hydra.overrides.task)), None)
+        return [list(job) for batch in batches for job in batch]
+    except Exception:  # noqa: BLE001 - progress and checks are no reason to stop a sweep here
+        return None
+
+
+def _sweep_size(config: DictConfig) -> int | None:
+    """The number of jobs a sweep launches (None where it cannot be told)."""
+    jobs = _sweep_jobs(config)
+    return len(jobs) if jobs else None
+
+
+def _swept_settings_error(config: DictConfig) -> str | None:
+    """A sweep of a setting (``n=100,2000``, ``p=0.6,1.5`` …): each distinct setting its jobs
+    get, checked as its job would check it, so no job runs (and pays) before a later one is
+    refused. Seeds never change whether a job can run."""
+    from hydra import compose
+
+    seen: set[tuple[str, ...]] = set()
+    for job in _sweep_jobs(config) or []:
+        settings = tuple(o for o in job if o.partition("=")[0].lstrip("+~") != "seed")
+        if settings in seen:
+            continue
+        seen.add(settings)
+        cfg = compose(config_name="config", overrides=list(settings))
+        if error := _settings_error(cfg):
+            return f"{error} (job {' '.join(job)})"
+    return None
+
+
+def _wall(seconds: float) -> str:
+    """A wall time as a person reads it.
+
+    >>> _wall(42.4), _wall(253), _wall(7260)
+    ('42 s', '4 min 13 s', '2 h 1 min')
+    """
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {sec} s" if minutes else f"{sec} s"
+
+
+def offline_runs(folder: Path) -> list[Path]:
+    """The offline W&B runs the jobs under ``folder`` wrote (their manifests name them)."""
+    import json
+
+    runs = (json.loads(m.read_text(encoding="utf-8")).get("wandb_offline_run") for m in folder.rglob("job.json"))
+    return [Path(r) for r in runs if r]
+
+
+def _setup_error(model: DictConfig, dry_run: bool) -> str | None:
+    """Why a real run of ``model`` cannot start here (its backend's package is missing: vLLM;
+    its API key is not set), or None; a dry run builds no backend and needs neither."""
+    from mip.models import BackendSetupError, api_key, backend_class
+
+    if dry_run:
+        return None
+    missing = backend_class(str(model.backend)).unavailable()
+    if missing:
+        return f"{missing} (model={model.name}; dry_run=true counts its grid without it.)"
+    try:
+        api_key(model)
+    except BackendSetupError as e:
+        return str(e)
+    return None
+
+
+def _settings_error(config: DictConfig) -> str | None:
+    """Why a job of this composed config would be refused at its start (n, p, order seeds,
+    budget, strategy: mip.job.validate), asked before Hydra makes its folder; None when it
+    would run, or when its keys are left to run.py's own check."""
+    from omegaconf import OmegaConf, open_dict
+
+    from mip.config import Config
+    from mip.data import DataError
+    from mip.job import validate
+
+    cfg = config.copy()
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    try:
+        typed = OmegaConf.to_object(cfg)
+    except Exception:  # a key the schema lacks: run.py's check_keys names it
+        return None
+    try:
+        validate(typed) if isinstance(typed, Config) else None
+    except (ValueError, DataError) as e:
+        return str(e)
+    return None
+
+
+def _refuse(error: str, sweep: bool = True) -> None:
+    print(f"error: {error}{' Nothing was launched.' if sweep else ''}", file=sys.stderr)
+    sys.exit(2)
+
+
+class SummaryCallback(Callback):
+    sweep: tuple[int, int, float] | None = None
+    """(process, jobs in the sweep, start time), set when a sweep starts in this process."""
+    done = 0
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _check_writable(config)
+        _filter_logs(config)
+        from mip.tools.cli import check_sweep_preset
+
+        check_sweep_preset(config.hydra)  # a preset that sweeps needs -m: said before anything else
+        only = config.preflight == "only"  # no job runs: the preflight reports what its request needs
+        error = None if only else _setup_error(config.model, config.dry_run) or _settings_error(config)
+        if error:  # before Hydra makes the job's folder
+            _refuse(error, sweep=False)
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _mask_secrets(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Refuse a sweep with a model whose context window is smaller than a budget, or that
+        cannot run here, on the login node before any job is launched; a dry run too (for
+        the budget), which says what the real sweep would say. Each swept model is composed
+        with the command's other settings, so a paper model brings its own budget."""
+        _check_writable(config)
+        _filter_logs(config)
+        total = _sweep_size(config)
+        self.sweep, self.done = (os.getpid(), total, time.monotonic()) if total else None, 0
+        from hydra import compose
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from omegaconf import OmegaConf
+
+        from mip.job.tokens import budget_error
+
+        task = list(config.hydra.overrides.task)
+        overrides = task + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
+        models = _choices(overrides, "model") or [config.hydra.runtime.choices.model]
+        budgets = _choices(overrides, "budget") or [None]
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        fixed = [o.input_line for o in parsed[:len(task)]
+                 if not o.is_sweep_override() and o.get_key_element().lstrip("+~") not in ("model", "budget")]
+        # A sweep of another setting (n=100,2000 …): checked per distinct setting below.
+        swept_settings = any(o.is_sweep_override() and o.get_key_element().lstrip("+~") not in
+                             ("model", "budget", "pattern", "seed") for o in parsed)
+        for model, budget in itertools.product(models, budgets):
+            cfg = compose(config_name="config", overrides=[f"model={model}", *([f"budget={budget}"] if budget else []),
+                                                           *fixed])
+            error = None if cfg.preflight == "only" else _setup_error(cfg.model, cfg.dry_run)
+            if not error and not OmegaConf.is_missing(cfg.model, "context_window"):
+                error = budget_error(model, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
+            if not error and not swept_settings and cfg.preflight != "only":  # preflight=only runs no job
+                error = _settings_error(cfg)
+            if error:
+                _refuse(error)
+        if swept_settings and config.preflight != "only" and (error := _swept_settings_error(config)):
+            _refuse(error)
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        """A sweep's progress, after each of its jobs that runs in the launching process
+        (the basic launcher; a SLURM job runs elsewhere, and its array shows in squeue)."""
+        from mip.tracking.progress import rate_eta
+
+        if self.sweep is None or self.sweep[0] != os.getpid():
+            return
+        self.done += 1
+        _, total, start = self.sweep
+        logging.getLogger("mip.progress").info("sweep: %d/%d jobs (%s)", self.done, total,
+                                               rate_eta(self.done, total, time.monotonic() - start, "jobs"))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from mip.tools.summary import describe, unstored_jobs
+        from mip.tracking.tracker import sync_hint
+
+        folder = Path(config.hydra.sweep.dir)
+        print("\n== sweep summary ==\n" + describe(folder), flush=True)
+        if self.sweep is not None and self.sweep[0] == os.getpid():  # launches included, which the jobs' own times leave out
+            print(f"The sweep took {_wall(time.monotonic() - self.sweep[2])} (wall time from launch to end).", flush=True)
+        if hint := sync_hint(offline_runs(folder), sweep=folder):
+            print(hint, flush=True)
+        if unstored_jobs(folder):
+            sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command

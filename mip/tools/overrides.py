@@ -1,0 +1,132 @@
+"""The values of command-line overrides, checked before Hydra composes: a config group's
+option must be a file of its folder, a value must fit its key's type, a model key must be
+one its backend's schema has. Hydra's own messages for these run to 15-27 lines (or, for
+``task=../task/arith``, resolve a path outside the group and run it); these are one line.
+
+    python run.py task=../task/arith     # error: unknown task '../task/arith'; choose one of …
+    python run.py n=abc                  # error: n=abc: n takes a whole number.
+
+Exercised by ``pytest tests/test_refusals.py``.
+
+>>> from mip.config import OpenAICompatModelConfig
+>>> leaf_type(OpenAICompatModelConfig, "max_concurrency"), leaf_type(OpenAICompatModelConfig, "extra_body.seed")
+(<class 'int'>, None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+KINDS = {int: "a whole number", float: "a number", bool: "true or false", str: "a word or quoted text"}
+
+
+def values(override: Any) -> list[Any]:
+    """The values an override gives its key (each of a sweep's; none for ``glob(…)`` or a deletion)."""
+    if override.value_type is None or override.value_type.name == "GLOB_CHOICE_SWEEP":
+        return []
+    return list(override.sweep_iterator()) if override.is_sweep_override() else [override.value()]
+
+
+def options(conf_dir: Path, group: str) -> list[str]:
+    return sorted(f.stem for f in (conf_dir / group).glob("*.yaml"))
+
+
+def group_error(conf_dir: Path, group: str, override: Any) -> str | None:
+    """An option that is no file of ``conf/<group>/`` (a typo, a path such as ``../../etc``)."""
+    known = options(conf_dir, group)
+    for value in values(override):
+        if value is not None and str(value) not in known:  # null: Hydra's "no option"
+            guess = difflib.get_close_matches(str(value), known, n=1)
+            return (f"unknown {group} {str(value)!r}" + (f" (did you mean {guess[0]}?)" if guess else "")
+                    + f"; choose one of {', '.join(known)} (the files of conf/{group}/).")
+    return None
+
+
+def config_groups(conf_dir: Path, config_name: str) -> dict[str, str]:
+    """The config groups an entry point's primary config composes, each with its default option."""
+    found = {}
+    for entry in OmegaConf.to_container(OmegaConf.load(conf_dir / f"{config_name}.yaml")).get("defaults", []):
+        for key, value in entry.items() if isinstance(entry, dict) else []:
+            group = key.removeprefix("optional ")
+            if not group.startswith(("override ", "hydra/")) and (conf_dir / group).is_dir():
+                found[group] = value
+    return found
+
+
+def model_schema(conf_dir: Path, name: str) -> tuple[str, type] | None:
+    """The backend a model file names and its schema (the file's ``/model_schema/<backend>@_here_``)."""
+    from mip.models import schemas
+
+    path = conf_dir / "model" / f"{name}.yaml"
+    if not path.is_file():
+        return None
+    for entry in OmegaConf.to_container(OmegaConf.load(path)).get("defaults", []):
+        if isinstance(entry, str) and entry.lstrip("/").startswith("model_schema/"):
+            backend = entry.lstrip("/").split("/", 1)[1].split("@")[0]
+            return (backend, schemas()[backend]) if backend in schemas() else None
+    return None
+
+
+def leaf_type(schema: type, key: str) -> Any:
+    """The type of a dotted key reached through dataclass fields only (None through a dict or
+    a free-form value, whose keys Hydra checks)."""
+    hint: Any = schema
+    for part in key.split("."):
+        if not dataclasses.is_dataclass(hint):
+            return None
+        hint = typing.get_type_hints(hint).get(part)
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if typing.get_origin(hint) is typing.Union and len(args) == 1:
+            hint = args[0]
+    return hint
+
+
+def _kind(hint: Any) -> str:
+    if typing.get_origin(hint) is list:
+        inner = (typing.get_args(hint) or (str,))[0]
+        return "a list, e.g. [0,1,2]" if inner in (int, float) else "a list, e.g. [a,b]"
+    return KINDS.get(hint, "a value of its type")
+
+
+def value_error(schema: type, key: str, override: Any, shown: str | None = None) -> str | None:
+    """A value that the type of ``key`` in ``schema`` cannot take (``n=abc``); ``shown``: the key
+    as the command line spells it."""
+    shown = shown or key
+    hint = leaf_type(schema, key)
+    if hint is None or hint is Any or dataclasses.is_dataclass(hint):
+        return None
+    holder = OmegaConf.structured(dataclasses.make_dataclass("Value", [("v", typing.Optional[hint], None)]))
+    for value in values(override):
+        try:
+            holder.v = value
+        except OmegaConfBaseException:
+            return f"{shown}={value}: {shown} takes {_kind(hint)}."
+    return None
+
+
+def model_key_error(conf_dir: Path, models: list[str], key: str, override: Any) -> str | None:
+    """A ``model.<key>`` the chosen model's backend schema lacks, or a value it cannot take."""
+    from mip.tools.cli import close_keys, schema_has
+
+    field = key.split(".", 1)[1]
+    for name in models:
+        found = model_schema(conf_dir, name)
+        if found is None:
+            continue
+        backend, schema = found
+        if not schema_has(schema, field):
+            guess = close_keys(field, schema)
+            return (f"model {name} (backend {backend}) has no key {field!r}"
+                    + (f" (did you mean model.{guess[0]}?)" if guess else "")
+                    + f"; `python run.py model={name} --cfg job` lists its keys.")
+        error = value_error(schema, field, override, shown=key)
+        if error:
+            return error
+    return None

@@ -1,0 +1,229 @@
+"""Print stored records as a researcher reads them: the rebuilt prompt, every attempt's
+output, reasoning trace, finish reason and usage, and the verdict.
+
+    python -m mip.show 3f2a9c0d                      # a key, or its first characters, in the store
+    python -m mip.show results/runs/2026-12-01/10-00-00   # a job (or sweep) folder: its records
+    python -m mip.show results/store --full          # a store folder; --full prints whole prompts
+
+Keys are looked up in ``store=`` (default ``$MIP_RESULTS_DIR/store``, else ``results/store``).
+Records keep a prompt's hash, not its text: the prompt is rebuilt from the record, its task
+config (the job folder's ``config.yaml``, else ``--conf``'s ``task/`` composed by name; the
+default ``--conf`` is ``conf`` in the folder you are in, the repository's) and its pool
+(the cached pool, a filtered pool under ``<results>/pools/``, or the pool built again), and
+checked against the hash (:func:`mip.experiment.planning.rebuild_prompt`).
+
+Exercised by ``pytest tests/test_show.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from mip.config import TaskConfig
+from mip.experiment.records import Record
+from mip.store import read_record
+
+
+class ShowError(Exception):
+    """What went wrong, in one line that says what to do."""
+
+
+# ---------------------------------------------------------------------------- finding records
+def find(target: str, store: Path) -> tuple[list[Record], dict[str, dict], Path]:
+    """The records ``target`` names, the task configs of the jobs they came from (by task)
+    and the store they are in."""
+    path = Path(target).expanduser()
+    if path.is_file() and path.suffix == ".json" and path.name != "job.json":
+        record = read_record(path)
+        if record is None:
+            raise ShowError(f"{path} is not a readable record.")
+        return [record], {}, path.parents[2]
+    if path.is_dir():
+        return _in_folder(path)
+    if os.sep in target or target.endswith(".json"):
+        raise ShowError(f"{target} does not exist; pass a record key, a job folder or a store folder.")
+    return [_by_key(target, store)], {}, store
+
+
+def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path]:
+    """A store's records, or a job or sweep folder's own (:mod:`mip.analysis.folders`), with the task
+    configs of the jobs (their ``config.yaml``)."""
+    from mip.analysis.folders import FolderError, open_folder
+
+    try:
+        opened = open_folder(folder)
+    except FolderError as e:
+        raise ShowError(f"{e}, or a record key.") from None
+    records = [r for p in opened.files if (r := read_record(p)) is not None]
+    if not records:
+        what = "stored no records (a dry run, or nothing finished yet)" if opened.kind == "jobs" else "holds no readable record"
+        raise ShowError(f"{folder} {what}; pass a record key, a job folder or a store folder.")
+    tasks: dict[str, dict] = {}
+    for job in opened.jobs:
+        config = Path(job["manifest"]).parent / "config.yaml"
+        if config.is_file():
+            import yaml
+
+            tasks.update((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("task") or {})
+    return records, tasks, opened.stores[0] if opened.stores else folder
+
+
+def _by_key(prefix: str, store: Path) -> Record:
+    if not store.is_dir():
+        raise ShowError(f"No store at {store}; pass store=<folder> or a job folder.")
+    matches = sorted({p for p in store.glob(f"*/*/{prefix}*.json") if not p.name.startswith(".")})
+    if not matches:
+        raise ShowError(f"No record with key {prefix!r} under {store}; check the key, or pass store=<folder>.")
+    if len({p.stem for p in matches}) > 1:
+        shown = ", ".join(p.stem for p in matches[:4]) + (", …" if len(matches) > 4 else "")
+        raise ShowError(f"Key prefix {prefix!r} matches {len(matches)} records ({shown}); give more characters.")
+    record = read_record(matches[0])
+    if record is None:
+        raise ShowError(f"{matches[0]} cannot be read as a record (moved aside or damaged).")
+    return record
+
+
+# ---------------------------------------------------------------------------- rebuilding prompts
+def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskConfig:
+    """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name."""
+    from omegaconf import OmegaConf
+
+    if name in job_tasks:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
+    from mip.tools.cli import compose_conf
+
+    folder = conf_dir.expanduser() / "task"
+    if not folder.is_dir():
+        raise ShowError(f"Task {name!r}: no config folder {folder}; run from the repository folder, pass "
+                        "--conf <repository>/conf, or pass the job folder instead of the key.")
+    candidates = [name] + [f.stem for f in sorted(folder.glob("*.yaml")) if f.stem not in (name, "all")]
+    for option in candidates:
+        if not (folder / f"{option}.yaml").is_file():
+            continue
+        try:
+            tasks = compose_conf(conf_dir, f"task={option}").task
+        except Exception:  # noqa: BLE001 - a task file that needs what this machine lacks
+            continue
+        if name in tasks:
+            return OmegaConf.to_object(tasks[name])
+    raise ShowError(f"No task config named {name!r} in {folder}; pass the job folder instead of the key.")
+
+
+def pool_for(record: Record, task: TaskConfig, results_dir: Path, cache_dir: Path):
+    """The pool the record was drawn from: a cached or filtered pool file of that version,
+    else the pool built again from the task's source."""
+    from mip.data import build_pool
+    from mip.data.pools import load_pool
+
+    name = record.experiment.task
+    files = sorted((results_dir / "pools" / name).glob("filtered-*.json")) + sorted((cache_dir / "pools" / name).glob("*.json"))
+    for path in files:
+        if _version(path) == record.pool_version and (pool := load_pool(path)) is not None:
+            return pool
+    pool = build_pool(task, record.config.get("data_dir"), cache_dir)
+    if pool.version != record.pool_version:
+        kind = "filtered pool" if record.pool_filtered else "pool"
+        raise ShowError(f"The {kind} {record.pool_version} of record {record.key} is not under {results_dir / 'pools'} "
+                        f"or {cache_dir / 'pools'}, and building task {name!r} again gives pool {pool.version}.")
+    return pool
+
+
+def _version(path: Path) -> str | None:
+    """A pool file's version, read from its first bytes (the field comes first)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = f.read(200)
+    except OSError:
+        return None
+    start = head.find('"version": "')
+    return head[start + 12:head.find('"', start + 12)] if start >= 0 else None
+
+
+def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path, cache_dir: Path,
+                   conf_dir: Path) -> str:
+    from mip.data import DataError
+    from mip.experiment.planning import rebuild_prompt
+
+    try:
+        task = task_config(record.experiment.task, job_tasks, conf_dir)
+        return rebuild_prompt(record, task, pool_for(record, task, results_dir, cache_dir))
+    except (ValueError, DataError) as e:
+        raise ShowError(str(e)) from None
+
+
+# ---------------------------------------------------------------------------- printing
+def clipped(text: str, full: bool, lines: int = 12) -> str:
+    """The text, or its first and last ``lines`` lines with a count of what was left out."""
+    rows = text.splitlines()
+    if full or len(rows) <= 2 * lines + 1:
+        return text
+    return "\n".join(rows[:lines] + [f"[… {len(rows) - 2 * lines} lines left out; --full prints them …]"] + rows[-lines:])
+
+
+def render(record: Record, prompt: str | None, full: bool) -> str:
+    e = record.experiment
+    verdict = record.verdict + (f" ({record.invalid_kind})" if record.invalid_kind else "")
+    out = [f"== record {record.key}",
+           f"{e.model} · {e.task} · n={e.n} p={e.p} majority={e.majority_label} · seed={e.seed} pattern={e.pattern}"
+           f"{f' order_seed={e.order_seed}' if e.order_seed is not None else ''} · {e.prompt_variant} · budget {e.budget}"
+           f" · pool {record.pool_version}{' (filtered)' if record.pool_filtered else ''}",
+           f"verdict: {verdict}; answer {record.answer!r}; {len(record.attempts)} attempt(s)"]
+    if prompt is not None:
+        out += [f"-- prompt ({record.prompt_tokens or '?'} tokens; hash checked)", clipped(prompt, full)]
+    for number, attempt in enumerate(record.attempts, 1):
+        kind = f" ({attempt.invalid_kind})" if attempt.invalid_kind else ""
+        out.append(f"-- attempt {number} of {len(record.attempts)}: {attempt.verdict}{kind}, answer {attempt.answer!r}")
+        for stage in attempt.stages:
+            usage = {k: v for k, v in (("prompt", stage.prompt_tokens), ("completion", stage.completion_tokens),
+                                       ("reasoning", stage.reasoning_tokens), ("limit", stage.max_tokens)) if v is not None}
+            out.append(f"   stage {stage.name}: finish {stage.finish_reason}; tokens "
+                       + ", ".join(f"{k} {v}" for k, v in usage.items())
+                       + (f"; {stage.latency_s:.1f} s" if stage.latency_s is not None else ""))
+            if stage.reasoning:
+                out += ["   reasoning:", clipped(stage.reasoning, full)]
+            if stage.context_refusal:  # refused as longer than the window: an input_overflow
+                out += ["   refused by the server:", clipped(stage.context_refusal, full)]
+            out += ["   output:", clipped(stage.output or "(empty)", full)]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = [f"--{a}" if a.split("=", 1)[0] in ("store", "results_dir", "cache_dir", "conf") else a
+            for a in (sys.argv[1:] if argv is None else argv)]
+    parser = argparse.ArgumentParser(prog="python -m mip.show", description=__doc__.split("\n\n")[0])
+    parser.add_argument("target", help="a record key (or its first characters), a job or sweep folder, or a store folder")
+    parser.add_argument("--store", help="store to look keys up in (default: $MIP_RESULTS_DIR/store, else results/store)")
+    parser.add_argument("--results_dir", help="where filtered pools live (default: the store's parent folder)")
+    parser.add_argument("--cache_dir", default=os.environ.get("MIP_CACHE_DIR", "~/.cache/mip"), help="pool cache")
+    parser.add_argument("--conf", default="conf", help="config folder whose task/ names a key's task when no job "
+                        "folder is given (default: conf, in the repository folder you run from)")
+    parser.add_argument("--full", action="store_true", help="print whole prompts, outputs and traces")
+    parser.add_argument("--all", action="store_true", help="print every record of a folder, not only the first")
+    args = parser.parse_args(argv)
+    store = Path(args.store or Path(os.environ.get("MIP_RESULTS_DIR", "results")) / "store").expanduser()
+    try:
+        records, job_tasks, store = find(args.target, store)
+        if len(records) > 1:
+            print(f"{len(records)} records:")
+            for r in records:
+                e = r.experiment
+                print(f"  {r.key}  {e.model}/{e.task}  {e.pattern:<20} maj={e.majority_label:<12} {r.verdict} {r.invalid_kind or ''}")
+            if not args.all:
+                print("The first one follows; --all prints each, `python -m mip.show <key>` any one.\n")
+        for record in records if args.all else records[:1]:
+            results_dir = Path(args.results_dir).expanduser() if args.results_dir else store.parent
+            cache_dir = Path(args.cache_dir).expanduser()
+            prompt = rebuilt_prompt(record, job_tasks, results_dir, cache_dir, Path(args.conf))
+            print(render(record, prompt, args.full) + "\n")
+    except ShowError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tracking a job: progress lines and the W&B run and ledger."""
