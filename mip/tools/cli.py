@@ -10,12 +10,13 @@ Exercised by ``pytest tests/test_cli.py``.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import sys
 import typing
 from pathlib import Path
 from typing import Any
+
+from mip.tools.schema_fields import close_keys, schema_has
 
 
 def quiet_library_bars() -> None:
@@ -70,71 +71,6 @@ def check_keys(cfg: Any, schema: type, program: str = "run.py") -> None:
               f"check the spelling (`python {program} --cfg job` lists every key) and drop the leading '+'.",
               file=sys.stderr)
         sys.exit(2)
-
-
-def _field_type(hint: Any) -> Any:
-    """``X`` for ``Optional[X]``; any other type as it is."""
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if typing.get_origin(hint) is typing.Union and len(args) == 1 else hint
-
-
-def schema_has(schema: type, key: str) -> bool:
-    """Whether the dotted ``key`` names a field of the dataclass ``schema`` (below a ``dict``
-    field any name is a key; below a free-form value Hydra checks the rest)."""
-    hint: Any = schema
-    for part in key.split("."):
-        hint = _field_type(hint)
-        if dataclasses.is_dataclass(hint):
-            hints = _field_hints(hint)
-            if part not in hints:
-                return False
-            hint = hints[part]
-        elif typing.get_origin(hint) is dict:
-            hint = typing.get_args(hint)[1]
-        else:
-            return True
-    return True
-
-
-def _subclasses(schema: type) -> list[type]:
-    found = []
-    for sub in schema.__subclasses__():
-        found += [sub, *_subclasses(sub)]
-    return found
-
-
-def _field_hints(schema: type) -> dict[str, Any]:
-    """The fields a command line may set under a node of type ``schema``. A model config is
-    typed by its backend's schema, a subclass of ModelConfig: before composition the backend
-    is not known, so any backend's field is accepted here and composition checks it against
-    the chosen one."""
-    from mip.config import ModelConfig
-
-    hints: dict[str, Any] = {}
-    for kind in [schema, *_subclasses(schema)] if schema is ModelConfig else [schema]:
-        hints = {**typing.get_type_hints(kind), **hints}
-    return hints
-
-
-def schema_keys(schema: type, prefix: str = "") -> list[str]:
-    """Every dotted field name of a dataclass schema (not below ``dict`` fields)."""
-    keys = []
-    for name, hint in _field_hints(schema).items():
-        keys.append(prefix + name)
-        if dataclasses.is_dataclass(inner := _field_type(hint)):
-            keys += schema_keys(inner, f"{prefix}{name}.")
-    return keys
-
-
-def close_keys(key: str, schema: type) -> list[str]:
-    """The schema's keys a typo most likely meant: by the whole key, else by its last part
-    (``dta`` → ``audit.data``)."""
-    keys = schema_keys(schema)
-    found = difflib.get_close_matches(key, keys, n=1)
-    if not found:
-        leaves = difflib.get_close_matches(key.rsplit(".", 1)[-1], {k.rsplit(".", 1)[-1] for k in keys}, n=2)
-        found = [k for k in keys if k.rsplit(".", 1)[-1] in leaves][:2]
-    return found
 
 
 def check_overrides(args: list[str], schema: type, program: str, refused: dict[str, str] | None = None,
@@ -235,7 +171,7 @@ def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str 
     ``config_name``, as analyze.py or attribute.py composes theirs (a DictConfig)."""
     from hydra import compose, initialize_config_dir
 
-    from mip.config import register
+    from mip.tools.config_store import register
 
     folder = os.path.abspath(os.path.expanduser(conf_dir))
     if not os.path.isfile(os.path.join(folder, "config.yaml")):

@@ -113,7 +113,7 @@ def value_error(schema: type, key: str, override: Any, shown: str | None = None)
 
 def model_key_error(conf_dir: Path, models: list[str], key: str, override: Any) -> str | None:
     """A ``model.<key>`` the chosen model's backend schema lacks, or a value it cannot take."""
-    from mip.tools.cli import close_keys, schema_has
+    from mip.tools.schema_fields import close_keys, schema_has
 
     field = key.split(".", 1)[1]
     for name in models:
