@@ -12,7 +12,7 @@ import pytest
 from mip.attribution.ixg import Attributor, ReplaySkip, answer_span, instance_spans, tokens_per_instance
 from mip.attribution.profiles import profile, region_shares
 from mip.data import build_pool
-from mip.experiment.planning import build_prompt
+from mip.strategies.rebuild import build_prompt
 from mip.models.hf_local import converted_dir
 
 from .conftest import RAW, compose, needs_raw

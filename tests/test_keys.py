@@ -10,6 +10,7 @@ import pytest
 
 from mip.config import ModelConfig, OpenAICompatModelConfig
 from mip.experiment.planning import plan_job
+from mip.strategies import build
 from mip.job import load_pools
 from mip.experiment.keys import IN_EXPERIMENT, KEY_SCHEME, not_answer_shaping
 from mip.experiment.records import Record
@@ -67,7 +68,7 @@ def base(tmp_path_factory):
 
 
 def keys(cfgs, pools) -> set[str]:
-    return {p.key for cfg in cfgs for p in plan_job(cfg, pools)}
+    return {p.key for cfg in cfgs for p in plan_job(cfg, pools, build(cfg.strategy, cfg.prompt_variant.name))}
 
 
 def walk(cfgs, pools, group: str):
@@ -275,7 +276,7 @@ def test_every_shipped_model_keeps_the_keys_its_stored_records_have(tmp_path):
         cfg = compose(f"model={name}", "task=arith", "setting=smoke", "budget=smoke", "pattern=random",
                       "use_filtered=false", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.results_dir={tmp_path}")
         pools = pools or load_pools(cfg)
-        assert min(p.key for p in plan_job(cfg, pools)) == SHIPPED_KEYS[name], f"model={name}: its experiment keys changed"
+        assert min(p.key for p in plan_job(cfg, pools, build(cfg.strategy, cfg.prompt_variant.name))) == SHIPPED_KEYS[name], f"model={name}: its experiment keys changed"
 
 
 #: Keys of the mock's first smoke experiment under each strategy and prompt variant, computed by
@@ -296,4 +297,4 @@ def test_every_strategy_and_variant_keeps_its_keys(tmp_path):
         cfg = compose("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=random", "use_filtered=false",
                       f"paths.cache_dir={tmp_path / 'cache'}", f"paths.results_dir={tmp_path}", *overrides)
         pools = pools or load_pools(cfg)
-        assert min(p.key for p in plan_job(cfg, pools)) == key, f"{overrides}: its experiment keys changed"
+        assert min(p.key for p in plan_job(cfg, pools, build(cfg.strategy, cfg.prompt_variant.name))) == key, f"{overrides}: its experiment keys changed"

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from mip.experiment import prompts
-from mip.experiment.planning import build_prompt
+from mip.strategies.rebuild import build_prompt
 
 from .conftest import PAPER, compose
 

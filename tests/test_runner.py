@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from mip.data import build_pool
-from mip.experiment.planning import plan_job, rebuild_prompt
+from mip.experiment.planning import plan_job
+from mip.strategies import build
+from mip.strategies.rebuild import rebuild_prompt
 from mip.models import Backend, Completion, Request
 from mip.store import Store
 from mip.job import run_job
@@ -271,7 +273,7 @@ def test_dry_run_counts_without_calling(tmp_path):
 def test_plan_core_grid_sizes():
     cfg = compose("model=mock", "task=arith", "n=100", "p=0.7", "pattern=soft_majority_edges")
     pools = {"arith": build_pool(cfg.task["arith"], None, None)}
-    plans = plan_job(cfg, pools)
+    plans = plan_job(cfg, pools, build(cfg.strategy, cfg.prompt_variant.name))
     assert len(plans) == 2 and len({p.key for p in plans}) == 2
     assert all(len(p.instances) == 100 for p in plans)
 
@@ -296,7 +298,7 @@ def test_expanded_orderings_shuffle_each_label_then_arrange(tmp_path):
     cfg = compose("+experiment=expanded_orderings", "model=mock", "task=arith", "n=20", "p=0.6", "pattern=majority_middle")
     assert cfg.shuffle_seeds == list(range(1, 51))
     pools = {"arith": build_pool(cfg.task["arith"], None, None)}
-    plans = plan_job(cfg, pools)
+    plans = plan_job(cfg, pools, build(cfg.strategy, cfg.prompt_variant.name))
     assert len(plans) == 2 * 50 and len({p.key for p in plans}) == 100
     for plan in plans[:5]:
         labels = [x.label for x in plan.instances]
@@ -310,7 +312,7 @@ def test_expanded_orderings_shuffle_each_label_then_arrange(tmp_path):
 
 def test_random_ignores_shuffle_seeds():
     cfg = compose("model=mock", "task=arith", "n=20", "p=0.6", "pattern=random", "shuffle_seeds=[1,2]")
-    plans = plan_job(cfg, {"arith": build_pool(cfg.task["arith"], None, None)})
+    plans = plan_job(cfg, {"arith": build_pool(cfg.task["arith"], None, None)}, build(cfg.strategy, cfg.prompt_variant.name))
     assert len(plans) == 6 and all(p.experiment.shuffle_seed is None for p in plans)
 
 
@@ -329,7 +331,7 @@ def test_keys_and_prompts_stay_what_earlier_versions_stored(tmp_path, pattern, k
                   "budget=20k", f"paths.cache_dir={tmp_path}", *more)  # the budget is in the key; pinned at 20k
     from mip.job import load_pools
 
-    plan = plan_job(cfg, load_pools(cfg))[0]
+    plan = plan_job(cfg, load_pools(cfg), build(cfg.strategy, cfg.prompt_variant.name))[0]
     assert (plan.key, plan.prompt_sha) == (key, sha)
 
 

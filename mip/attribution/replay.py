@@ -18,7 +18,7 @@ from mip.analysis import folders, slices
 from mip.data import build_pool
 from mip.data.pools import Pool, load_pool
 from mip.experiment.instances import PATTERNS, structured
-from mip.experiment.planning import rebuild_prompt
+from mip.strategies.rebuild import rebuild_prompt
 from mip.experiment.records import Record, counted_attempt
 from mip.experiment.scoring import Verdict
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property, partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,8 +32,10 @@ from mip.data import Instance, Pool
 from mip.experiment.instances import arrangement, order_seeds_for, pattern_of, picked, select, shuffle_within_labels, structured
 from mip.experiment.keys import answer_settings, encode_settings, experiment_key, task_settings
 from mip.data.columns import JsonColumn
-from mip.experiment.records import Attempt, Experiment, Record, counted_attempt
-from mip.strategies import STRATEGIES, Strategy, build, strategy_class
+from mip.experiment.records import Experiment
+
+if TYPE_CHECKING:  # strategies sit above the planner: it is handed the job's strategy
+    from mip.strategies import Strategy
 
 
 @dataclass
@@ -50,7 +53,7 @@ class Planned:
     pool: Pool
     arrangement: Callable[[], Sequence[int]]
     """Returns the presented instances as positions in the pool, in prompt order."""
-    strategy: Strategy = field(default_factory=lambda: strategy_class("single_call")())
+    strategy: Strategy
     """The job's strategy (its own prompt, if it has one, is built by it)."""
 
     @cached_property
@@ -106,16 +109,9 @@ def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -
         raise ValueError(f"Task {pool.task!r}{where}, majority {majority_label!r}: {e}{hint}") from None
 
 
-def build_prompt(task: TaskConfig, variant: str, texts: list[str], strategy: Strategy | None = None) -> str | None:
-    """The prompt a record's hash covers, built before any call (:meth:`mip.strategies.Strategy.planned_prompt`):
-    the prompt variant's (App. B) under the paper's single call, or ``strategy``'s own."""
-    return (strategy or strategy_class("single_call")()).planned_prompt(task, variant, texts)
-
-
-def plan_job(cfg: Config, pools: dict[str, Pool], strategy: Strategy | None = None) -> list[Planned]:
+def plan_job(cfg: Config, pools: dict[str, Pool], strategy: Strategy) -> list[Planned]:
     """Every experiment of one job, each once, in a fixed order, under the job's strategy
-    (built here from ``cfg`` when not given)."""
-    strategy = strategy or build(cfg.strategy, cfg.prompt_variant.name)
+    (:func:`mip.strategies.build` builds it from ``cfg``)."""
     pattern_of(cfg.pattern.name)  # an unknown pattern fails here, naming the registered ones
     settings = answer_settings(cfg)
     plans: dict[str, Planned] = {}
@@ -166,44 +162,3 @@ def arranged(majority: np.ndarray, minority: np.ndarray, pattern: str, order_see
     if shuffle_seed is not None:
         majority, minority = shuffle_within_labels(majority, minority, shuffle_seed)
     return np.concatenate((majority, minority))[arrangement(len(majority), len(minority), pattern, order_seed)]
-
-
-def final_prompt(plan: Planned, counted: Attempt | None) -> str:
-    """The prompt a record's hash covers: the last prompt the counted attempt sent
-    (:meth:`mip.strategies.Strategy.final_prompt`)."""
-    return plan.strategy.final_prompt(plan, counted)
-
-
-def rebuild_prompt(record: Record, task: TaskConfig, pool: Pool) -> str:
-    """The exact prompt of a stored record (see :func:`final_prompt`), checked against its hash.
-
-    Raises ValueError when the pool is not the one the record was drawn from or the
-    rebuilt prompt's hash differs from the stored one.
-    """
-    if pool.version != record.pool_version:
-        raise ValueError(f"Record {record.key} was drawn from pool {record.pool_version}, not {pool.version}.")
-    try:
-        positions = [pool.position(i) for i in record.instance_ids]
-    except KeyError as e:
-        raise ValueError(f"Record {record.key} names instance {e} that pool {pool.version} does not hold.") from None
-    counted = counted_attempt(record.attempts)
-    experiment = record.experiment
-    plan = Planned(experiment, record.key, task, pool, lambda: positions, strategy_of(record))
-    prompt = final_prompt(plan, counted)
-    if prompts.prompt_hash(prompt) != record.prompt_hash:
-        raise ValueError(f"The rebuilt prompt of record {record.key} does not match its stored hash.")
-    return prompt
-
-
-def strategy_of(record: Record) -> Strategy:
-    """The strategy a record was made with, with the settings its config kept."""
-    experiment = record.experiment
-    if experiment.strategy not in STRATEGIES:
-        raise ValueError(f"Record {record.key} was made by strategy {experiment.strategy!r}, which this mip does not "
-                         f"register; choose one of {', '.join(STRATEGIES)}.")
-    saved = record.config.get("strategy")
-    saved = saved if isinstance(saved, dict) else {}
-    schema = strategy_class(experiment.strategy).schema
-    known = set(schema.__dataclass_fields__) - {"name"}
-    settings = schema(**{"name": experiment.strategy, **{k: v for k, v in saved.items() if k in known}})
-    return build(settings, experiment.prompt_variant)

@@ -10,7 +10,7 @@ Records keep a prompt's hash, not its text: the prompt is rebuilt from the recor
 config (the job folder's ``config.yaml``, else ``--conf``'s ``task/`` composed by name; the
 default ``--conf`` is ``conf`` in the folder you are in, the repository's) and its pool
 (the cached pool, a filtered pool under ``<results>/pools/``, or the pool built again), and
-checked against the hash (:func:`mip.experiment.planning.rebuild_prompt`).
+checked against the hash (:func:`mip.strategies.rebuild.rebuild_prompt`).
 
 Exercised by ``pytest tests/test_show.py``.
 """
@@ -146,7 +146,7 @@ def _version(path: Path) -> str | None:
 def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path, cache_dir: Path,
                    conf_dir: Path) -> str:
     from mip.data import DataError
-    from mip.experiment.planning import rebuild_prompt
+    from mip.strategies.rebuild import rebuild_prompt
 
     try:
         task = task_config(record.experiment.task, job_tasks, conf_dir)
