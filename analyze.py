@@ -17,7 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from mip.analysis.analyze import analyze
 from mip.tools.cli import check_overrides
-from mip.config import AnalyzeConfig, register
+from mip.config import AnalyzeConfig
+from mip.tools.config_store import register
 from mip.analysis.results import ResultsError
 from mip.analysis.slices import SliceError
 

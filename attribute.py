@@ -16,7 +16,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mip.attribution.replay import AttributionError, attribute
-from mip.config import AttributeConfig, register
+from mip.config import AttributeConfig
+from mip.tools.config_store import register
 from mip.data import DataError
 
 register()

@@ -19,7 +19,8 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from mip.tools.audit import SET_BY_THE_AUDIT, run_audit
-from mip.config import AuditConfig, register
+from mip.config import AuditConfig
+from mip.tools.config_store import register
 from mip.data import DataError
 from mip.job import StoreError
 from mip.job.stop import JobStopped

@@ -19,7 +19,8 @@ from hydra import compose
 from hydra.errors import MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 
-from mip.config import FilterConfig, ModelConfig, register
+from mip.config import FilterConfig, ModelConfig
+from mip.tools.config_store import register
 from mip.data import DataError
 from mip.tools.filtering import describe, run_filter
 from mip.models import BackendSetupError

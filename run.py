@@ -24,7 +24,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from mip.config import Config, register
+from mip.config import Config
+from mip.tools.config_store import register
 from mip.data import DataError
 from mip.job import StoreError, run_job
 from mip.job.stop import JobStopped

@@ -223,7 +223,8 @@ def test_unknown_keys_are_those_the_backends_schema_lacks():
     from hydra import initialize_config_dir
 
     from mip.tools.cli import unknown_keys
-    from mip.config import Config, register
+    from mip.config import Config
+    from mip.tools.config_store import register
 
     register()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

@@ -42,7 +42,7 @@ def test_an_audit_runs_from_a_copy_of_the_package_with_no_conf_beside_it(tmp_pat
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mip.config import register
+    from mip.tools.config_store import register
 
     table = tmp_path / "reviews.csv"
     rows = pd.DataFrame({"text": [f"What is {i} + 1?" for i in range(40)], "label": ["even", "odd"] * 20})
@@ -62,7 +62,8 @@ import sys
 from pathlib import Path
 import mip
 from mip.tools.audit import run_audit
-from mip.config import AuditConfig, load_saved
+from mip.config import AuditConfig
+from mip.tools.config_store import load_saved
 assert Path(mip.__file__).is_relative_to(Path(sys.argv[1])), mip.__file__
 print(run_audit(load_saved(sys.argv[2], AuditConfig)))
 """

@@ -1,0 +1,56 @@
+"""The schemas and resolvers Hydra composes with, and a saved config read back as typed.
+
+They sit above :mod:`mip.config`, :mod:`mip.models` and :mod:`mip.strategies` because each
+backend and each strategy names its own schema: the config package itself imports neither.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+from mip.config import (AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig, StrategyConfig,
+                        group_options)
+from mip.models import backend_class, schemas
+from mip.strategies import STRATEGIES, strategy_class
+from mip.strategies import schemas as strategy_schemas
+
+
+def register() -> None:
+    """Store the schemas and resolvers the YAML files use; call before composing."""
+    # `${range:1,51}` → [1, …, 50], for seed lists in presets.
+    OmegaConf.register_new_resolver("range", lambda a, b: list(range(int(a), int(b))), replace=True)
+    # `${uid:}` → a short random token, the same wherever it appears in one config (cached like
+    # Hydra's `${now:}`), so two runs started in the same second get folders of their own.
+    OmegaConf.register_new_resolver("uid", lambda: secrets.token_hex(3), use_cache=True, replace=True)
+    # `${options:model}` → the options of a config group, for the entry points' --help (conf/hydra/help/).
+    OmegaConf.register_new_resolver("options", group_options, replace=True)
+    store = ConfigStore.instance()
+    store.store(name="config_schema", node=Config)
+    store.store(name="analyze_schema", node=AnalyzeConfig)
+    store.store(name="attribute_schema", node=AttributeConfig)
+    store.store(name="filter_schema", node=FilterConfig)
+    store.store(name="audit_schema", node=AuditConfig)
+    for backend, schema in schemas().items():
+        # The registry name is the one place a backend is named: it sets `backend` too.
+        store.store(group="model_schema", name=backend, node=schema(backend=backend))
+    for strategy, settings in strategy_schemas().items():
+        store.store(group="strategy_schema", name=strategy, node=settings(name=strategy))
+
+
+def load_saved(path: str | os.PathLike, schema: type = Config) -> Any:
+    """A job's saved ``config.yaml`` (or an audit's) as the typed config it was: its model
+    section is checked against its backend's schema, as composition checked it."""
+    saved = OmegaConf.load(path)
+    typed = OmegaConf.structured(schema)
+    typed.model = OmegaConf.structured(backend_class(saved.model.backend).schema)
+    if "strategy" in saved:  # its settings under its own schema; a job of mip <= 0.3 kept decomposed's on every job
+        name = saved.strategy.get("name")
+        settings = strategy_class(name).schema if name in STRATEGIES else StrategyConfig
+        typed.strategy = OmegaConf.structured(settings)
+        saved.strategy = {k: v for k, v in saved.strategy.items() if k in settings.__dataclass_fields__}
+    return OmegaConf.to_object(OmegaConf.merge(typed, saved))
