@@ -1,0 +1,152 @@
+"""The shape of mip/ (issue 30, cases 2 and 4): no import cycle among its modules, packages that
+import only the packages below them, and module names that are unique across mip/.
+
+Imports are read with :mod:`ast`, not run: module-level and function-level imports both count;
+an import under ``if TYPE_CHECKING:`` does not (it never runs). Importing ``mip.a.b`` runs
+``mip/a/__init__.py`` first, so it counts as an import of ``mip.a`` too (unless the importer
+lies inside ``mip.a``)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+MIP = Path(__file__).resolve().parent.parent / "mip"
+
+# Each package of mip/ and the packages it may import, bottom to top (the pipeline, DESIGN.md §4).
+# ``registry`` is the root module mip/registry.py (name → "module:attribute" lookups).
+ALLOWED = {
+    "registry": set(),
+    "config": {"registry"},
+    "data": {"config"},
+    "experiment": {"config", "data"},
+    "store": {"config", "data", "experiment"},
+    "tracking": {"config", "experiment"},
+    "models": {"registry", "config", "experiment", "tracking"},
+    "strategies": {"registry", "config", "data", "experiment", "models"},
+    "job": {"registry", "config", "data", "experiment", "store", "tracking", "models", "strategies"},
+    "analysis": {"config", "data", "experiment", "store", "tracking", "models"},
+    "attribution": {"config", "data", "experiment", "store", "models", "strategies", "analysis"},
+    "tools": {"registry", "config", "data", "experiment", "store", "tracking", "models", "strategies", "job",
+              "analysis", "attribution"},
+}
+# Root modules kept for users: `python -m mip.show` etc. and the mip 0.2/0.3 import paths.
+SHIMS = {"show": "tools", "summary": "tools", "demo": "tools", "serve": "tools", "records": "experiment",
+         "runner": "job"}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(MIP.rglob("*.py")):
+        parts = list(path.relative_to(MIP.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    return {id(inner) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for inner in ast.walk(node)}
+
+
+def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of mip/ that running ``module`` imports (with the packages their import runs)."""
+    tree = ast.parse(path.read_text())
+    skip, package, named = _type_checking_nodes(tree), (module if path.name == "__init__.py" else module.rpartition(".")[0]), set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            named |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            named |= {f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names}
+    out = set()
+    for name in (n for n in named if n == "mip" or n.startswith("mip.")):
+        target = _resolve(name, known)
+        while target and target != "mip":
+            if not (module == target or module.startswith(target + ".")):
+                out.add(target)
+            target = target.rpartition(".")[0]
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {module: imports_of(module, path, known) for module, path in known.items()}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``edges`` as ``[a, b, ..., a]``, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return "mip" if len(parts) == 1 else SHIMS.get(parts[1], parts[1])
+
+
+def test_find_cycle_reports_the_cycle_it_finds():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_among_mips_modules():
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle: " + " → ".join(cycle)
+
+
+def test_each_package_imports_only_the_packages_below_it():
+    assert find_cycle(ALLOWED) is None, "the allowed package graph itself has a cycle"
+    wrong = sorted(f"{module} → {target}" for module, targets in graph().items() for target in targets
+                   if package_of(module) in ALLOWED and package_of(target) != package_of(module)
+                   and package_of(target) not in ALLOWED[package_of(module)])
+    assert not wrong, "imports against the layering (tests/test_imports.py ALLOWED):\n" + "\n".join(wrong)
+
+
+def test_every_package_has_its_place():
+    packages = {package_of(m) for m in modules()} - {"mip"}
+    assert packages <= set(ALLOWED), f"a package or root module with no place in ALLOWED: {packages - set(ALLOWED)}"
+
+
+def test_module_names_are_unique_across_mip():
+    seen: dict[str, list[str]] = {}
+    for module in modules():
+        if module.count(".") == 1 and module.split(".")[1] in SHIMS:
+            continue  # the command and compatibility shims re-export the module of the same name
+        seen.setdefault(module.rpartition(".")[2], []).append(module)
+    clashes = {name: found for name, found in seen.items() if len(found) > 1}
+    assert not clashes, f"module names used twice: {clashes}"
+
+
+@pytest.mark.parametrize("shim", sorted(SHIMS))
+def test_the_shims_only_point_elsewhere(shim):
+    """A root shim holds no code of its own: it imports its module from the package that owns it."""
+    assert len((MIP / f"{shim}.py").read_text().splitlines()) <= 12
