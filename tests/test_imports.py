@@ -150,3 +150,22 @@ def test_module_names_are_unique_across_mip():
 def test_the_shims_only_point_elsewhere(shim):
     """A root shim holds no code of its own: it imports its module from the package that owns it."""
     assert len((MIP / f"{shim}.py").read_text().splitlines()) <= 12
+
+
+def test_older_import_paths_still_import():
+    """Scripts written against mip 0.2/0.3 import from ``mip.records`` and ``mip.runner``; users
+    type ``python -m mip.show`` (and summary, demo, serve): each still finds the moved code."""
+    import importlib
+
+    from mip.records import JsonColumn, Record, Store, atomic_write
+    from mip.runner import JobSummary, run_job
+    from mip.data.columns import JsonColumn as column
+    from mip.data.files import atomic_write as writer
+    from mip.experiment.records import Record as record
+    from mip.job import JobSummary as summary, run_job as runner
+    from mip.store import Store as store
+
+    assert (Record, Store, atomic_write, JsonColumn, JobSummary, run_job) == (record, store, writer, column, summary,
+                                                                               runner)
+    for shim in ("show", "summary", "demo", "serve"):
+        assert importlib.import_module(f"mip.{shim}").main is importlib.import_module(f"mip.tools.{shim}").main
