@@ -121,11 +121,12 @@ def test_every_entry_point_follows_paths_results_dir(config_name, tmp_path):
 def test_whether_a_field_shapes_an_answer_is_declared_on_the_field():
     from mip.experiment import keys
     from mip.config import Config, OpenAICompatModelConfig
+    from mip.models import schemas
 
     (timeout,) = [f for f in dataclasses.fields(OpenAICompatModelConfig) if f.name == "request_timeout_s"]
     assert not shapes_answer(timeout) and timeout.metadata["why"] == "how long to wait for an answer"
-    assert "dry_run" in not_answer_shaping(Config) and keys.not_answer_shaping("model")["mock.latency_s"]
-    assert "NOT_ANSWER_SHAPING" not in (REPO / "mip" / "keys.py").read_text()  # no second list far from the fields
+    assert "dry_run" in not_answer_shaping(Config) and keys.not_answer_shaping("model", schemas().values())["mock.latency_s"]
+    assert "NOT_ANSWER_SHAPING" not in (REPO / "mip" / "experiment" / "keys.py").read_text()  # no second list far from the fields
 
     @dataclasses.dataclass
     class Mine(OpenAICompatModelConfig):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from mip.experiment import prompts
@@ -76,19 +77,15 @@ IN_EXPERIMENT: dict[str, frozenset[str]] = {
 _SCHEMAS = {"budget": BudgetConfig, "prompt_variant": PromptVariantConfig, "task": TaskConfig}
 
 
-def not_answer_shaping(group: str) -> dict[str, str]:
-    """Each field of ``group``'s schemas (every backend's for ``model``, every strategy's for
-    ``strategy``) that shapes no answer, by dotted name, with the reason declared on the field
-    (:func:`mip.config.shaping.setting`): what the key leaves out."""
+def not_answer_shaping(group: str, schemas: Iterable[type] = ()) -> dict[str, str]:
+    """Each field of ``group``'s schemas that shapes no answer, by dotted name, with the reason
+    declared on the field (:func:`mip.config.shaping.setting`): what the key leaves out. The
+    ``model`` and ``strategy`` groups have a schema per backend or strategy: the caller passes
+    them (``mip.models.schemas().values()``), since this module sits below both packages."""
     if group == "setting":
         return {f.name: f.metadata["why"] for f in dataclasses.fields(Config) if not shapes_answer(f)}
-    if group == "model":
-        from mip.models import schemas
-    elif group == "strategy":
-        from mip.strategies import schemas
-    else:
-        return shaping.not_answer_shaping(_SCHEMAS[group])
-    return {name: why for schema in schemas().values() for name, why in shaping.not_answer_shaping(schema).items()}
+    chosen = list(schemas) or [_SCHEMAS[group]]
+    return {name: why for schema in chosen for name, why in shaping.not_answer_shaping(schema).items()}
 
 
 def attempts_allowed(cfg: Config) -> int:
