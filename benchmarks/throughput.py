@@ -106,7 +106,9 @@ def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str, 
     wall, end_times = time.perf_counter() - wall, os.times()
     state = server_state(port)
     assert summary.ok and summary.stored_now == n, summary.errors[:3]
-    user, system = end_times.user - start_times.user, end_times.system - start_times.system
+    # the job's process time, its children's included (os.times counts children once they are waited for)
+    user = end_times.user - start_times.user + end_times.children_user - start_times.children_user
+    system = end_times.system - start_times.system + end_times.children_system - start_times.children_system
     before_rerun = served(port)
     rerun = time.perf_counter()
     again = run_job(cfg, folder / f"rerun-{name}")
@@ -148,6 +150,35 @@ def ceiling(port: int, c: int, latency: float, n: int) -> dict:
     return {"ratio": n / wall / (c / latency), "sustained": (server_state(port)["sustained"] or float("nan")) / (c / latency)}
 
 
+def sdk_alone(port: int, c: int, latency: float, n: int) -> dict:
+    """The openai SDK alone with its aiohttp transport (``DefaultAioHttpClient``) on the same core:
+    n chat completions with the same ~215 KB message at concurrency c, the replies parsed into the
+    SDK's objects — requests and replies only, nothing planned, scored or stored (the
+    "aiohttp transport" row of shared/notes/peer-throughput.md)."""
+    import asyncio
+
+    from openai import AsyncOpenAI, DefaultAioHttpClient
+
+    text = "x" * 215_000
+
+    async def main() -> tuple[float, float]:
+        gate = asyncio.Semaphore(c)
+        async with AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="bench", max_retries=0, timeout=120,
+                               http_client=DefaultAioHttpClient()) as client:
+            async def one() -> None:
+                async with gate:
+                    await client.chat.completions.create(model="bench-model", max_tokens=20_000, temperature=0.0,
+                                                         messages=[{"role": "user", "content": text}])
+
+            start, cpu = time.perf_counter(), time.process_time()
+            await asyncio.gather(*(one() for _ in range(n)))
+            return time.perf_counter() - start, time.process_time() - cpu
+
+    server_state(port, reset=True)
+    wall, cpu = asyncio.run(main())
+    return {"ratio": n / wall / (c / latency), "cpu": 1000 * cpu / n}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", nargs="+", default=["1:0.2", "16:0.2", "64:0.2", "256:0.2", "512:5"],
@@ -158,6 +189,8 @@ def main() -> None:
     parser.add_argument("--folder", default=None, help="where the store goes (default: a temporary folder)")
     parser.add_argument("--transport", default="aiohttp", choices=["aiohttp", "openai"], help="model.transport")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the bare client that measures the ceiling")
+    parser.add_argument("--sdk", action="store_true",
+                        help="after each job also run the openai SDK alone with its aiohttp transport (same core)")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {0})
@@ -169,22 +202,29 @@ def main() -> None:
             n = args.experiments_at_c1 if c == 1 else args.experiments
             server, port = start_server(latency)
             try:
-                runs, ceilings = [], []
+                runs, ceilings, sdks, loads = [], [], [], []
                 for k in range(args.repeat):  # alternating, so both see the machine at the same moments
+                    loads.append(os.getloadavg()[0])
                     runs.append(one_run(folder, port, c, latency, n, f"c{c}-L{latency:g}-{args.transport}-{k}", args.transport))
                     if not args.no_ceiling:
                         ceilings.append(ceiling(port, c, latency, n))
+                    if args.sdk:
+                        sdks.append(sdk_alone(port, c, latency, n))
             finally:
                 server.terminate()
             median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             top = {k: statistics.median(r[k] for r in ceilings) if ceilings else float("nan") for k in ("ratio", "sustained")}
+            sdk = {k: statistics.median(r[k] for r in sdks) if sdks else float("nan") for k in ("ratio", "cpu")}
             lo, hi = min(r["exp/s"] for r in runs), max(r["exp/s"] for r in runs)
             rows.append({"c": c, "L (s)": latency, "experiments": n, "runs": len(runs), "exp/s": round(median["exp/s"], 1),
                          "range": f"{lo:.0f}–{hi:.0f}", "ideal c/L": round(c / latency, 1), "ratio": round(median["ratio"], 3),
                          "sustained exp/s": round(median["sustained"], 1),
                          "sustained ratio": round(median["sustained"] / (c / latency), 3),
+                         "ratios": "/".join(f"{r['ratio']:.3f}" for r in runs),
                          "ceiling ratio": round(top["ratio"], 3), "ceiling sustained": round(top["sustained"], 3),
-                         "CPU ms/exp": round(median["cpu"], 2), "of it kernel": round(median["kernel"], 2),
+                         "sdk ratio": round(sdk["ratio"], 3), "sdk ratios": "/".join(f"{r['ratio']:.3f}" for r in sdks),
+                         "sdk CPU ms/req": round(sdk["cpu"], 2), "load 1 min": round(statistics.median(loads), 2),
+                         "CPU ms/exp": round(median["cpu"], 2), "CPU ms/exp each": "/".join(f"{r['cpu']:.2f}" for r in runs), "of it kernel": round(median["kernel"], 2),
                          "mean in flight": round(median["mean in flight"], 1), "peak in flight": int(median["peak"]),
                          "first request s": round(median["first request s"], 3),
                          "requests": int(median["requests"]), "rerun requests": int(max(r["rerun requests"] for r in runs)),

@@ -364,3 +364,35 @@ def test_a_failing_request_is_retried_by_one_layer_only(tmp_path):
         summary = run_job(cfg, tmp_path / "job")
         calls = len(server.log)
     assert summary.unstored == 2 and calls == 2 * 2  # two experiments, one try and one retry each
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "openai"])
+def test_the_client_opens_while_the_claim_settles(tmp_path, monkeypatch, transport):
+    """A job's HTTP client (aiohttp's import, a TLS context) is made while its new claim
+    settles (no request may go out then), not after it, and making it sends nothing
+    (issue 30 case 7: this start-up had come after the wait)."""
+    from mip.claims import Claim
+    from mip.models.transports import TRANSPORTS
+
+    events: list[tuple[str, int]] = []
+    with FakeServer() as server:
+        cls = TRANSPORTS[transport]
+        opened = cls.open
+
+        async def spy_open(self):
+            events.append(("open", len(server.bodies)))
+            await opened(self)
+
+        settled = Claim._tick
+
+        def spy_tick(self, scan=False):
+            if scan:  # the first request's settle scan: the wait is over
+                events.append(("settled", len(server.bodies)))
+            return settled(self, scan)
+
+        monkeypatch.setattr(cls, "open", spy_open)
+        monkeypatch.setattr(Claim, "_tick", spy_tick)
+        cfg = config(tmp_path, server, "pattern=random", f"model.transport={transport}")
+        summary = run_job(cfg, tmp_path / "job")
+    assert summary.ok and summary.stored_now == 6
+    assert events[:2] == [("open", 0), ("settled", 0)]

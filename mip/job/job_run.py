@@ -182,14 +182,16 @@ def _call(cfg: Config, strategy: Strategy, backend: Backend, store: Store, plans
         paid = _paid_attempts(store, cfg, todo, summary)
         if todo:
             backend.check()
-        tracker = build_tracker(cfg, output_dir)
-        if tracker.mirrors:  # the tracker shows the whole job, also what an earlier run stored
-            for plan in plans:
-                if plan.key in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
-                    tracker.log_record(record, plan.prompt)
-                    plan.release()
-        stop.on_stop.append(backend.stop_sending)
         try:
+            if todo:
+                backend.warm()  # its client opens while the claim settles
+            tracker = build_tracker(cfg, output_dir)
+            if tracker.mirrors:  # the tracker shows the whole job, also what an earlier run stored
+                for plan in plans:
+                    if plan.key in stored and (record := store.get(cfg.model.name, plan.experiment.task, plan.key)):
+                        tracker.log_record(record, plan.prompt)
+                        plan.release()
+            stop.on_stop.append(backend.stop_sending)
             JobLoop(cfg, strategy, backend, store, tracker, git, summary, claim, paid, stop).run(todo)
         finally:  # connections and weights are released also when the store fails mid-job
             backend.close()

@@ -125,6 +125,11 @@ class Backend(ABC):
     def check(self) -> None:
         """Before the first call of a job: raise BackendSetupError if the backend cannot serve it."""
 
+    def warm(self) -> None:
+        """Right after the job claims its experiments, while the claim settles
+        (:data:`mip.claims.SETTLE_S`, before any request may go out): start what the first
+        request needs, so that its start-up overlaps that wait. Sends no request."""
+
     def stop_sending(self) -> None:
         """The job is stopping (:mod:`mip.job.stop`): send no request not yet sent, and retry
         none; those in flight finish. Called from a signal handler, so it only sets a flag."""

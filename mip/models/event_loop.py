@@ -46,6 +46,13 @@ class EventLoop:
         task.add_done_callback(done)
         return task
 
+    def run(self, coro: Any) -> Any:
+        """Run ``coro`` on the loop to its end and return its result (in the caller's thread
+        where the loop runs there)."""
+        if self._thread is None:
+            return self.loop.run_until_complete(coro)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
     def turn(self) -> None:
         """In the caller's thread, run the loop once without blocking: what is ready goes out."""
         if self._thread is None:

@@ -39,6 +39,9 @@ class Transport(Protocol):
     async def send(self, body: Any) -> Reply:
         """Post one body; raise ReplyTooLarge past ``max_response_bytes``."""
 
+    async def open(self) -> None:
+        """Make the client now, in the event loop, rather than at the first send."""
+
     async def close(self) -> None:
         """Close the client; a later send makes a new one."""
 
@@ -80,6 +83,9 @@ class AiohttpTransport:
             self._url = URL(f"{self._root}/chat/completions")  # parsed once, not per request
             self._proxy = proxy_for(self._url)
         return self._session
+
+    async def open(self) -> None:
+        self._open()
 
     async def send(self, body: bytes) -> Reply:
         """Post one body, read the reply (capped); redirects are not followed."""
@@ -124,12 +130,16 @@ class SdkTransport:
     def encode(self, body: dict[str, Any]) -> dict[str, Any]:
         return body
 
-    async def send(self, body: dict[str, Any]) -> Reply:
-        openai = _import_openai()
+    async def open(self) -> None:
         if self._client is None:
+            openai = _import_openai()
             self._client = openai.AsyncOpenAI(
                 base_url=self.cfg.base_url, api_key=self._api_key, max_retries=0, timeout=self.cfg.request_timeout_s,
                 http_client=openai.DefaultAsyncHttpxClient(follow_redirects=False, timeout=self.cfg.request_timeout_s))
+
+    async def send(self, body: dict[str, Any]) -> Reply:
+        openai = _import_openai()
+        await self.open()
         body = dict(body)
         named = {"model": body.pop("model"), "messages": body.pop("messages")}
         try:
