@@ -371,7 +371,7 @@ def test_the_client_opens_while_the_claim_settles(tmp_path, monkeypatch, transpo
     """A job's HTTP client (aiohttp's import, a TLS context) is made while its new claim
     settles (no request may go out then), not after it, and making it sends nothing
     (issue 30 case 7: this start-up had come after the wait)."""
-    from mip.claims import Claim
+    from mip.store.claims import Claim
     from mip.models.transports import TRANSPORTS
 
     events: list[tuple[str, int]] = []

@@ -127,7 +127,7 @@ class Backend(ABC):
 
     def warm(self) -> None:
         """Right after the job claims its experiments, while the claim settles
-        (:data:`mip.claims.SETTLE_S`, before any request may go out): start what the first
+        (:data:`mip.store.claims.SETTLE_S`, before any request may go out): start what the first
         request needs, so that its start-up overlaps that wait. Sends no request."""
 
     def stop_sending(self) -> None:
