@@ -25,9 +25,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from mip.analysis import slices  # noqa: E402
+from mip.attribution.profile_figures import share_axis  # noqa: E402
 from mip.attribution.profiles import profile  # noqa: E402
 from mip.experiment.instances import PATTERNS  # noqa: E402
 
@@ -91,15 +91,9 @@ def _draw(curves: dict, group: pd.DataFrame, pooling: Pooling, title: str) -> pl
         count = int((group[pooling.compare] == value).sum())
         ax.plot(x, curve, marker="o", markersize=3, linewidth=1, linestyle=("-", "--", "-.", ":")[k % 4],
                 label=f"{pooling.compare} = {value} ({count} replays)")
-    ax.axhline(1.0, linestyle=":", color="grey", label="uniform")
-    ax.set_yscale("log")
-    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.5, 1, 2 rather than 5×10⁻¹
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
-    ax.tick_params(axis="y", which="minor", labelsize=6)
+    share_axis(ax)
     ax.set_xlim(0, 100)
     ax.set_xlabel(f"relative instance position (%; {len(next(iter(curves.values())))} equal bins)")
-    ax.set_ylabel("share (× uniform)")
     ax.legend(fontsize=6, loc="best")
     inset = _inset(group, pooling)
     side.set_axis_off()

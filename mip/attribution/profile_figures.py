@@ -16,6 +16,18 @@ from mip.experiment.instances import regions, split_counts, structured  # noqa: 
 COLOURS = {"majority": "#9ecae1", "minority": "#fdae6b", "alternating": "#d9d9d9", "mixed": "#ffffff"}
 
 
+def share_axis(ax: plt.Axes) -> None:
+    """A y axis of IxG shares as multiples of the uniform share: log scale, plain tick labels, a
+    dotted line at 1 (the uniform share)."""
+    ax.axhline(1.0, linestyle=":", color="grey", label="uniform")
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.5, 1, 2 rather than 5×10⁻¹
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=6)
+    ax.set_ylabel("share (× uniform)")
+
+
 def profile_figure(curve: np.ndarray, bin_size: int, pattern: str, n: int, p: float, replays: pd.DataFrame) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(8, 3))
     x = (np.arange(len(curve)) * bin_size) + (bin_size + 1) / 2
@@ -24,16 +36,10 @@ def profile_figure(curve: np.ndarray, bin_size: int, pattern: str, n: int, p: fl
         for start, end, kind in regions(pattern, n_maj, n_min):
             ax.axvspan(start + 0.5, end + 0.5, color=COLOURS[kind], alpha=0.5, linewidth=0, label=kind)
     ax.plot(x, curve, marker="o", markersize=2, linewidth=1, color="black")
-    ax.axhline(1.0, linestyle=":", color="grey", label="uniform")
-    ax.set_yscale("log")
-    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.5, 1, 2 rather than 5×10⁻¹
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
-    ax.tick_params(axis="y", which="minor", labelsize=6)
+    share_axis(ax)
     ax.set_xlim(0.5, n + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # instance positions are whole numbers
     ax.set_xlabel(f"instance position (points average {bin_size} consecutive instances)")
-    ax.set_ylabel("share (× uniform)")
     accuracy = 100 * replays["correct"].mean()
     ax.set_title(f"IxG profile — {pattern.replace('_', '-')}, n = {n}, p = {p}: {len(replays)} replays, "
                  f"accuracy {accuracy:.0f} %", fontsize=9)
