@@ -141,13 +141,14 @@ def ceiling(port: int, c: int, latency: float, n: int) -> dict:
                 async with gate, session.post(f"http://127.0.0.1:{port}/v1/chat/completions", data=body) as response:
                     await response.read()
 
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             await asyncio.gather(*(one() for _ in range(n)))
-            return time.perf_counter() - start
+            return time.perf_counter() - start, time.process_time() - cpu
 
     server_state(port, reset=True)
-    wall = asyncio.run(main())
-    return {"ratio": n / wall / (c / latency), "sustained": (server_state(port)["sustained"] or float("nan")) / (c / latency)}
+    wall, cpu = asyncio.run(main())
+    return {"ratio": n / wall / (c / latency), "sustained": (server_state(port)["sustained"] or float("nan")) / (c / latency),
+            "cpu": 1000 * cpu / n}
 
 
 def sdk_alone(port: int, c: int, latency: float, n: int) -> dict:
@@ -213,7 +214,7 @@ def main() -> None:
             finally:
                 server.terminate()
             median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-            top = {k: statistics.median(r[k] for r in ceilings) if ceilings else float("nan") for k in ("ratio", "sustained")}
+            top = {k: statistics.median(r[k] for r in ceilings) if ceilings else float("nan") for k in ("ratio", "sustained", "cpu")}
             sdk = {k: statistics.median(r[k] for r in sdks) if sdks else float("nan") for k in ("ratio", "cpu")}
             lo, hi = min(r["exp/s"] for r in runs), max(r["exp/s"] for r in runs)
             rows.append({"c": c, "L (s)": latency, "experiments": n, "runs": len(runs), "exp/s": round(median["exp/s"], 1),
@@ -222,6 +223,7 @@ def main() -> None:
                          "sustained ratio": round(median["sustained"] / (c / latency), 3),
                          "ratios": "/".join(f"{r['ratio']:.3f}" for r in runs),
                          "ceiling ratio": round(top["ratio"], 3), "ceiling sustained": round(top["sustained"], 3),
+                         "ceiling CPU ms/req": round(top["cpu"], 2),
                          "sdk ratio": round(sdk["ratio"], 3), "sdk ratios": "/".join(f"{r['ratio']:.3f}" for r in sdks),
                          "sdk CPU ms/req": round(sdk["cpu"], 2), "load 1 min": round(statistics.median(loads), 2),
                          "CPU ms/exp": round(median["cpu"], 2), "CPU ms/exp each": "/".join(f"{r['cpu']:.2f}" for r in runs), "of it kernel": round(median["kernel"], 2),

@@ -217,3 +217,101 @@ def test_a_running_claim_refreshes_its_heartbeat(tmp_path, monkeypatch):
         while time.time() < deadline and claim.path.stat().st_mtime < time.time() - 60:
             time.sleep(0.05)
         assert claim.path.stat().st_mtime > time.time() - 60
+
+
+# issue 30 case 7: the settle only where a running job's claim may be missing ---------------------
+
+
+def _waits(claim, monkeypatch) -> list[float]:
+    """The waits the claim's first ``holds`` makes (its settle), without waiting them."""
+    slept: list[float] = []
+    monkeypatch.setattr(claims.time, "sleep", slept.append)
+    assert claim.holds(next(iter(claim.keys)))
+    return [s for s in slept if s > 0]
+
+
+def _quiet_folder(root: Path, model: str = "m", age_s: float = 10.0) -> Path:
+    """A claims folder where a job claimed and finished long ago (its lock file stays)."""
+    claim_experiments(root, model, ["x"], nothing_stored).release()
+    folder = root / claims.FOLDER / model
+    os.utime(folder, (time.time() - age_s, time.time() - age_s))
+    return folder
+
+
+def test_a_claim_in_a_store_the_job_made_goes_out_at_once(tmp_path, monkeypatch):
+    with claim_experiments(tmp_path / "new", "m", ["a", "b"], nothing_stored, new_store=True) as claim:
+        assert not claim.settle and _waits(claim, monkeypatch) == []
+
+
+@pytest.mark.skipif(not claims.local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_a_quiet_claims_folder_on_a_local_disk_needs_no_settle(tmp_path, monkeypatch):
+    _quiet_folder(tmp_path)
+    with claim_experiments(tmp_path, "m", ["a", "b"], nothing_stored) as claim:
+        assert not claim.settle and _waits(claim, monkeypatch) == []
+
+
+@pytest.mark.skipif(not claims.local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_a_claims_folder_that_just_changed_settles(tmp_path, monkeypatch):
+    """A claim released (or removed) within SETTLE_S, or a claims folder made just now (deleted
+    and made again), may hide a running job that has yet to write its claim again: wait."""
+    claim_experiments(tmp_path, "m", ["x"], nothing_stored).release()  # just now
+    with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
+        assert claim.settle and _waits(claim, monkeypatch) == [pytest.approx(claims.SETTLE_S, abs=0.1)]
+    fresh = tmp_path / "other"
+    fresh.mkdir()  # the store exists, its claims folder does not: made now, as after `rm -r .claims`
+    with claim_experiments(fresh, "m", ["a"], nothing_stored) as claim:
+        assert claim.settle
+
+
+@pytest.mark.skipif(not claims.local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_a_claim_file_removed_while_the_claims_are_read_settles(tmp_path, monkeypatch):
+    """The folder was quiet when the job took the lock, but a claim went while the job read
+    the claims (before it could see it): the job waits, as if the folder had just changed."""
+    folder = _quiet_folder(tmp_path)
+    running = claim_experiments(tmp_path, "m", ["z"], nothing_stored)
+    os.utime(folder, (time.time() - 10, time.time() - 10))
+
+    def stored_while_removed() -> set[str]:
+        running.path.unlink()  # by hand, say
+        return set()
+
+    with claim_experiments(tmp_path, "m", ["a"], stored_while_removed) as claim:
+        assert claim.settle
+    running.release()
+
+
+def test_a_network_file_system_always_settles(tmp_path, monkeypatch):
+    """NFS may answer a stat from its cache, so the folder's time proves nothing there."""
+    monkeypatch.setattr(claims, "local_disk", lambda path: False)
+    _quiet_folder(tmp_path)
+    with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
+        assert claim.settle
+
+
+@pytest.mark.parametrize("path, local", [("/scratch/u/store", False), ("/home/u/my store/x", True),
+                                         ("/data/store", True), ("/dev/shm/s", True), ("/lus/store", False)])
+def test_local_disk_reads_the_mount_table(path, local):
+    table = "\n".join([
+        "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw",
+        "30 22 0:40 / /scratch rw - nfs4 server:/scratch rw,vers=4.2",
+        "31 22 8:2 / /home/u/my\\040store rw - xfs /dev/sdb rw",
+        "32 22 0:41 / /lus rw - lustre 10.0.0.1@tcp:/fs rw",
+        "33 22 0:42 / /dev/shm rw - tmpfs tmpfs rw",
+    ])
+    assert claims.local_disk(Path(path), mountinfo=table) is local
+
+
+def test_a_rerun_on_a_quiet_store_sends_at_once(tmp_path, monkeypatch):
+    """A job on a store it made, and a later one on that store once it is quiet, send their
+    first request without the settle; the claims keep paying each experiment once."""
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(claims.time, "sleep", lambda s: slept.append(s) or real_sleep(min(s, 0.01)))
+    first = run_job(config(tmp_path, "pattern=random", "order_seeds=[0]"), tmp_path / "job-1")
+    assert first.stored_now == first.calls == 2
+    if claims.local_disk(tmp_path):
+        folder = tmp_path / "store" / claims.FOLDER / "mock"
+        os.utime(folder, (time.time() - 10, time.time() - 10))
+        again = run_job(config(tmp_path, "pattern=random", "order_seeds=[0,1]"), tmp_path / "job-2")
+        assert again.stored_now == again.calls == 2 and again.already_stored == 2
+    assert [s for s in slept if s >= claims.CHECK_EVERY_S] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import os
 
 import pytest
 
@@ -393,6 +394,7 @@ def test_the_client_opens_while_the_claim_settles(tmp_path, monkeypatch, transpo
         monkeypatch.setattr(cls, "open", spy_open)
         monkeypatch.setattr(Claim, "_tick", spy_tick)
         cfg = config(tmp_path, server, "pattern=random", f"model.transport={transport}")
+        os.makedirs(cfg.paths.store_dir)  # a store with no claims folder yet: this claim settles
         summary = run_job(cfg, tmp_path / "job")
     assert summary.ok and summary.stored_now == 6
     assert events[:2] == [("open", 0), ("settled", 0)]

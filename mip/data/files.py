@@ -115,18 +115,24 @@ class Syncer:
             while not self._queue.empty() and len(batch) < 512:
                 batch.append(self._queue.get_nowait())
             try:
-                for fd, _ in batch:
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-                for folder in {folder for _, folder in batch}:
-                    fsync_folder(folder)
+                self._flush(batch)
             except OSError as e:
                 self._error = self._error or e
             with self._idle:
                 self._pending -= len(batch)
                 self._idle.notify_all()
+
+    def _flush(self, batch: list[tuple[int, Path]]) -> None:
+        """Put a batch of written files and their folders on disk; every file is closed, also
+        when the disk fails."""
+        try:
+            for fd, _ in batch:
+                os.fsync(fd)
+            for folder in {folder for _, folder in batch}:
+                fsync_folder(folder)
+        finally:
+            for fd, _ in batch:
+                os.close(fd)
 
     def flush(self) -> None:
         """Wait until everything handed over is on disk; raise the disk's first error."""
@@ -138,6 +144,35 @@ class Syncer:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
+
+
+#: File systems on a machine's own disks or memory: their ``stat`` is never a cached copy.
+LOCAL_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs", "tmpfs", "bcachefs", "jfs",
+                                "overlay"})
+
+
+def local_disk(path: Path, mountinfo: str | None = None) -> bool:
+    """Whether ``path`` lies on a local file system, by the mount table (Linux's
+    ``/proc/self/mountinfo``, or ``mountinfo``); where there is none to read, no.
+
+    >>> local_disk(Path("/proc"))
+    False
+    """
+    try:
+        table = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace") if mountinfo is None else mountinfo
+        real = os.path.realpath(path)
+    except OSError:
+        return False
+    best, kind = "", ""
+    for line in table.splitlines():  # <id> <parent> <dev> <root> <mount point> <options> ... - <type> <source> ...
+        fields, _, tail = line.partition(" - ")
+        parts = fields.split(" ")
+        if len(parts) < 5 or not tail:
+            continue
+        point = parts[4].replace("\\040", " ")
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+            best, kind = point, tail.split(" ")[0]
+    return kind in LOCAL_FILE_SYSTEMS
 
 
 def fsync_folder(folder: Path) -> None:

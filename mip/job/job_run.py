@@ -127,6 +127,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     started = time.monotonic()
     strategy = validate(cfg) if strategy is None else strategy
     output_dir = Path(output_dir)
+    new_store = not Path(cfg.paths.store_dir).expanduser().exists()  # made below: no job ran there
     _writable(output_dir, *(() if cfg.dry_run else (Path(cfg.paths.store_dir).expanduser(),)))
     git = git_commit()
     pools = load_pools(cfg)
@@ -152,7 +153,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
     backend.prepare(pools)
 
-    claim = _claim(store, cfg, todo, stored_keys, output_dir) if todo else Claim(None, frozenset())
+    claim = _claim(store, cfg, todo, stored_keys, output_dir, new_store) if todo else Claim(None, frozenset())
     with Drain(cfg.stop_grace_s) as stop:
         tracker = _call(cfg, strategy, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
         stop.finished()
@@ -227,10 +228,11 @@ def _writable(*folders: Path) -> None:
                              "paths.store_dir) at a writable folder; nothing was written there.")
 
 
-def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable[[], set[str]], output_dir: Path) -> Claim:
+def _claim(store: Store, cfg: Config, todo: list[Planned], stored_keys: Callable[[], set[str]], output_dir: Path,
+           new_store: bool) -> Claim:
     """This job's claim on the experiments it is about to call (see :mod:`mip.store.claims`)."""
     try:
-        return claim_experiments(store.root, cfg.model.name, [p.key for p in todo], stored_keys, output_dir)
+        return claim_experiments(store.root, cfg.model.name, [p.key for p in todo], stored_keys, output_dir, new_store)
     except OSError as e:
         raise StoreError(f"Cannot claim experiments in {store.root} ({e.strerror or e}). Point paths.results_dir at a "
                          "writable folder.") from e

@@ -18,6 +18,13 @@ experiment (a claim file was deleted and a new job claimed before the running on
 claim again), the older claim keeps it: the younger job waits :data:`SETTLE_S` before its
 first request and checks, and its heartbeat keeps checking, so it sends none of them.
 
+That wait is needed only where a running job's claim may be missing from the folder: where
+a claim file went, or the folder was made, within the last :data:`SETTLE_S`. A job skips it
+(its first request goes out at once) where it claims in a store it made itself (nothing ran
+there), or on a local disk whose claims folder did not change in that time nor while it was
+read (its modification time, on the disk's own clock, says so; a network file system may
+serve that time from a cache, so there every job waits).
+
 >>> with claim_experiments(store, "qwen", todo_keys, stored_now) as claim:   # doctest: +SKIP
 ...     todo = [p for p in todo if p.key not in claim.elsewhere]
 
@@ -43,6 +50,8 @@ from pathlib import Path
 from typing import IO
 
 from filelock import FileLock, Timeout
+
+from mip.data.files import local_disk
 
 FOLDER = ".claims"
 CHECK_EVERY_S = 0.1  # how often a running job checks that its claim file is still its own
@@ -86,11 +95,13 @@ class Claim:
     since: tuple[float, str] = (0.0, "")
     sent: set[str] = field(default_factory=set)
     """Keys :meth:`holds` let go out: this job keeps them whatever happens to the files."""
+    settle: bool = True
+    """Whether the first request waits :data:`SETTLE_S` (see the module's notes)."""
 
     def __post_init__(self) -> None:
         self._mutex = threading.RLock()
         self._stop = threading.Event()
-        self._settle_until = time.monotonic() + SETTLE_S
+        self._settle_until = time.monotonic() + SETTLE_S if self.settle else 0.0
         self._seen: tuple = ()
         self._beat = time.monotonic()
         self._warned = False
@@ -175,24 +186,28 @@ class Claim:
 
 
 def claim_experiments(store_root: Path, model: str, wanted: Collection[str], stored: Callable[[], set[str]],
-                      output_dir: str | Path = "") -> Claim:
+                      output_dir: str | Path = "", new_store: bool = False) -> Claim:
     """Claim the keys of ``wanted`` that are neither stored nor claimed by a running job.
 
     ``stored`` lists the stored keys; it is called under the lock, after the running
     claims are read, so an experiment another job stored and then let go of is seen as
     stored. The returned claim holds its keys until :meth:`Claim.release` (or the process
-    ends); its ``elsewhere`` says which of ``wanted`` other jobs hold.
+    ends); its ``elsewhere`` says which of ``wanted`` other jobs hold. ``new_store``: the
+    caller made the store folder itself, so no job ran there (its claim needs no settle).
     """
     folder = Path(store_root).expanduser() / FOLDER / model
     wanted = frozenset(wanted)  # looked up once per held key below: a set, not a list of thousands
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
+            before = _listing(folder)
             elsewhere = _running_claims(folder)
             done = stored()
             keys = frozenset(k for k in wanted if k not in done and k not in elsewhere)
             since = (time.time(), uuid.uuid4().hex)
+            still = _listing(folder) == before  # no claim went nor came while they were read
             path, handle = _write_claim(folder, keys, output_dir, since) if keys else (None, None)
+            settle = handle is not None and not new_store and not (still and _quiet_since(folder, before, handle))
     except NotImplementedError:  # filelock: the file system has no flock
         return _unlocked(store_root, wanted, stored)
     except OSError as e:
@@ -202,7 +217,8 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
     except Timeout:
         raise ClaimError(f"Another job has held {folder / '.lock'} for over {LOCK_TIMEOUT_S:g} s; if no job is "
                            "starting on this store, delete that file and run again.") from None
-    return Claim(path, keys, {k: h for k, h in elsewhere.items() if k in wanted}, handle, str(output_dir), since=since)
+    return Claim(path, keys, {k: h for k, h in elsewhere.items() if k in wanted}, handle, str(output_dir), since=since,
+                 settle=settle)
 
 
 def _listing(folder: Path) -> tuple:
@@ -212,6 +228,16 @@ def _listing(folder: Path) -> tuple:
     except FileNotFoundError:
         return ()
     return st.st_ino, st.st_mtime_ns
+
+
+def _quiet_since(folder: Path, before: tuple, handle: IO[str]) -> bool:
+    """Whether the claims folder, as ``before`` found it, had not changed for :data:`SETTLE_S`
+    when this job's claim file (open as ``handle``) was written: both times from the disk's own
+    clock, and only on a local disk (a network file system may answer from a cached ``stat``)."""
+    if not before or not local_disk(folder):
+        return False
+    written = os.fstat(handle.fileno()).st_mtime_ns
+    return written - before[1] >= SETTLE_S * 1e9
 
 
 def _same_file(path: Path, handle: IO[str]) -> bool:
