@@ -95,6 +95,6 @@ class JsonColumn:
         """The values at ``positions``, in that order, as their JSON array."""
         if not len(positions):
             return JsonStrings(b"[]")
-        rows = self._table[self._codes[positions]] if self._codes is not None else self._table[positions]
+        rows = np.take(self._table, np.take(self._codes, positions) if self._codes is not None else positions)
         body = rows.tobytes().replace(b"\x00", b"")  # the padding
-        return JsonStrings(b"[" + body[:-1] + b"]")  # the last comma dropped
+        return JsonStrings(b"".join((b"[", memoryview(body)[:-1], b"]")))  # the last comma dropped

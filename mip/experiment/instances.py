@@ -134,7 +134,9 @@ def select(
 def _shuffled(items: Sequence[T] | np.ndarray, seed: int | list[int], take: int | None = None) -> list[T] | np.ndarray:
     """``items`` shuffled by ``seed``; with ``take``, only the first ``take`` of that shuffle.
     An array comes back as an array (indexed at once, no Python list in between)."""
-    order = np.random.default_rng(seed).permutation(len(items))[:take]
+    order = np.arange(len(items))
+    np.random.default_rng(seed).shuffle(order)  # Generator.permutation(n), without its checks
+    order = order[:take]
     if isinstance(items, np.ndarray):
         return items[order]
     return picked(items, order.tolist())

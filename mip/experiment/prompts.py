@@ -60,16 +60,21 @@ def _numbering(n: int) -> tuple[str, ...]:
     return tuple(("" if i == 1 else "\n") + f"Instance {i}: " for i in range(1, n + 1))
 
 
-def instance_block(texts: Sequence[str]) -> str:
-    """The instances as ``Instance i: text`` lines, numbered from 1.
+def instance_block(texts: Sequence[str], head: str = "") -> str:
+    """The instances as ``Instance i: text`` lines, numbered from 1, after ``head``.
 
-    >>> instance_block(["a", "b"])
-    'Instance 1: a\\nInstance 2: b'
+    >>> instance_block(["a", "b"], head="Task\\n")
+    'Task\\nInstance 1: a\\nInstance 2: b'
+
+    One join makes the whole prompt: a 200 KB prompt made as ``head + block`` costs two such
+    strings, and on this project's machines their allocation (fresh memory pages each time)
+    cost more than the joins (0.2 ms against 0.03 ms).
     """
     n = len(texts)
-    parts: list[str] = [""] * (2 * n)
-    parts[::2] = _numbering(n)  # made once per size: twice as fast as formatting every line
-    parts[1::2] = texts
+    parts: list[str] = [""] * (2 * n + 1)
+    parts[0] = head
+    parts[1::2] = _numbering(n)  # made once per size: twice as fast as formatting every line
+    parts[2::2] = texts
     return "".join(parts)
 
 
@@ -82,7 +87,8 @@ def standard_prompt(spec: PromptSpec, labels: Sequence[str], texts: Sequence[str
     """
     if variant not in TEMPLATED:
         raise ValueError(f"standard_prompt builds standard, hint and strategy prompts, not {variant!r}.")
-    return _standard_header(spec.task, tuple(spec.instructions), tuple(labels), variant, report_counts) + instance_block(texts)
+    return instance_block(texts, head=_standard_header(spec.task, tuple(spec.instructions), tuple(labels), variant,
+                                                       report_counts))
 
 
 @functools.lru_cache(maxsize=64)
@@ -146,7 +152,7 @@ def meta_prompt(spec: PromptSpec, num_instances: int) -> str:
 
 def self_prompt(instruction: str, texts: Sequence[str]) -> str:
     """Self-prompting, second stage: the generated instruction followed by every instance."""
-    return f"{instruction.strip()}\n\n{instance_block(texts)}"
+    return instance_block(texts, head=f"{instruction.strip()}\n\n")
 
 
 def prompt_hash(prompt: str) -> str:
