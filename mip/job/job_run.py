@@ -31,6 +31,7 @@ from mip.experiment.planning import Planned, plan_job
 from mip.experiment.instances import split_counts
 from mip.job.dry_run import dry_run
 from mip.job.loop import JobLoop
+from mip.job.notices import first_time
 from mip.job.provenance import GitState, git_commit, write_manifest
 from mip.job.stop import Drain, JobStopped, Stopped
 from mip.job.job_summary import JobSummary, StoreError
@@ -206,16 +207,11 @@ def _call(cfg: Config, strategy: Strategy, backend: Backend, store: Store, plans
     return tracker
 
 
-#: The pools described in this process, by folder of jobs: a sweep's jobs (an audit's, the
-#: demo's) share their pools, and each is said once per sweep.
-_POOLS_SAID: set[tuple[str, str]] = set()
-
-
 def _say_pools(pools: dict[str, Pool], output_dir: Path) -> None:
+    """Describe each pool, once per folder of jobs (a sweep's jobs share their pools)."""
     for pool in pools.values():
-        if (said := (str(output_dir.resolve().parent), pool.summary())) not in _POOLS_SAID:
-            _POOLS_SAID.add(said)
-            print(said[1], file=sys.stderr)
+        if first_time(output_dir.resolve().parent, summary := pool.summary()):
+            print(summary, file=sys.stderr)
 
 
 def _writable(*folders: Path) -> None:

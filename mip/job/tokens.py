@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mip.experiment import prompts
 from mip.config import HFModelConfig, ModelConfig
+from mip.job.notices import first_time
 from mip.models import Backend
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer, tokenizer_names
 
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
     from mip.strategies import Context
 
 log = logging.getLogger(__name__)
-
-#: The estimate notes already logged in this process, by folder of jobs (a sweep's jobs say each once).
-_WARNED: set[tuple[str, str]] = set()
 
 
 class OfflineTokenizer:
@@ -61,9 +59,7 @@ class OfflineTokenizer:
                     break
             if not self._tokenizer and self.model.tokenizer:
                 self.fallback = estimate_note(self.model.tokenizer, why, self.model.chars_per_token)
-                said = (self.said_in, self.fallback)
-                if said not in _WARNED:  # once a sweep: its jobs share the reason
-                    _WARNED.add(said)
+                if first_time(self.said_in, self.fallback):  # once a sweep: its jobs share the reason
                     log.warning(self.fallback)
         return self._tokenizer
 
