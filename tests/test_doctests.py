@@ -32,7 +32,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.summary": _SHIM,
     "mip.tools.demo": "runs SmolLM2 end to end (minutes)",
     "mip.tools.serve": _MODEL,
-    "mip.tools.show": _STORE,
     "mip.tools.config_store": _HYDRA,
     "mip.tools.schema_fields": _HYDRA,
     "mip.strategies.rebuild": "rebuilds a stored record's prompt from its pool: tests/test_records.py runs it",

@@ -164,6 +164,27 @@ def clipped(text: str, full: bool, lines: int = 12) -> str:
     return "\n".join(rows[:lines] + [f"[… {len(rows) - 2 * lines} lines left out; --full prints them …]"] + rows[-lines:])
 
 
+def _count_source(record: Record) -> str:
+    """How mip counted a record's prompt tokens before the call, from its model config: the
+    model's own tokenizer (a local model), the tokenizer or ``/tokenize`` a server model names
+    (estimated from characters where that could not be had), else estimated from characters.
+
+    >>> _count_source(Record.model_construct(config={"model": {"backend": "openai_compat", "chars_per_token": 3.5}}))
+    'estimated at 3.5 characters per token'
+    >>> _count_source(Record.model_construct(config={"model": {"backend": "vllm"}}))
+    "counted with the model's tokenizer"
+    """
+    model = (record.config or {}).get("model") or {}
+    if model.get("backend") in ("hf_local", "vllm"):
+        return "counted with the model's tokenizer"
+    estimate = f"estimated at {model.get('chars_per_token', 3.5):g} characters per token"
+    if model.get("tokenizer"):
+        return f"counted with the tokenizer {model['tokenizer']} where it loaded, else {estimate}"
+    if model.get("server_tokenize"):
+        return "counted by the server's /tokenize"
+    return estimate
+
+
 def render(record: Record, prompt: str | None, full: bool) -> str:
     e = record.experiment
     verdict = record.verdict + (f" ({record.invalid_kind})" if record.invalid_kind else "")
@@ -173,15 +194,17 @@ def render(record: Record, prompt: str | None, full: bool) -> str:
            f" · pool {record.pool_version}{' (filtered)' if record.pool_filtered else ''}",
            f"verdict: {verdict}; answer {record.answer!r}; {len(record.attempts)} attempt(s)"]
     if prompt is not None:
-        out += [f"-- prompt ({record.prompt_tokens or '?'} tokens; hash checked)", clipped(prompt, full)]
+        out += [f"-- prompt ({record.prompt_tokens or '?'} tokens by mip's count before the call, "
+                f"{_count_source(record)}; hash checked)", clipped(prompt, full)]
     for number, attempt in enumerate(record.attempts, 1):
         kind = f" ({attempt.invalid_kind})" if attempt.invalid_kind else ""
         out.append(f"-- attempt {number} of {len(record.attempts)}: {attempt.verdict}{kind}, answer {attempt.answer!r}")
         for stage in attempt.stages:
             usage = {k: v for k, v in (("prompt", stage.prompt_tokens), ("completion", stage.completion_tokens),
-                                       ("reasoning", stage.reasoning_tokens), ("limit", stage.max_tokens)) if v is not None}
-            out.append(f"   stage {stage.name}: finish {stage.finish_reason}; tokens "
-                       + ", ".join(f"{k} {v}" for k, v in usage.items())
+                                       ("reasoning", stage.reasoning_tokens)) if v is not None}
+            out.append(f"   stage {stage.name}: finish {stage.finish_reason}; "
+                       + (f"tokens the server reported: {', '.join(f'{k} {v}' for k, v in usage.items())}; " if usage else "")
+                       + (f"output limit {stage.max_tokens}" if stage.max_tokens is not None else "no output limit")
                        + (f"; {stage.latency_s:.1f} s" if stage.latency_s is not None else ""))
             if stage.reasoning:
                 out += ["   reasoning:", clipped(stage.reasoning, full)]
