@@ -90,10 +90,16 @@ def test_the_sweep_summary_of_a_dry_run_has_a_table_per_slice_and_task(tmp_path,
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     text = _dry(tmp_path, "gpt_oss_120b", "model.context_window=2048", "budget=smoke")
     title = "  gpt_oss_120b budget=smoke prompt_variant=standard strategy=single_call, per task:"
-    header, row = text.splitlines()[text.splitlines().index(title) + 1:][:2]
-    assert header.split() == ["task", "to", "run", "prompt", "tokens", "overflow", "(no", "call)", "calls", "output",
-                              "tokens", "at", "most", "calls,", "ceiling", "output", "tokens,", "ceiling"]
-    assert row.split()[:2] == ["arith", "2"] and row.split()[3:] == ["2", "0", "0", "0", "0"]  # nothing is sent
+    header, rule, row = text.splitlines()[text.splitlines().index(title) + 1:][:3]
+    assert cells(header) == ["task", "to run", "prompt tokens", "overflow (no call)", "calls", "output tokens at most",
+                             "calls, ceiling", "output tokens, ceiling"]  # each column's name between bars, read as one
+    assert set(rule.strip()) <= {"|", "-", ":"}
+    assert cells(row)[:2] == ["arith", "2"] and cells(row)[3:] == ["2", "0", "0", "0", "0"]  # nothing is sent
+
+
+def cells(row: str) -> list[str]:
+    """The cells of one row of a dry run's table (a Markdown table: cells between bars)."""
+    return [c.strip() for c in row.strip().strip("|").split("|")]
 
 
 def test_the_dry_run_table_sums_jobs_per_slice_and_task_and_adds_a_total():
@@ -104,12 +110,12 @@ def test_the_dry_run_table_sums_jobs_per_slice_and_task_and_adds_a_total():
             for m, b in (("a", "20k"), ("a", "20k"), ("a", "100k"))] + [_job(model="c", overflowing=3)]  # c: no per_task
     lines = dry_tables(jobs)
     table = lines[lines.index("  a budget=20k, per task:") + 1:lines.index("  a budget=100k, per task:")]
-    assert [r.split() for r in table[1:]] == [["math", "4", "2,000", "2", "8", "80,000", "24", "240,000"],
-                                             ["ner", "4", "2,000", "0", "8", "160,000", "24", "480,000"],
-                                             ["all", "8", "4,000", "2", "16", "240,000", "48", "720,000"]]
-    assert lines[lines.index("  a budget=100k, per task:") + 2].split()[:2] == ["math", "2"]  # never pooled with 20k
+    assert [cells(r) for r in table[2:]] == [["math", "4", "2,000", "2", "8", "80,000", "24", "240,000"],
+                                            ["ner", "4", "2,000", "0", "8", "160,000", "24", "480,000"],
+                                            ["all", "8", "4,000", "2", "16", "240,000", "48", "720,000"]]
+    assert cells(lines[lines.index("  a budget=100k, per task:") + 3])[:2] == ["math", "2"]  # never pooled with 20k
     # A manifest written before dry runs counted calls: its calls and ceiling are not made up.
-    assert lines[-1].split() == ["(all)", "10", "3,600,000", "3", "-", "720,000", "-", "-"]
+    assert cells(lines[-1]) == ["(all)", "10", "3,600,000", "3", "-", "720,000", "-", "-"]
 
 
 def _dry_cost(tmp_path, model: str, *more: str) -> tuple[dict, str]:
@@ -165,9 +171,9 @@ def _budgets_apart(out: str, per_budget: int, experiments: int) -> None:
         cost = next(x for x in lines if x.startswith(title + ":"))
         assert f"{experiments} experiments" in cost and "ceiling, every attempt allowed (3 per experiment)" in \
             lines[lines.index(cost) + 1]
-        table = lines[lines.index(title + ", per task:") + 2:][:6]
-        assert [row.split()[0] for row in table] == ["math", "ner", "occurrence", "sentiment", "wsd", "all"]
-        ner = table[1].split()
+        table = lines[lines.index(title + ", per task:") + 3:][:6]
+        assert [cells(row)[0] for row in table] == ["math", "ner", "occurrence", "sentiment", "wsd", "all"]
+        ner = cells(table[1])
         calls = experiments // 5  # one call an experiment, a fifth of them ner's
         assert ner[4] == f"{calls}" and int(ner[5].replace(",", "")) == calls * limit  # ner's prompts fit either budget
     # the summary, each pool once, and per job three lines: Hydra's launch line, the job's own, the sweep's progress

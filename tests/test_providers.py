@@ -190,3 +190,17 @@ def test_a_lower_bound_refusal_is_probed_once_and_resolved(n, window, usage, sen
     assert seen == sent
     outcome = "answer" if refusal is None else "overflow" if refusal.overflows else "error"
     assert outcome == verdict and (status == 200) == (verdict != "overflow")
+
+
+def test_a_vllm_models_dry_run_says_why_it_estimates(tmp_path):
+    """A vLLM model names no model.tokenizer: its weights' tokenizer is its model id, and a dry run
+    on a machine without it says that it estimates, and why (it said nothing before)."""
+    model = compose("model=qwen36_35b").model
+    assert model.backend == "vllm" and not model.tokenizer
+    proc = run_entry("run.py", "model=qwen36_35b", "dry_run=true", *COMMON,
+                     env={"MIP_RESULTS_DIR": str(tmp_path / "results"), "HF_HUB_OFFLINE": "1",
+                          "HF_HOME": str(tmp_path / "hf")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = proc.stdout + proc.stderr
+    assert f"not counted: the tokenizer {model.model_id} is not in the Hugging Face cache" in said
+    assert f"the tokenizer {model.model_id} could not be loaded, see the warning above" in said

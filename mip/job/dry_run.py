@@ -68,5 +68,6 @@ def dry_run(cfg: Config, strategy: Strategy, todo: list[Planned], summary: JobSu
     summary.max_output_tokens = sum(t["max_output_tokens"] for t in summary.per_task.values())
     summary.tokens_from = getattr(counter, "source", "") if not summary.tokens_estimated else \
         f"estimated from characters ({cfg.model.chars_per_token:g} per token" + (
-            f"; the tokenizer {cfg.model.tokenizer} could not be loaded, see the warning above)"
+            f"; the tokenizer {getattr(counter, 'wanted', None) or cfg.model.tokenizer} could not be loaded, see the "
+            "warning above)"
             if getattr(counter, "fallback", None) else ")")

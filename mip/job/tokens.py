@@ -47,18 +47,24 @@ class OfflineTokenizer:
         self.source = f"estimated from characters ({model.chars_per_token:g} per token)"
         self.fallback: str | None = None
         """Why a named tokenizer could not be had (:func:`mip.models.tokenizer.estimate_note`), once tried."""
+        self.wanted: str | None = None
+        """The tokenizer that could not be had: ``model.tokenizer``, or a local model's own weights' (its model id)."""
 
     def _load(self) -> Any:
         if self._tokenizer is None:
             self._tokenizer, why = False, "the model config names no tokenizer (model.tokenizer)"
-            for name in self._candidates():
+            candidates = self._candidates()
+            for name in candidates:
                 tokenizer, why = find_tokenizer(name)
                 self._tokenizer = tokenizer or False
                 if self._tokenizer:
                     self.source = f"counted with the tokenizer of {name}"
                     break
-            if not self._tokenizer and self.model.tokenizer:
-                self.fallback = estimate_note(self.model.tokenizer, why, self.model.chars_per_token)
+            # An API model's id names no tokenizer; a local model's (vLLM, transformers) names its weights'.
+            local = self.model.backend in ("hf_local", "vllm") and candidates
+            self.wanted = self.model.tokenizer or (candidates[0] if local else None)
+            if not self._tokenizer and self.wanted:
+                self.fallback = estimate_note(self.wanted, why, self.model.chars_per_token)
                 if first_time(self.said_in, self.fallback):  # once a sweep: its jobs share the reason
                     log.warning(self.fallback)
         return self._tokenizer

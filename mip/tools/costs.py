@@ -203,7 +203,7 @@ def dry_tables(jobs: list[dict]) -> list[str]:
             table.loc["all"] = table.sum(min_count=len(table))
         table = table.rename(columns=COLUMNS).map(lambda v: "-" if pd.isna(v) else f"{int(v):,}").reset_index()
         lines += [f"  {slice_label(dict(zip(SLICE, where)))}, per task:",
-                  *("    " + row for row in table.to_string(index=False).splitlines())]
+                  *("    " + row for row in table.to_markdown(index=False, stralign="right").splitlines())]
     return lines
 
 
