@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from mip.store import claims
+from mip.data.files import local_disk
+from mip.store import claim_files as claim_file_module
 from mip.store.claims import claim_experiments
 from mip.store import Store
 from mip.job import StoreError, run_job
@@ -243,14 +245,14 @@ def test_a_claim_in_a_store_the_job_made_goes_out_at_once(tmp_path, monkeypatch)
         assert not claim.settle and _waits(claim, monkeypatch) == []
 
 
-@pytest.mark.skipif(not claims.local_disk(Path(__file__)), reason="needs the tests on a local disk")
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
 def test_a_quiet_claims_folder_on_a_local_disk_needs_no_settle(tmp_path, monkeypatch):
     _quiet_folder(tmp_path)
     with claim_experiments(tmp_path, "m", ["a", "b"], nothing_stored) as claim:
         assert not claim.settle and _waits(claim, monkeypatch) == []
 
 
-@pytest.mark.skipif(not claims.local_disk(Path(__file__)), reason="needs the tests on a local disk")
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
 def test_a_claims_folder_that_just_changed_settles(tmp_path, monkeypatch):
     """A claim released (or removed) within SETTLE_S, or a claims folder made just now (deleted
     and made again), may hide a running job that has yet to write its claim again: wait."""
@@ -263,7 +265,7 @@ def test_a_claims_folder_that_just_changed_settles(tmp_path, monkeypatch):
         assert claim.settle
 
 
-@pytest.mark.skipif(not claims.local_disk(Path(__file__)), reason="needs the tests on a local disk")
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
 def test_a_claim_file_removed_while_the_claims_are_read_settles(tmp_path, monkeypatch):
     """The folder was quiet when the job took the lock, but a claim went while the job read
     the claims (before it could see it): the job waits, as if the folder had just changed."""
@@ -282,7 +284,7 @@ def test_a_claim_file_removed_while_the_claims_are_read_settles(tmp_path, monkey
 
 def test_a_network_file_system_always_settles(tmp_path, monkeypatch):
     """NFS may answer a stat from its cache, so the folder's time proves nothing there."""
-    monkeypatch.setattr(claims, "local_disk", lambda path: False)
+    monkeypatch.setattr(claim_file_module, "local_disk", lambda path: False)
     _quiet_folder(tmp_path)
     with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
         assert claim.settle
@@ -298,7 +300,7 @@ def test_local_disk_reads_the_mount_table(path, local):
         "32 22 0:41 / /lus rw - lustre 10.0.0.1@tcp:/fs rw",
         "33 22 0:42 / /dev/shm rw - tmpfs tmpfs rw",
     ])
-    assert claims.local_disk(Path(path), mountinfo=table) is local
+    assert local_disk(Path(path), mountinfo=table) is local
 
 
 def test_a_rerun_on_a_quiet_store_sends_at_once(tmp_path, monkeypatch):
@@ -309,7 +311,7 @@ def test_a_rerun_on_a_quiet_store_sends_at_once(tmp_path, monkeypatch):
     monkeypatch.setattr(claims.time, "sleep", lambda s: slept.append(s) or real_sleep(min(s, 0.01)))
     first = run_job(config(tmp_path, "pattern=random", "order_seeds=[0]"), tmp_path / "job-1")
     assert first.stored_now == first.calls == 2
-    if claims.local_disk(tmp_path):
+    if local_disk(tmp_path):
         folder = tmp_path / "store" / claims.FOLDER / "mock"
         os.utime(folder, (time.time() - 10, time.time() - 10))
         again = run_job(config(tmp_path, "pattern=random", "order_seeds=[0,1]"), tmp_path / "job-2")

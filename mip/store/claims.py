@@ -34,7 +34,6 @@ and the job says so once. Exercised by ``pytest tests/test_claims.py``.
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 import fcntl
 import json
@@ -51,7 +50,7 @@ from typing import IO
 
 from filelock import FileLock, Timeout
 
-from mip.data.files import local_disk
+from mip.store.claim_files import listing, quiet_since, same_file, write_claim
 
 FOLDER = ".claims"
 CHECK_EVERY_S = 0.1  # how often a running job checks that its claim file is still its own
@@ -138,11 +137,11 @@ class Claim:
             if self._handle is None or self.path is None:
                 return
             folder = self.path.parent
-            if not _same_file(self.path, self._handle):
+            if not same_file(self.path, self._handle):
                 self._reassert(folder)
-            elif scan or self._seen != _listing(folder):
+            elif scan or self._seen != listing(folder):
                 with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
-                    self._seen = _listing(folder)
+                    self._seen = listing(folder)
                     self._yield_to_older(_running_claims(folder, mine=self._handle))
             if time.monotonic() - self._beat > BEAT_S:
                 os.utime(self._handle.fileno())
@@ -160,9 +159,9 @@ class Claim:
         with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
             taken = self._yield_to_older(_running_claims(folder, mine=self._handle))
             old = self._handle
-            self.path, self._handle = _write_claim(folder, frozenset(self.keys - self.lost), self.output_dir, self.since)
+            self.path, self._handle = write_claim(folder, frozenset(self.keys - self.lost), self.output_dir, self.since)
             old.close()
-            self._seen = _listing(folder)
+            self._seen = listing(folder)
         print(f"This job's claim file was removed or replaced; claimed again. {len(taken)} experiment(s) an older "
               "running job also claims are left to it.", file=sys.stderr)
 
@@ -173,7 +172,7 @@ class Claim:
             self._thread.join()
         with self._mutex:
             if self._handle is not None:
-                if self.path is not None and _same_file(self.path, self._handle):
+                if self.path is not None and same_file(self.path, self._handle):
                     self.path.unlink(missing_ok=True)
                 self._handle.close()
                 self._handle = None
@@ -200,14 +199,14 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
-            before = _listing(folder)
+            before = listing(folder)
             elsewhere = _running_claims(folder)
             done = stored()
             keys = frozenset(k for k in wanted if k not in done and k not in elsewhere)
             since = (time.time(), uuid.uuid4().hex)
-            still = _listing(folder) == before  # no claim went nor came while they were read
-            path, handle = _write_claim(folder, keys, output_dir, since) if keys else (None, None)
-            settle = handle is not None and not new_store and not (still and _quiet_since(folder, before, handle))
+            still = listing(folder) == before  # no claim went nor came while they were read
+            path, handle = write_claim(folder, keys, output_dir, since) if keys else (None, None)
+            settle = handle is not None and not new_store and not (still and quiet_since(folder, before, handle, SETTLE_S))
     except NotImplementedError:  # filelock: the file system has no flock
         return _unlocked(store_root, wanted, stored)
     except OSError as e:
@@ -221,41 +220,12 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
                  settle=settle)
 
 
-def _listing(folder: Path) -> tuple:
-    """What changes when a claim file appears or goes (one ``stat``, not a listing)."""
-    try:
-        st = os.stat(folder)
-    except FileNotFoundError:
-        return ()
-    return st.st_ino, st.st_mtime_ns
-
-
-def _quiet_since(folder: Path, before: tuple, handle: IO[str]) -> bool:
-    """Whether the claims folder, as ``before`` found it, had not changed for :data:`SETTLE_S`
-    when this job's claim file (open as ``handle``) was written: both times from the disk's own
-    clock, and only on a local disk (a network file system may answer from a cached ``stat``)."""
-    if not before or not local_disk(folder):
-        return False
-    written = os.fstat(handle.fileno()).st_mtime_ns
-    return written - before[1] >= SETTLE_S * 1e9
-
-
-def _same_file(path: Path, handle: IO[str]) -> bool:
-    """Whether ``path`` is still the file ``handle`` holds open (not removed nor replaced)."""
-    try:
-        on_disk = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(handle.fileno())
-    return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
-
-
 def _running_claims(folder: Path, mine: IO[str] | None = None) -> dict[str, Holder]:
     """The keys held by live claims (other than the claim open as ``mine``); the claims of
     jobs that are gone are removed."""
     held: dict[str, Holder] = {}
     for path in folder.glob("*.claim"):
-        if mine is not None and _same_file(path, mine):
+        if mine is not None and same_file(path, mine):
             continue
         try:
             handle = open(path, encoding="utf-8")
@@ -289,23 +259,6 @@ def _beating(holder: Holder, handle: IO[str]) -> bool:
     if holder.host == socket.gethostname():
         return False
     return time.time() - os.fstat(handle.fileno()).st_mtime < STALE_S
-
-
-def _write_claim(folder: Path, keys: frozenset[str], output_dir: str | Path,
-                 since: tuple[float, str]) -> tuple[Path, IO[str]]:
-    host = socket.gethostname()
-    path = folder / f"{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}.claim"
-    handle = open(path, "x", encoding="utf-8")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        json.dump({"host": host, "pid": os.getpid(), "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                   "output_dir": str(output_dir), "since": list(since), "keys": sorted(keys)}, handle)
-        handle.flush()
-    except BaseException:
-        handle.close()
-        path.unlink(missing_ok=True)
-        raise
-    return path, handle
 
 
 _warned: set[str] = set()
