@@ -16,11 +16,9 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 
-def _choices(overrides: list[str], group: str) -> list[str] | None:
-    """The values a sweep gives a config group (None when the command leaves it alone)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    for override in OverridesParser.create().parse_overrides(overrides):
+def _choices(parsed: list, group: str) -> list[str] | None:
+    """The values a sweep's parsed overrides give a config group (None when they leave it alone)."""
+    for override in parsed:
         if override.get_key_element() == group:
             return list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.get_value_element_as_str()]
     return None
@@ -106,20 +104,14 @@ def _sweep_jobs(config: DictConfig) -> list[list[str]] | None:
         return None
 
 
-def _sweep_size(config: DictConfig) -> int | None:
-    """The number of jobs a sweep launches (None where it cannot be told)."""
-    jobs = _sweep_jobs(config)
-    return len(jobs) if jobs else None
-
-
-def _swept_settings_error(config: DictConfig) -> str | None:
+def _swept_settings_error(jobs: list[list[str]]) -> str | None:
     """A sweep of a setting (``n=100,2000``, ``p=0.6,1.5`` …): each distinct setting its jobs
-    get, checked as its job would check it, so no job runs (and pays) before a later one is
-    refused. Seeds never change whether a job can run."""
+    (:func:`_sweep_jobs`) get, checked as its job would check it, so no job runs (and pays)
+    before a later one is refused. Seeds never change whether a job can run."""
     from hydra import compose
 
     seen: set[tuple[str, ...]] = set()
-    for job in _sweep_jobs(config) or []:
+    for job in jobs:
         settings = tuple(o for o in job if o.partition("=")[0].lstrip("+~") != "seed")
         if settings in seen:
             continue
@@ -221,8 +213,8 @@ class SummaryCallback(Callback):
         with the command's other settings, so a paper model brings its own budget."""
         _check_writable(config)
         _filter_logs(config)
-        total = _sweep_size(config)
-        self.sweep, self.done = (os.getpid(), total, time.monotonic()) if total else None, 0
+        jobs = _sweep_jobs(config)  # parsed once: the progress line's total and the swept settings' checks
+        self.sweep, self.done = (os.getpid(), len(jobs), time.monotonic()) if jobs else None, 0
         from hydra import compose
         from hydra.core.override_parser.overrides_parser import OverridesParser
         from omegaconf import OmegaConf
@@ -231,9 +223,9 @@ class SummaryCallback(Callback):
 
         task = list(config.hydra.overrides.task)
         overrides = task + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
-        models = _choices(overrides, "model") or [config.hydra.runtime.choices.model]
-        budgets = _choices(overrides, "budget") or [None]
         parsed = OverridesParser.create().parse_overrides(overrides)
+        models = _choices(parsed, "model") or [config.hydra.runtime.choices.model]
+        budgets = _choices(parsed, "budget") or [None]
         fixed = [o.input_line for o in parsed[:len(task)]
                  if not o.is_sweep_override() and o.get_key_element().lstrip("+~") not in ("model", "budget")]
         # A sweep of another setting (n=100,2000 …): checked per distinct setting below.
@@ -249,7 +241,7 @@ class SummaryCallback(Callback):
                 error = _settings_error(cfg)
             if error:
                 _refuse(error)
-        if swept_settings and config.preflight != "only" and (error := _swept_settings_error(config)):
+        if swept_settings and config.preflight != "only" and (error := _swept_settings_error(jobs or [])):
             _refuse(error)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
