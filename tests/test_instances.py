@@ -170,3 +170,17 @@ def test_regions_match_the_arrangement(counts, pattern):
     for start, end, kind in spans:
         labels = {x[0] for x in out[start:end]}
         assert labels == {"majority": {"A"}, "minority": {"B"}, "alternating": {"A", "B"}}[kind] or (end - start == 1)
+
+
+def test_the_shuffle_draws_what_generator_permutation_draws():
+    """Stored records hold the instances a seed drew: the shuffle must draw exactly what
+    ``default_rng(seed).permutation`` drew when they were written (issue 30 made it cheaper)."""
+    import numpy as np
+
+    from mip.experiment.instances import _shuffled
+
+    for seed in (0, 1, 7, 12345, [3, 0], [3, 1]):
+        for n, take in ((1, None), (2, None), (5, 3), (2000, None), (3000, 1100)):
+            expected = np.random.default_rng(seed).permutation(n)[:take]
+            assert _shuffled(np.arange(n) * 10, seed, take).tolist() == (expected * 10).tolist()
+            assert _shuffled(list(range(n)), seed, take) == expected.tolist()
