@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mip.experiment import prompts
 from mip.config import HFModelConfig, ModelConfig
 from mip.job.notices import first_time
-from mip.models import Backend
+from mip.models import Backend, backend_class
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer, tokenizer_names
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class OfflineTokenizer:
                     self.source = f"counted with the tokenizer of {name}"
                     break
             # An API model's id names no tokenizer; a local model's (vLLM, transformers) names its weights'.
-            local = self.model.backend in ("hf_local", "vllm") and candidates
+            local = backend_class(self.model.backend).own_tokenizer and candidates
             self.wanted = self.model.tokenizer or (candidates[0] if local else None)
             if not self._tokenizer and self.wanted:
                 self.fallback = estimate_note(self.wanted, why, self.model.chars_per_token)

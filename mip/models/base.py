@@ -87,6 +87,10 @@ class Backend(ABC):
     #: its throughput) or ``"none"`` (a scripted or simulated model).
     cost_basis: ClassVar[str] = "price"
 
+    #: Whether prompt tokens are counted with the tokenizer of the weights this backend runs
+    #: (named by the model id: a vLLM or transformers model), rather than one the config names.
+    own_tokenizer: ClassVar[bool] = False
+
     #: Whether each request is retried as it runs — an event-loop backend running its requests
     #: through :class:`mip.models.calls.RequestGuard` — so that ``call_with_retries`` does not
     #: retry its errors again.

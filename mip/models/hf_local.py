@@ -106,6 +106,7 @@ def converted_dir(cfg: HFModelConfig, cache_dir: Path) -> Path:
 class HFBackend(Backend):
     schema = HFModelConfig
     cost_basis = "time"
+    own_tokenizer = True
 
     def __init__(self, cfg: HFModelConfig, context: BackendContext):
         self.cfg = cfg

@@ -94,6 +94,7 @@ def keeps_special_tokens(cfg: VLLMModelConfig) -> bool:
 class VLLMBackend(Backend):
     schema = VLLMModelConfig
     cost_basis = "time"
+    own_tokenizer = True
 
     @classmethod
     def refuses(cls, cfg) -> str | None:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mip.config import TaskConfig
 from mip.experiment.records import Record
+from mip.models import backend_class
 from mip.store import read_record
 
 
@@ -173,9 +174,15 @@ def _count_source(record: Record) -> str:
     'estimated at 3.5 characters per token'
     >>> _count_source(Record.model_construct(config={"model": {"backend": "vllm"}}))
     "counted with the model's tokenizer"
+    >>> _count_source(Record.model_construct(config={"model": {"backend": "hf", "tokenizer": None}}))
+    "counted with the model's tokenizer"
     """
     model = (record.config or {}).get("model") or {}
-    if model.get("backend") in ("hf_local", "vllm"):
+    try:
+        own = backend_class(str(model.get("backend"))).own_tokenizer
+    except ValueError:  # a backend this version of mip does not know
+        own = False
+    if own:
         return "counted with the model's tokenizer"
     estimate = f"estimated at {model.get('chars_per_token', 3.5):g} characters per token"
     if model.get("tokenizer"):
