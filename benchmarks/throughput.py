@@ -11,7 +11,9 @@ scoring and one atomic record file per experiment — and the server to the seco
 
 Reported per row (the median of ``--repeat`` runs, with the range): experiments/s against the
 ideal c/L, mip's CPU time per experiment (and the kernel's share of it: mostly creating the
-record files), the requests the server held in flight (time-weighted mean and peak), and how
+record files; "new file ms" is the kernel's time to create one record-sized file in the
+store's folder just before each run, which on this machine's disk depends on what was deleted
+there in the last minutes), the requests the server held in flight (time-weighted mean and peak), and how
 long after the job started the first request arrived (imports, pools, planning, the server
 check). "Sustained" is the server's answer rate between its 10th and 90th percentile answer:
 the job's rate with that start and the last requests' tail left out.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -91,6 +94,20 @@ def config(folder: Path, port: int, concurrency: int, experiments: int, name: st
                   prompt_variant=PromptVariantConfig("standard"), n=2000, p=0.55, order_seeds=list(range(experiments // 2)),
                   paths=PathsConfig(results_dir=str(folder), store_dir=str(folder / f"store-{name or concurrency}"),
                                     cache_dir=str(folder / "cache")), progress=False, setting="bench")
+
+
+def new_file_ms(folder: Path, files: int = 200, size: int = 72_000) -> float:
+    """Kernel time (ms) to create, write and close one record-sized file in ``folder``: how
+    costly a new file is on this disk right now. On ext4 without a journal it grows with the
+    inodes freed nearby in the last minutes (RESULTS.md, 2026-12-03), so a disk row is read
+    beside it. The files stay until the benchmark's folder is removed."""
+    probe = Path(tempfile.mkdtemp(dir=folder, prefix="probe-"))
+    data, before = b"x" * size, resource.getrusage(resource.RUSAGE_THREAD).ru_stime
+    for i in range(files):
+        fd = os.open(probe / f"{i}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, data)
+        os.close(fd)
+    return 1000 * (resource.getrusage(resource.RUSAGE_THREAD).ru_stime - before) / files
 
 
 def one_run(folder: Path, port: int, c: int, latency: float, n: int, name: str, transport: str) -> dict:
@@ -203,9 +220,10 @@ def main() -> None:
             n = args.experiments_at_c1 if c == 1 else args.experiments
             server, port = start_server(latency)
             try:
-                runs, ceilings, sdks, loads = [], [], [], []
+                runs, ceilings, sdks, loads, probes = [], [], [], [], []
                 for k in range(args.repeat):  # alternating, so both see the machine at the same moments
                     loads.append(os.getloadavg()[0])
+                    probes.append(new_file_ms(folder))
                     runs.append(one_run(folder, port, c, latency, n, f"c{c}-L{latency:g}-{args.transport}-{k}", args.transport))
                     if not args.no_ceiling:
                         ceilings.append(ceiling(port, c, latency, n))
@@ -226,6 +244,7 @@ def main() -> None:
                          "ceiling CPU ms/req": round(top["cpu"], 2),
                          "sdk ratio": round(sdk["ratio"], 3), "sdk ratios": "/".join(f"{r['ratio']:.3f}" for r in sdks),
                          "sdk CPU ms/req": round(sdk["cpu"], 2), "load 1 min": round(statistics.median(loads), 2),
+                         "new file ms": "/".join(f"{p:.3f}" for p in probes),
                          "CPU ms/exp": round(median["cpu"], 2), "CPU ms/exp each": "/".join(f"{r['cpu']:.2f}" for r in runs), "of it kernel": round(median["kernel"], 2),
                          "mean in flight": round(median["mean in flight"], 1), "peak in flight": int(median["peak"]),
                          "first request s": round(median["first request s"], 3),
