@@ -4,7 +4,7 @@ at the sizes you name, through a model, into one short report (mip.tools.audit).
     python audit.py --help                                   # the audit.* options
     python audit.py audit.data=reviews.csv audit.labels=[neg,pos] audit.n=[10] audit.p=[0.6]   # offline
     python audit.py audit.data=reviews.csv audit.text_col=review audit.label_col=stars audit.labels=[neg,pos] \\
-        audit.question="Determine the majority sentiment label among all provided reviews." model=gpt_oss_120b
+        audit.question="Determine the majority sentiment label among all provided reviews." model=gpt_oss_120b budget=20k
 """
 
 import sys
@@ -18,7 +18,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from mip.tools.audit import SET_BY_THE_AUDIT, run_audit
+from mip.tools.audit import SET_BY_THE_AUDIT, check_budget, run_audit
 from mip.config import AuditConfig
 from mip.tools.config_store import register
 from mip.data import DataError
@@ -38,7 +38,9 @@ def main(cfg: DictConfig) -> None:
     try:
         with refusals(HydraConfig.get().runtime.output_dir, None, ValueError, DataError, BackendSetupError, StoreError):
             check_keys(cfg, AuditConfig, "audit.py")
-            path = run_audit(OmegaConf.to_object(cfg))
+            audit, hydra_cfg = OmegaConf.to_object(cfg), HydraConfig.get()
+            check_budget(audit, CONF / "model" / f"{hydra_cfg.runtime.choices.get('model')}.yaml", hydra_cfg.overrides.task)
+            path = run_audit(audit)
     except JobStopped as e:  # drained on a signal (mip.job.stop): the same command carries on
         print(f"error: {e}", file=sys.stderr, flush=True)
         e.drain.hand_over()

@@ -94,6 +94,24 @@ def test_a_typo_a_missing_file_an_empty_file_and_absent_labels_are_one_line_erro
     assert not (results / "store").exists()
 
 
+def test_a_paper_model_on_the_default_smoke_budget_is_refused_unless_a_budget_is_named(tmp_path, results):
+    """320 tokens cut off a reasoning model's every answer, each still paid for: refused, one line."""
+    from mip.config import AuditConfig, BudgetConfig
+    from mip.tools.audit import check_budget
+
+    data = reviews(tmp_path / "reviews.csv")
+    refused = one_line_error(audit(f"audit.data={data}", *COLUMNS, "model=gpt_oss_120b"))
+    assert "budget=smoke, audit.py's default, caps each answer at 320 tokens" in refused
+    assert "Name a budget: budget=20k (the paper's) or budget=smoke to run it anyway." in refused
+    assert not (results / "store").exists() and not list((results / "audit").rglob("*.*"))  # no job, no report
+    smoke, paper = AuditConfig(budget=BudgetConfig(name="smoke", max_tokens=320)), REPO / "conf/model/gpt_oss_120b.yaml"
+    with pytest.raises(ValueError, match="budget=20k"):
+        check_budget(smoke, paper, ["model=gpt_oss_120b", "audit.data=x.csv"])
+    for named in (["budget=smoke"], ["budget=20k"], ["budget.max_tokens=2000"]):
+        check_budget(smoke, paper, named)  # the command chose it
+    check_budget(smoke, REPO / "conf/model/smollm2_135m.yaml", [])  # not a paper model: the offline default
+
+
 @pytest.mark.parametrize("args,message", [
     (["dta=x.csv"], "unknown key 'dta' (did you mean audit.data?); `python audit.py --help` lists the options."),
     (["audit.label=[a,b]"], "(did you mean audit.labels?)"),
