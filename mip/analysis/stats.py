@@ -192,7 +192,7 @@ def random_order_sd(frame: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     g = rand.groupby([*by, "order_seed"], dropna=False)
     per = pd.DataFrame({"acc": _rate(g["correct"].sum(), g["valid"].sum())}).reset_index()
     out = per.groupby(list(by), dropna=False)["acc"].agg(order_mean="mean", order_sd=lambda a: a.std(ddof=1),
-                                                          order_seeds="count")
+                                                         order_seeds="count")
     return out.reset_index()
 
 

@@ -26,7 +26,7 @@ from mip.config.model import (BudgetSplitConfig, HFModelConfig, MockConfig, Mock
                               OpenAICompatModelConfig, ProviderConfig, SimulatedModelConfig, VLLMModelConfig)
 from mip.config.redact import redact, secret_key, to_plain
 from mip.config.run_config import (BudgetConfig, Config, LoggerConfig, PathsConfig, PatternConfig, PromptVariantConfig,
-                            StrategyConfig)
+                                   StrategyConfig)
 from mip.config.audit_config import AuditConfig, AuditOptions
 from mip.config.task import FilterSpec, PromptSpec, SourceConfig, TaskConfig
 from mip.config.tool_config import AnalyzeConfig, AttributeConfig, FilterConfig, WandbSourceConfig, WhereConfig

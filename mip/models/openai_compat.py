@@ -129,7 +129,7 @@ class OpenAICompatBackend(Backend):
         opener = urllib.request.build_opener(SameOrigin(url))  # proxies as set now
         limit = min(CHECK_DEADLINE_S, self.cfg.request_timeout_s)
         return with_deadline(lambda: read_capped(opener.open(request, timeout=limit), self.cfg.max_response_bytes),
-                              limit, f"{url} did not answer completely within {limit:g} s")
+                             limit, f"{url} did not answer completely within {limit:g} s")
 
     # ------------------------------------------------------------------ tokens
     def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:

@@ -215,7 +215,7 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
         raise
     except Timeout:
         raise ClaimError(f"Another job has held {folder / '.lock'} for over {LOCK_TIMEOUT_S:g} s; if no job is "
-                           "starting on this store, delete that file and run again.") from None
+                         "starting on this store, delete that file and run again.") from None
     return Claim(path, keys, {k: h for k, h in elsewhere.items() if k in wanted}, handle, str(output_dir), since=since,
                  settle=settle)
 

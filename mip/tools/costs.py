@@ -189,9 +189,9 @@ def dry_tables(jobs: list[dict]) -> list[str]:
     rows = []
     for j in jobs:
         per_task = j.get("per_task") or {"(all)": {"experiments": j["experiments"] - j["already_stored"],
-                                                  "prompt_tokens": j["prompt_tokens"],
-                                                  "overflowing": j.get("overflowing", 0),
-                                                  "max_output_tokens": j.get("max_output_tokens", 0)}}
+                                                   "prompt_tokens": j["prompt_tokens"],
+                                                   "overflowing": j.get("overflowing", 0),
+                                                   "max_output_tokens": j.get("max_output_tokens", 0)}}
         where = {k: j.get(k) or "" for k in SLICE} | {"model": j.get("model", "?")}
         rows += [{**where, "task": task, **{c: counts.get(c) for c in COLUMNS}} for task, counts in per_task.items()]
     if not rows:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from mip.experiment.records import Record
 from mip.tracking.wandb_ledger import Ledger
 from mip.tracking.wandb_run import (FLUSH_EVERY_ROWS, FLUSH_EVERY_S, TABLE_COLUMNS, WandbTracker, job_run_id, run_group,
-                           sync_hint, table_row)
+                                    sync_hint, table_row)
 
 if TYPE_CHECKING:
     from mip.config import Config

@@ -38,7 +38,7 @@ def mention_rates(rates: pd.DataFrame, n: int, p: float, who: str = "") -> plt.F
         for k, (model, sub) in enumerate(rates[rates["pattern"] == pattern].groupby("model")):
             # Dashes of their own, so that a curve under another (both at 100 %) still shows.
             ax.plot(sub["position"], 100 * sub["rate"], linewidth=1.0, drawstyle="steps-mid", linestyle=STYLES[k % 4],
-                            label=f"{model} ({int(sub['experiments'].iloc[0])} experiments)")
+                    label=f"{model} ({int(sub['experiments'].iloc[0])} experiments)")
             marked = sub[sub["position"] % MARK_EVERY == 0]
             ax.plot(marked["position"], 100 * marked["rate"], "o", color="red", markersize=2)
         for b in bounds.get(pattern, []):

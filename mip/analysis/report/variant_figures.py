@@ -70,7 +70,7 @@ def variant_deltas(deltas: pd.DataFrame, name: str = "") -> plt.Figure:
     limit = max(1.0, float(np.nanmax(np.abs(100 * deltas["delta_mean"].to_numpy(float)))))
     # The colour bar in an axes of its own, so that the tight layout keeps it clear of the heatmaps.
     fig, axes = plt.subplots(1, len(variants) + 1, figsize=(1.25 * len(columns) * len(variants) + 3,
-                                                           0.6 * len(models) + 2.2), squeeze=False,
+                                                            0.6 * len(models) + 2.2), squeeze=False,
                              gridspec_kw={"width_ratios": [len(columns)] * len(variants) + [0.25]})
     for ax, variant in zip(axes[0][:-1], variants):
         sub = deltas[deltas["prompt_variant"] == variant]
