@@ -80,3 +80,30 @@ def test_counting_steps_leaves_smollm2_s_answers_as_they_were(monkeypatch, caplo
     monkeypatch.setattr(hf_local, "Steps", Silent)
     plain = [c.output for c in HFBackend(cfg, BackendContext(cache)).generate(requests)]
     assert counted == plain and all(counted)
+
+
+def test_the_token_bar_starts_at_the_first_new_token():
+    """The batch's token bar is made when the first new token comes, so its rate and ETA count
+    the decoding and not the prompt's reading before it (10 s of it once read "ETA 58:15")."""
+    made = []
+
+    class Counted:
+        def __init__(self):
+            self.n, self.closed = 0, False
+            made.append(self)
+
+        def update(self, n=1):
+            self.n += n
+
+        def close(self):
+            self.closed = True
+
+    steps = hf_local.Steps(Counted)
+    steps.put("the prompt's ids")
+    assert made == []  # still reading the prompt: no bar, no clock running
+    steps.put(1)
+    steps.put(2)
+    steps.end()
+    assert len(made) == 1 and made[0].n == 2 and made[0].closed
+    hf_local.Steps(Counted).end()  # a batch that made no token has no bar to close
+    assert len(made) == 1

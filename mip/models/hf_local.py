@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -241,8 +241,9 @@ class HFBackend(Backend):
                     top_p=None,
                     top_k=None,
                     pad_token_id=tok.pad_token_id,
-                    streamer=Steps(progress.bar(max_new, f"{self.cfg.name}: batch {number}/{len(batches)} of "
-                                                f"{len(batch)} prompts", "tokens", interval=STEPS_EVERY_S, leave=False)),
+                    streamer=Steps(lambda: progress.bar(max_new, f"{self.cfg.name}: batch {number}/{len(batches)} of "
+                                                        f"{len(batch)} prompts", "tokens", interval=STEPS_EVERY_S,
+                                                        leave=False)),
                 )
             latency = time.perf_counter() - start
             for i, (request, ids) in enumerate(batch):
@@ -264,16 +265,21 @@ class Steps:
     """A transformers streamer that only counts: each decoding step of a batch is one token
     more for every prompt still going, shown on a terminal as a bar under the job's and elsewhere
     as a log line at most every :data:`STEPS_EVERY_S` ("smollm2_135m: batch 1/2 of 6 prompts:
-    120/320 tokens (00:40, 3.00 tokens/s, ETA 01:06)"). It reads the tokens
+    120/320 tokens (00:40, 3.00 tokens/s, ETA 01:06)"). The bar (``make_bar()``) starts at the
+    first new token, so its rate and ETA are the decoding's, not the prompt's reading (a first
+    line at 1 token after 10 s of it would read "5.5 tokens/min, ETA 58:15"). It reads the tokens
     generate hands it and changes nothing, so the answers are those of a run without it."""
 
-    def __init__(self, lines: Progress):
-        self.lines, self.prompt_seen = lines, False
+    def __init__(self, make_bar: Callable[[], Progress]):
+        self.make_bar, self.lines, self.prompt_seen = make_bar, None, False
 
     def put(self, value: Any) -> None:
         if self.prompt_seen:  # generate hands the prompt over first, then one token per step
+            if self.lines is None:
+                self.lines = self.make_bar()
             self.lines.update(1)
         self.prompt_seen = True
 
     def end(self) -> None:
-        self.lines.close()
+        if self.lines is not None:
+            self.lines.close()
