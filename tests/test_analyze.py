@@ -193,7 +193,7 @@ def test_a_slice_without_valid_experiments_gives_nan_and_a_note_not_a_crash(tmp_
     assert table.loc["dead", "π⁺ / π⁻"] == "– / –"  # not "None / None"
     assert "dead: every experiment of pattern majority_first is invalid" in text
     # Two sets cannot support a test: the paper's † stays, mip's own test says so.
-    assert table.loc["ok", "Δ (pp)"] == "100.0†" and "2 sets, 1 paired seeds" in table.loc["ok", "Rests on"]
+    assert table.loc["ok", "Δ (pp)"] == "100.0†" and "2 sets, 1 paired seed" in table.loc["ok", "Rests on"]
     tests = pd.read_csv(tmp_path / "report" / "tables" / "intervals_and_tests_n20_p0.6.csv").set_index("model")
     assert tests.loc["ok", "test"].startswith("not testable") and pd.isna(tests.loc["ok", "p_value"])
 

@@ -72,7 +72,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.tools.preflight_hook": _HYDRA,
     "mip.analysis.report": _STORE,
     "mip.analysis.report.figures": _FIGURE,
-    "mip.analysis.report.sections": _FIGURE,
     "mip.analysis.report.strategy_section": _FIGURE,
     "mip.analysis.report.titles": _FIGURE,
     "mip.analysis.report.trace_figures": _FIGURE,

@@ -26,9 +26,18 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def rests_on(sets: int, paired_seeds: int) -> str:
+    """The evidence behind a row, in words.
+
+    >>> rests_on(2, 1), rests_on(1, 0), rests_on(30, 3)
+    ('2 sets, 1 paired seed', '1 set, 0 paired seeds', '30 sets, 3 paired seeds')
+    """
+    return f"{sets} set{'' if sets == 1 else 's'}, {paired_seeds} paired seed{'' if paired_seeds == 1 else 's'}"
+
+
 def model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     models = stats.model_table(group, by)
-    models["rests on"] = [f"{s} sets, {k} paired seeds" for s, k in zip(models["sets"], models["paired_seeds"])]
+    models["rests on"] = [rests_on(s, k) for s, k in zip(models["sets"], models["paired_seeds"])]
     return models
 
 
@@ -71,7 +80,8 @@ def core(report, frame: pd.DataFrame) -> None:
         invalid, total = invalid[order], total[order]
         report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}",
                                       "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
-                      f"fig15_invalid_counts_{tag}", "Invalid experiments per slice × task × pattern; (n=…) experiments.")
+                      f"fig15_invalid_counts_{tag}",
+                      "Invalid experiments per slice × task × pattern; under each count, (n=…) the experiments of that cell.")
         per_task = stats.accuracy(rows, ["model", "task"])
         report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean"),
                                       f"Valid-only accuracy per task (Fig. 16), {name}", "accuracy (%)",
