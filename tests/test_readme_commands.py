@@ -278,6 +278,23 @@ def test_every_relative_link_points_to_a_file_and_heading(page, target):
         assert anchor in slugs(file.read_text()), f"{page}: {target}"
 
 
+CODE_FILES = sorted({*REPO.glob("*.py"), *(REPO / "mip").rglob("*.py"), *(REPO / "benchmarks").glob("*.py"),
+                     *(REPO / "conf").rglob("*.yaml")})
+CITED_SECTIONS = sorted({(page, section) for f in CODE_FILES
+                         for page, section in re.findall(r'(README|benchmarks/RESULTS\.md|docs/[\w-]+\.md)[,:] "([^"]+)"',
+                                                         f.read_text(encoding="utf-8"))})
+
+
+def test_code_cites_sections_that_exist():
+    """What the code and configs tell a reader to look up (`README, "Running the paper's grid"`)
+    is a heading of that page; a renamed section once left a command's hint pointing nowhere."""
+    assert CITED_SECTIONS, "no section cited: the pattern below no longer finds the citations"
+    for page, section in CITED_SECTIONS:
+        text = (REPO / ("README.md" if page == "README" else page)).read_text(encoding="utf-8")
+        headings = re.findall(r"^#+ (.*)$", text, re.M)
+        assert any(h.startswith(section) for h in headings), f'{page}, "{section}": no such heading'
+
+
 def as_a_dry_run(command: str) -> tuple[str, ...]:
     """The command's arguments as this machine runs it: a dry run (so no call, no SLURM, no key,
     no preflight), the local launcher, the shared data where it names ../shared/data/raw."""

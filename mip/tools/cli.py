@@ -161,7 +161,7 @@ NEXT_STEPS = """Next:
   python run.py -m +experiment=core model=gpt_oss_120b data_dir=../shared/data/raw dry_run=true
       count the paper's core grid for an API model, its prompt tokens and cost; calls nothing
   python run.py -m +experiment=core model=qwen36_35b data_dir=../shared/data/raw hydra/launcher=slurm_gpu
-      run the paper's core grid (README: "Running the paper's experiments")"""
+      run the paper's core grid (README, "Running the paper's grid")"""
 
 
 def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str = "config") -> Any:

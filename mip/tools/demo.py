@@ -1,6 +1,6 @@
 """The embedded demo (``make run``): a real model's verdicts, the report, an attribution
 replay and a known order effect, offline on a laptop CPU: 110 s on an idle 2-core machine,
-up to 174 s when other work shared it (README, "How long").
+up to 174 s when other work shared it (benchmarks/RESULTS.md, "The demo").
 
     python -m mip.demo [--conf conf]   # what `make run` runs; results under $MIP_RESULTS_DIR or results/
 
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="the repository's config folder (default: conf in the folder you are in)")
     args = parser.parse_args(argv)
     # Before torch loads: OpenMP threads that spin while they wait made two torch threads on a
-    # busy two-core machine 5-10x slower than one (README, "How long"); waiting passively keeps
+    # busy two-core machine 5-10x slower than one (benchmarks/RESULTS.md, "The demo"); waiting passively keeps
     # the second core's gain when the machine is idle.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
