@@ -178,8 +178,12 @@ def test_a_job_that_claims_in_the_gap_leaves_the_older_claim_its_keys(tmp_path):
 
     first = claim_experiments(tmp_path, "m", ["a", "b", "c"], nothing_stored, "job-1")
     assert first.holds("a")  # in flight
-    shutil.rmtree(tmp_path / claims.FOLDER)
-    second = claim_experiments(tmp_path, "m", ["a", "b", "c", "d"], nothing_stored, "job-2")
+    # The gap, made sure of: the running job's check (every 0.1 s) waits until the second job
+    # has claimed. Left to the scheduler, a busy machine sometimes let the check write the
+    # claim again first, and the second job then rightly claimed only d.
+    with first._mutex:
+        shutil.rmtree(tmp_path / claims.FOLDER)
+        second = claim_experiments(tmp_path, "m", ["a", "b", "c", "d"], nothing_stored, "job-2")
     assert second.keys == {"a", "b", "c", "d"}  # nothing on disk said otherwise
     assert [k for k in "abcd" if second.holds(k)] == ["d"]
     assert second.lost == {"a", "b", "c"} and second.elsewhere["a"].output_dir == "job-1"
