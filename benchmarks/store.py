@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from mip.experiment.records import Attempt, Experiment, Record, Stage
-from mip.store import Store
+from mip.store import Store, record_files
 from mip.analysis.results import load_local
 from mip.experiment.scoring import InvalidKind, Verdict
 from mip.analysis.stats import model_table
@@ -48,8 +48,9 @@ def main() -> None:
         start = time.perf_counter()
         for i in range(args.records):
             store.put(make(i, trace, rng))
+        store.close()  # every record on disk
         write = time.perf_counter() - start
-        size = sum(p.stat().st_size for p in store.root.rglob("*.json")) / 1e6
+        size = sum(p.stat().st_size for p in record_files(store.root)) / 1e6
         start = time.perf_counter()
         frame = load_local([store.root])
         read = time.perf_counter() - start

@@ -7,13 +7,13 @@ A row ``c:L`` runs one job of ``--experiments`` experiments at concurrency c aga
 benchmarks/bench_server.py answering after L seconds with a ~22 KB reply (a 20,000-character
 reasoning field); each request carries a ~200 KB prompt (2,000 instances of ~100 characters).
 mip runs pinned to the first core — the whole job: planning, prompts, requests, parsing,
-scoring and one atomic record file per experiment — and the server to the second.
+scoring and one durable record line per experiment (mip.store.packs) — and the server to the second.
 
 Reported per row (the median of ``--repeat`` runs, with the range): experiments/s against the
-ideal c/L, mip's CPU time per experiment (and the kernel's share of it: mostly creating the
-record files; "new file ms" is the kernel's time to create one record-sized file in the
-store's folder just before each run, which on this machine's disk depends on what was deleted
-there in the last minutes), the requests the server held in flight (time-weighted mean and peak), and how
+ideal c/L, mip's CPU time per experiment (and the kernel's share of it: sending the prompts
+and writing the records; "new file ms" is the kernel's time to create one record-sized file
+in the store's folder just before each run, what a file per record cost mip 0.3, which on
+this machine's disk depends on what was deleted there in the last minutes), the requests the server held in flight (time-weighted mean and peak), and how
 long after the job started the first request arrived (imports, pools, planning, the server
 check). "Sustained" is the server's answer rate between its 10th and 90th percentile answer:
 the job's rate with that start and the last requests' tail left out.

@@ -21,6 +21,7 @@ from mip.store import Store
 from mip.job import StoreError, run_job
 
 from .conftest import REPO, run_py
+from .stored import keys as stored_keys
 from .fake_server import FakeServer
 from .test_runner import Scripted, config
 
@@ -89,7 +90,7 @@ def test_a_job_leaves_what_another_job_holds_and_a_rerun_takes_it(tmp_path, caps
     store = Path(cfg.paths.store_dir)
     first = run_job(cfg, tmp_path / "probe", backend=Scripted(['{"answer": "0"}']))
     keys = sorted(first.keys)
-    for f in store.rglob("*.json"):
+    for f in store.rglob("pack-*.jsonl"):  # the records gone, as if never stored
         f.unlink()
     held = claim_experiments(store, cfg.model.name, keys[:3], nothing_stored, "the other job")
     backend = Scripted(['{"answer": "0"}'])
@@ -129,7 +130,7 @@ def test_the_same_command_twice_at_once_pays_each_experiment_once(results):
         first = subprocess.Popen([sys.executable, str(REPO / "run.py"), *args], cwd=REPO, env=os.environ.copy(),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 300
-        while time.time() < deadline and not (folder.is_dir() and any(folder.glob("*.json"))) and first.poll() is None:
+        while time.time() < deadline and not stored_keys(folder) and first.poll() is None:
             time.sleep(0.05)
         second = run_py(*args)
         out, err = first.communicate(timeout=300)

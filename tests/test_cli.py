@@ -17,6 +17,7 @@ from mip.store import Store
 from mip.experiment.instances import PATTERNS
 
 from .conftest import RAW, REPO, compose, needs_raw, run_entry, run_py, vary
+from .stored import keys as stored_keys
 
 
 def core_sweep_jobs(*overrides: str) -> list[str]:
@@ -143,12 +144,12 @@ def test_sigkill_mid_job_then_rerun_completes_without_repeats(results, tmp_path)
     proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), *args], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     deadline = time.time() + 60
-    while time.time() < deadline and len(list(store_dir.glob("*.json"))) < 5:
+    while time.time() < deadline and len(stored_keys(store_dir)) < 5:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     first_lines = log.read_text().splitlines()
-    stored_before = {p.stem for p in store_dir.glob("*.json")}
+    stored_before = stored_keys(store_dir)
     assert 5 <= len(stored_before) < 20
     rerun = run_py(*args)
     assert rerun.returncode == 0, rerun.stderr[-2000:]

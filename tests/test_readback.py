@@ -216,7 +216,7 @@ def test_a_job_folder_finds_its_store_when_run_from_elsewhere_or_moved(ran, tmp_
     monkeypatch.chdir(tmp_path)  # not the folder the jobs ran in
     [sweep] = (moved / "sweeps").glob("*/*")
     opened = open_folder(sweep)
-    assert opened.stores == [moved / "store"] and {f.stem for f in opened.files} == _keys(ran["sweep"])
+    assert opened.stores == [moved / "store"] and {r.key for r in opened.records()} == _keys(ran["sweep"])
     gone = json.loads((sweep / "0" / "job.json").read_text())
     gone["store_dir"] = "/no/such/store"
     (sweep / "0" / "job.json").write_text(json.dumps(gone))

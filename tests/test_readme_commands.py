@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 
+from . import stored
 from .conftest import RAW, REPO, compose, needs_raw, run_entry
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -199,7 +200,7 @@ def written(tmp_path_factory):
     ran = run_entry("run.py", "-m", "model=mock", "task=arith", "pattern=random,majority_first", "progress=false", env=env)
     assert ran.returncode == 0, ran.stderr[-2000:]
     (sweep,) = {p.parent.parent for p in results.glob("sweeps/*/*/*/job.json")}
-    key = next((results / "store").rglob("*.json")).stem
+    key = stored.entries(results / "store")[0].key
     return results, sweep, key
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from . import stored
 from .conftest import run_entry
 
 JOB = ("model=mock", "task=arith", "setting=smoke", "budget=smoke", "pattern=random", "order_seeds=[0,1]", "progress=false")
@@ -49,9 +50,9 @@ def one_line_error(out) -> str:
 def damaged_store(results: Path, store: Path) -> Path:
     out = run_entry("run.py", *JOB, f"paths.store_dir={store}", env={"MIP_RESULTS_DIR": str(results)})
     assert out.returncode == 0, out.stderr[-2000:]
-    record = sorted(store.glob("mock/arith/*.json"))[0]
-    record.write_bytes(record.read_bytes()[:50])  # torn
-    return record
+    line = stored.entries(store / "mock" / "arith")[0]
+    line.overwrite(line.data[:50])  # torn
+    return line.path
 
 
 def test_readers_list_a_damaged_record_and_move_nothing(results, figures_unencoded):

@@ -32,12 +32,12 @@ def make_record(key: str = "k1", task: str = "arith", **changes) -> Record:
 def test_put_get_keys(tmp_path):
     store = Store(tmp_path)
     record = make_record()
-    path = store.put(record)
-    assert path == tmp_path / "mock" / "arith" / "k1.json"
+    line = store.put(record)
+    assert line.pack.parent == tmp_path / "mock" / "arith" and line.read() == record_json(record)
     assert store.keys("mock", "arith") == {"k1"}
     assert store.get("mock", "arith", "k1") == record
     assert list(store) == [record]
-    assert not list(path.parent.glob(".tmp-*"))
+    assert not list(line.pack.parent.glob(".tmp-*"))
 
 
 json_values = st.recursive(
@@ -178,7 +178,7 @@ def test_a_record_written_before_loads_and_is_written_back_byte_for_byte(path, t
     assert isinstance(record.verdict, Verdict) and all(isinstance(a.verdict, Verdict) for a in record.attempts)
     e = record.experiment
     store = Store(tmp_path)
-    assert store.put(record).read_bytes() == stored and store.get(e.model, e.task, record.key) == record
+    assert store.put(record).read() == stored and store.get(e.model, e.task, record.key) == record
     for attempt, as_stored in zip(record.attempts, orjson.loads(stored)["attempts"]):
         store.put_attempt(e.model, e.task, "k", attempt)  # a paid attempt kept under .attempts/
         kept = tmp_path / ".attempts" / e.model / e.task / f"k.{attempt.index}.json"

@@ -15,6 +15,7 @@ from mip.job import run_job
 from mip.store import Store
 
 from .conftest import REPO, compose, run_entry
+from .stored import entries as stored_entries
 from .fake_server import FakeServer
 from .hostile_server import SHAPES, HostileServer
 
@@ -120,10 +121,10 @@ def test_a_trace_in_reasoning_and_reasoning_details_is_stored_once(tmp_path, tra
         cfg = config(tmp_path, server, transport, "model.max_response_bytes=4000000")
         summary = run_job(cfg, tmp_path / "job")
     assert summary.ok and summary.verdicts == {"correct": 2}
-    files = sorted(Store(cfg.paths.store_dir).root.rglob("*.json"))
+    lines = stored_entries(Store(cfg.paths.store_dir).root)
     for record in Store(cfg.paths.store_dir):
         stage = record.attempts[0].stages[0]
         assert len(stage.reasoning) >= 399_000 and stage.reasoning_from == ["reasoning", "reasoning_details"]
         assert stage.reasoning_raw == {"reasoning_details": [{"type": "reasoning.text", "format": "unknown", "index": 0}]}
-    sizes = [f.stat().st_size for f in files if f.stat().st_size > 100_000]
+    sizes = [len(line.data) for line in lines if len(line.data) > 100_000]
     assert len(sizes) == 2 and all(s < 600_000 for s in sizes), sizes  # one 400 KB trace each, not two

@@ -14,6 +14,7 @@ import pytest
 from mip.store import Store
 from mip.tools.show import clipped, main
 
+from . import stored
 from .conftest import REPO, run_entry
 
 
@@ -81,13 +82,23 @@ def test_a_job_folder_lists_its_records_and_prints_each_with_all(job):
     assert every.returncode == 0 and every.stdout.count("== record") == 2
 
 
+def test_a_pack_file_shows_its_records(job, results):
+    """docs/store.md: a pack's records, read by hand."""
+    _, records = job
+    (pack,) = (results / "store").rglob("pack-*.jsonl")
+    proc = show(str(pack), "--all")
+    assert proc.returncode == 0, proc.stderr
+    assert "2 records:" in proc.stdout and proc.stdout.count("== record") == 2 and "hash checked" in proc.stdout
+
+
 def test_unknown_and_ambiguous_keys_are_one_line_errors(job, results):
     _, records = job
     unknown = show("0123456789abcdef")
     assert unknown.returncode == 2 and unknown.stderr.strip().count("\n") == 0
     assert "No record with key '0123456789abcdef'" in unknown.stderr
-    path = next((results / "store").rglob(f"{records[0].key}.json"))
-    shutil.copy(path, path.with_name(records[0].key[:6] + "f" * 18 + ".json"))
+    line = next(e for e in stored.entries(results / "store") if e.key == records[0].key)
+    other = records[0].key[:6] + "f" * 18  # a record file of a store written before packs
+    (line.path.parent / f"{other}.json").write_bytes(line.data.replace(records[0].key.encode(), other.encode()))
     ambiguous = show(records[0].key[:6])
     assert ambiguous.returncode == 2 and "matches 2 records" in ambiguous.stderr and "more characters" in ambiguous.stderr
     missing = show("no/such/folder")
@@ -96,8 +107,8 @@ def test_unknown_and_ambiguous_keys_are_one_line_errors(job, results):
 
 def test_a_record_whose_pool_cannot_be_found_says_so(job, results):
     _, records = job
-    path = next((results / "store").rglob(f"{records[0].key}.json"))
-    path.write_text(path.read_text().replace(records[0].pool_version, "0" * len(records[0].pool_version)))
+    line = next(e for e in stored.entries(results / "store") if e.key == records[0].key)
+    line.overwrite(line.data.replace(records[0].pool_version.encode(), b"0" * len(records[0].pool_version)))
     proc = show(records[0].key)
     assert proc.returncode == 2 and "building task 'arith' again gives pool" in proc.stderr
 

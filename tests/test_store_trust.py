@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import REPO, run_py
+from . import stored
 from .fake_server import FakeServer
 
 
@@ -25,8 +26,7 @@ def server_args(server: FakeServer, *more: str) -> list[str]:
 
 
 def records(results: Path) -> list[dict]:
-    folder = results / "store" / "smollm2_135m_server" / "arith"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return stored.records(results / "store" / "smollm2_135m_server" / "arith")
 
 
 def started(args: list[str]) -> subprocess.Popen:
@@ -106,26 +106,27 @@ def test_damaged_records_are_quarantined_and_asked_again(results):
     with FakeServer() as server:
         args = server_args(server, "pattern=random", "order_seeds=[0,1,2]")
         assert run_py(*args).returncode == 0
-        files = sorted((results / "store" / "smollm2_135m_server" / "arith").glob("*.json"))
-        assert len(files) == 6 and len(server.log) == 6
-        files[0].write_bytes(files[0].read_bytes()[:200])  # truncated
-        files[1].write_bytes(b"")  # empty
-        damaged = json.loads(files[2].read_text())
+        lines = stored.entries(results / "store" / "smollm2_135m_server" / "arith")
+        assert len(lines) == 6 and len(server.log) == 6
+        lines[0].overwrite(lines[0].data[:200])  # truncated
+        lines[1].overwrite(b"")  # emptied
+        damaged = lines[2].json()
         del damaged["verdict"]  # a field dropped: fails the schema
-        files[2].write_text(json.dumps(damaged))
-        stale = files[0].parent / f".tmp-{socket.gethostname().split('.')[0]}-999999-0.json"  # a writer long gone
+        lines[2].overwrite(json.dumps(damaged).encode())
+        stale = lines[0].path.parent / f".tmp-{socket.gethostname().split('.')[0]}-999999-0.json"  # a writer long gone
         stale.write_text("{")
         rerun = run_py(*args)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert "3 already stored" in rerun.stdout and len(server.log) == 9
         assert "damaged" in rerun.stderr
-        assert "3 damaged file(s) in" in rerun.stdout  # the job's summary (mip.summary) lists them
+        assert "3 damaged record(s) in" in rerun.stdout  # the job's summary (mip.summary) lists them
     assert not stale.exists()
     assert len(records(results)) == 6 and all("verdict" in r for r in records(results))
     quarantine = results / "store" / ".quarantine"
     log = [json.loads(line) for line in (quarantine / "log.jsonl").read_text().splitlines()]
-    assert sorted(Path(e["file"]).name for e in log) == sorted(f.name for f in files[:3])
-    assert len(list(quarantine.rglob("*.json"))) == 3
+    assert sorted((Path(e["file"]).name, e["line_at"]) for e in log) == sorted((x.path.name, x.offset) for x in lines[:3])
+    assert sorted(p.read_bytes().rstrip(b"\n") for p in quarantine.rglob("*.jsonl") if p.name != "log.jsonl") == \
+        sorted(x.path.read_bytes()[x.offset:x.offset + len(x.data)] for x in lines[:3])
 
 
 def test_records_are_flushed_to_disk_before_they_count(tmp_path, monkeypatch):
@@ -141,12 +142,20 @@ def test_records_are_flushed_to_disk_before_they_count(tmp_path, monkeypatch):
 
     from mip.store import Store
 
+    datasynced: list[int] = []
+    real_data = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: datasynced.append(fd) or real_data(fd))
     store = Store(tmp_path / "store")  # a store flushes in its own thread; flush() waits for the disk
     for i in range(20):
         store.put(make_record(f"k{i}"))
     store.flush()
-    assert len(synced) >= 2 + 20 + 1  # each file, and its folder at least once
-    assert len(list((tmp_path / "store" / "mock" / "arith").glob("*.json"))) == 20
+    assert len(datasynced) >= 1 and len(set(datasynced)) == 1  # the pack, once per batch of lines
+    assert len(synced) >= 2 + 1  # and its folder, once: the pack is new
+    assert len(stored.entries(tmp_path / "store")) == 20
+    before = len(datasynced)
+    store.put(make_record("k20"))
+    store.flush()
+    assert len(datasynced) == before + 1  # a line is on disk before flush() returns
 
 
 def test_damaged_filter_answers_are_asked_again_and_answers_belong_to_their_pool(results, tmp_path):
@@ -224,15 +233,16 @@ def test_the_report_lists_damaged_and_quarantined_records_and_counts_neither(res
     with FakeServer() as server:
         args = server_args(server, "pattern=random", "order_seeds=[0,1,2]")
         assert run_py(*args).returncode == 0
-        files = sorted((results / "store" / "smollm2_135m_server" / "arith").glob("*.json"))
-        files[0].write_bytes(b"")
+        lines = stored.entries(results / "store" / "smollm2_135m_server" / "arith")
+        lines[0].overwrite(b"")
         assert run_py(*args).returncode == 0  # the job quarantines it and asks again
-        files[1].write_bytes(files[1].read_bytes()[:100])  # damaged after the last run
+        lines[1].overwrite(lines[1].data[:100])  # damaged after the last run
     frame = load_local([results / "store"])
     assert len(frame) == 5  # the damaged one is not counted
     report = write_report(frame, results / "report").read_text()
-    assert f"Unreadable record {files[1]}" in report
-    assert "1 damaged file(s) were moved aside" in report and files[0].name in report
+    assert f"Unreadable record {lines[1].path} (the line at byte {lines[1].offset}" in report
+    assert "1 damaged record(s) were moved aside" in report
+    assert f"{lines[0].path.name}, the line at byte {lines[0].offset}" in report
 
 
 def test_a_disk_that_fails_to_flush_stops_the_job_with_a_clear_error(tmp_path, monkeypatch):
@@ -246,6 +256,7 @@ def test_a_disk_that_fails_to_flush_stops_the_job_with_a_clear_error(tmp_path, m
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", failing)
+    monkeypatch.setattr(os, "fdatasync", failing)
     cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false",
                   f"paths.results_dir={tmp_path}")
     with pytest.raises(StoreError, match="Input/output error"):

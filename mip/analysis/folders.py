@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mip.experiment.records import Record
-from mip.store import _skipped, iter_records
+from mip.store import iter_records, record_files
+from mip.store.packs import is_pack
 
 #: What to pass, said by every refusal.
 WHAT_TO_PASS = ("pass a store (results/store), a job folder (results/runs/<day>/<time>) or a sweep folder "
@@ -44,11 +45,18 @@ class Folder:
     kind: str
     """``store`` (its own records) or ``jobs`` (the records its manifests list)."""
     files: list[Path]
-    """The record files it stands for, sorted, each once."""
+    """The record files and packs it reads, sorted, each once."""
     stores: list[Path]
     """The stores those files lie in (where quarantined files are listed)."""
     jobs: list[dict] = field(default_factory=list)
     """The manifests (``job.json``) under it, each with ``manifest``: its path."""
+    keys: frozenset[str] | None = None
+    """The keys its jobs cover, read from ``files`` (None for a store: every key)."""
+
+    def records(self, damaged: list[tuple[Path, str]] | None = None,
+                seen: set[tuple[str, str, str]] | None = None) -> Iterator[Record]:
+        """Its readable records, each once (:func:`mip.store.iter_records`)."""
+        return iter_records(self.files, damaged, self.keys, seen)
 
 
 def _job(manifest: Path) -> dict:
@@ -68,7 +76,8 @@ def store_of(job: dict) -> Path:
 
 
 def _job_files(job: dict) -> list[Path]:
-    """The stored record files of the experiments one manifest lists."""
+    """The record files and packs that may hold the experiments one manifest lists: the
+    packs of its model's task folders, and the record files named by its keys."""
     store = store_of(job)
     if not store.is_dir():
         if job.get("dry_run") or not job.get("keys"):
@@ -78,8 +87,9 @@ def _job_files(job: dict) -> list[Path]:
     model_dirs = [store / job["model"]] if job.get("model") and (store / job["model"]).is_dir() else \
         [d for d in store.iterdir() if d.is_dir() and not d.name.startswith(".")]
     keys = job.get("keys", [])
-    return [path for model_dir in model_dirs for task_dir in sorted(model_dir.iterdir()) if task_dir.is_dir()
-            for key in keys if (path := task_dir / f"{key}.json").is_file()]
+    task_dirs = [d for model_dir in model_dirs for d in sorted(model_dir.iterdir()) if d.is_dir()]
+    packs = [d / name for d in task_dirs for name in sorted(os.listdir(d)) if is_pack(name)] if keys else []
+    return packs + [path for d in task_dirs for key in keys if (path := d / f"{key}.json").is_file()]
 
 
 def open_folder(path: str | Path) -> Folder:
@@ -89,15 +99,16 @@ def open_folder(path: str | Path) -> Folder:
         raise FolderError(f"{root} does not exist; {WHAT_TO_PASS}.")
     if root.is_file():
         return Folder(root, "store", [root], [root.parents[2]] if len(root.parents) > 2 else [])
-    found = [(p, p.relative_to(root).parts) for p in sorted(root.rglob("*.json"))]
-    own = [p for p, parts in found if not _skipped(parts)]
-    jobs = [_job(p) for p, parts in found if parts[-1] == "job.json" and not any(x.startswith(".") for x in parts)]
+    own = record_files(root)
+    jobs = [_job(p) for p in sorted(root.rglob("job.json"))
+            if not any(x.startswith(".") for x in p.relative_to(root).parts)]
     if own:
         return Folder(root, "store", own, [root], jobs)
     if not jobs:
         raise FolderError(f"No records found in {root}: it holds no records and no job.json; {WHAT_TO_PASS}.")
     files = sorted({f for job in jobs for f in _job_files(job)})
-    return Folder(root, "jobs", files, sorted({store_of(job) for job in jobs}), jobs)
+    keys = frozenset(k for job in jobs for k in job.get("keys", []))
+    return Folder(root, "jobs", files, sorted({store_of(job) for job in jobs}), jobs, keys)
 
 
 def open_folders(paths: Iterable[str | Path]) -> list[Folder]:
@@ -108,5 +119,5 @@ def records(paths: Iterable[str | Path], damaged: list[tuple[Path, str]] | None 
     """Every readable record the folders stand for; unreadable files are skipped with a
     warning and listed in ``damaged`` (:func:`mip.store.iter_records`). A folder that is none
     of mip's raises here, before the first record is read."""
-    files = sorted({f for folder in open_folders(paths) for f in folder.files})
-    return iter_records(files, damaged)
+    seen: set[tuple[str, str, str]] = set()
+    return (record for folder in open_folders(paths) for record in folder.records(damaged, seen))

@@ -24,7 +24,8 @@ import pandas as pd
 from mip.analysis import folders, slices
 from mip.experiment.records import Record, counted_attempt
 from mip.experiment.scoring import VALID_VERDICTS, Verdict
-from mip.store import QUARANTINE, iter_records, quarantined
+from mip.store import QUARANTINE, quarantined
+from mip.store.quarantine import moved_what
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
 COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
@@ -158,11 +159,12 @@ def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:
     except folders.FolderError as e:
         raise ResultsError(str(e)) from None
     damaged: list[tuple[Path, str]] = []
-    files = sorted({f for folder in opened for f in folder.files})
-    if not files and all(folder.kind == "jobs" for folder in opened):
+    seen: set[tuple[str, str, str]] = set()
+    rows = [record_row(r) for folder in opened for r in folder.records(damaged, seen)]
+    if not rows and all(folder.kind == "jobs" for folder in opened):
         raise ResultsError(f"The jobs under {', '.join(map(str, paths))} stored no records (dry runs, or nothing "
                            "finished yet); run them without dry_run=true, or pass the store.")
-    frame = _frame((record_row(r) for r in iter_records(files, damaged)), ", ".join(map(str, paths)))
+    frame = _frame(rows, ", ".join(map(str, paths)))
     notes = [f"Unreadable record {path} ({why}): not counted; the next run of its job asks it again."
              for path, why in damaged[:20]]
     if len(damaged) > 20:
@@ -170,8 +172,8 @@ def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:
     for root in sorted({store for folder in opened for store in folder.stores}):
         moved = quarantined(root)
         if moved:
-            notes.append(f"{len(moved)} damaged file(s) were moved aside to {root / QUARANTINE} and asked again "
-                         f"(log.jsonl there says why), e.g. {moved[-1]['file']}: {moved[-1]['why']}.")
+            notes.append(f"{len(moved)} damaged record(s) were moved aside to {root / QUARANTINE} and asked again "
+                         f"(log.jsonl there says why), e.g. {moved_what(moved[-1])}: {moved[-1]['why']}.")
     frame.attrs["notes"] = [*frame.attrs.get("notes", []), *notes]
     return frame
 

@@ -94,20 +94,22 @@ class Syncer:
     """
 
     def __init__(self, limit: int = 256):
-        self._queue: queue.Queue[tuple[int, Path]] = queue.Queue(maxsize=limit)  # bounds the open files
+        self._queue: queue.Queue[tuple[int, Path | None, bool]] = queue.Queue(maxsize=limit)  # bounds the open files
         self._idle = threading.Condition()
         self._pending = 0
         self._error: OSError | None = None
         self._thread: threading.Thread | None = None
 
-    def submit(self, fd: int, folder: Path) -> None:
+    def submit(self, fd: int, folder: Path | None, close: bool = True) -> None:
+        """Put ``fd`` (and ``folder``, where given) on disk in the thread; ``close``: close
+        ``fd`` then (a file written whole), else leave it open (a pack still appended to)."""
         self.raise_error()
         with self._idle:
             self._pending += 1
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="mip-fsync", daemon=True)
             self._thread.start()
-        self._queue.put((fd, folder))
+        self._queue.put((fd, folder, close))
 
     def _run(self) -> None:
         while True:
@@ -122,17 +124,19 @@ class Syncer:
                 self._pending -= len(batch)
                 self._idle.notify_all()
 
-    def _flush(self, batch: list[tuple[int, Path]]) -> None:
-        """Put a batch of written files and their folders on disk; every file is closed, also
-        when the disk fails."""
+    def _flush(self, batch: list[tuple[int, Path | None, bool]]) -> None:
+        """Put a batch of written files and their folders on disk; every file handed over to
+        be closed is closed, also when the disk fails. A pack appended to several times in
+        the batch is flushed once."""
         try:
-            for fd, _ in batch:
-                os.fsync(fd)
-            for folder in {folder for _, folder in batch}:
+            for fd in dict.fromkeys(fd for fd, _, _ in batch):
+                os.fdatasync(fd)
+            for folder in {folder for _, folder, _ in batch if folder is not None}:
                 fsync_folder(folder)
         finally:
-            for fd, _ in batch:
-                os.close(fd)
+            for fd, _, close in batch:
+                if close:
+                    os.close(fd)
 
     def flush(self) -> None:
         """Wait until everything handed over is on disk; raise the disk's first error."""

@@ -201,6 +201,7 @@ def _call(cfg: Config, strategy: Strategy, backend: Backend, store: Store, plans
         pass
     finally:  # what this job did not store is free for the next one, also after an error
         claim.release()
+        store.close()
     if claim.lost:
         print(f"{len(claim.lost)} experiment(s) were left to an older running job that claims them too (a claim file "
               "had been removed).", file=sys.stderr)

@@ -1,11 +1,12 @@
 """The local store: the source of truth (DESIGN.md §5).
 
-One JSON file per experiment at ``<store>/<model>/<task>/<key>.json``. A file is written
-to a temporary name and renamed into place, so a reader never sees half of one and a
-killed job loses nothing it wrote; then it and its folder are flushed to disk (``fsync``,
-in a thread of its own: :class:`Syncer`), and a job reports what it stored only once its
-files are on disk, so they survive a crash of the machine or a power cut. A file a crash
-did tear is caught when it is read back (below). Any number of jobs may write to one store.
+Records live under ``<store>/<model>/<task>/``. A job appends each record as one JSON line to
+a pack of its own (``pack-….jsonl``, :mod:`mip.store.packs`): a line is written whole, flushed
+to disk (``fdatasync``, in a thread of its own: :class:`mip.data.files.Syncer`), and a job
+reports what it stored only once its lines are on disk, so they survive a kill, a crash of the
+machine or a power cut. A torn last line (a kill mid-write) is never read. Any number of jobs
+may write to one store: each appends to its own packs. Stores written by mip 0.3 and earlier hold
+one JSON file per record (``<key>.json``); they are read as ever, and a key counts once.
 
 Two more folders live beside the records, both hidden from readers of records:
 
@@ -13,168 +14,46 @@ Two more folders live beside the records, both hidden from readers of records:
   experiment whose verdict is not final yet (an invalid attempt with attempts left). A
   rerun after a kill carries on from them, so no attempt is paid twice and none beyond
   the limit; they are folded into the record when it is stored.
-- ``.quarantine/`` — records (and attempts) that could not be read or failed their
-  schema, moved aside by a job with a line in ``.quarantine/log.jsonl`` saying why. They
-  never count as stored: the experiment is asked again, and ``analyze.py`` and ``mip.summary``
-  list them. Readers open the store with ``readonly=True``: they list a damaged file
-  (``Store.damaged``) and leave it where it is.
+- ``.quarantine/`` — records (and attempts) that could not be read or failed their schema
+  (:mod:`mip.store.quarantine`). They never count as stored: the experiment is asked again,
+  and ``analyze.py`` and ``mip.summary`` list them. Readers open the store with
+  ``readonly=True``: they list a damaged record (``Store.damaged``) and leave it where it is.
 
->>> store = Store("results/store")                    # doctest: +SKIP
+>>> import tempfile
+>>> store = Store(tempfile.mkdtemp())
+>>> store.keys("smollm2_135m", "arith"), store.where("smollm2_135m", "arith", "3f2a9c0d")
+(set(), None)
 >>> store.put(record); store.valid_keys("smollm2_135m", "arith", wanted)   # doctest: +SKIP
 
-Exercised by ``pytest tests/test_store.py``.
-
->>> why_unreadable(ValueError("Expecting value\\nline 2"))
-'ValueError: Expecting value'
+Exercised by ``pytest tests/test_store.py`` and ``tests/test_packs.py``.
 """
 
 from __future__ import annotations
 
-import functools
-
-import datetime as dt
 import os
 import sys
+import threading
 import warnings
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from mip.data.files import Syncer, atomic_write, keys_in
-from mip.data.columns import JsonStrings
-from mip.experiment.records import Attempt, Record, schema_error
+from mip.experiment.records import Attempt, Record
+from mip.store.packs import Line, PackWriter, is_pack, scan
+from mip.store.quarantine import QUARANTINE, quarantine, quarantine_line, quarantined, skipped_lines, why_unreadable
+from mip.store.json_text import record_json
+from mip.store.reading import _skipped, iter_records, read_model, read_record, record_files
 
-ATTEMPTS, QUARANTINE = ".attempts", ".quarantine"
-M = TypeVar("M", bound=BaseModel)
+__all__ = ["ATTEMPTS", "QUARANTINE", "JsonFolder", "Store", "iter_records", "quarantine", "quarantined", "read_model",
+           "read_record", "record_files", "record_json", "why_unreadable", "_skipped"]
 
-
-# --------------------------------------------------------------------------- serialising
-
-
-def _fields(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        omit = _excluded_if(type(value))
-        if omit:  # a field pydantic leaves out of its JSON when its exclude_if holds
-            return {k: v for k, v in value.__dict__.items() if k not in omit or not omit[k](v)}
-        return value.__dict__
-    if isinstance(value, JsonStrings):
-        return orjson.Fragment(value.json)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+ATTEMPTS = ".attempts"
 
 
-@functools.cache
-def _excluded_if(model: type[BaseModel]) -> dict[str, Any]:
-    return {name: f.exclude_if for name, f in model.model_fields.items() if f.exclude_if is not None}
-
-
-def record_json(record: BaseModel) -> bytes:
-    """A record as UTF-8 JSON, the bytes pydantic would write, made by orjson from the
-    models' fields: twice as fast on a record's 4,000 short id and label strings, and
-    faster again where they come as :class:`mip.data.columns.JsonStrings`. Where orjson refuses
-    a value (a lone surrogate, an integer past 64 bits) pydantic writes it."""
-    try:
-        return orjson.dumps(record, default=_fields)
-    except orjson.JSONEncodeError:
-        plain = record.model_copy(update={k: list(v) for k, v in record.__dict__.items() if isinstance(v, JsonStrings)})
-        return plain.__pydantic_serializer__.to_json(plain)
-
-
-# --------------------------------------------------------------------------- listing and reading
-
-
-def read_model(path: Path, model: type[M]) -> M:
-    """A stored JSON file validated against ``model``; raises ValueError or OSError when it
-    cannot be read or fails its schema."""
-    return model.model_validate_json(path.read_bytes())
-
-
-def why_unreadable(error: BaseException) -> str:
-    """One line saying why a file could not be read; for a schema failure, the first field
-    that failed and what it should hold (``verdict: Input should be 'correct', …, got 'maybe'``)."""
-    if isinstance(error, ValidationError) and error.error_count():
-        return f"ValidationError: {schema_error(error)}"
-    text = str(error)
-    return f"{type(error).__name__}: {text.splitlines()[0][:300] if text else ''}"
-
-
-def read_record(path: Path) -> Record | None:
-    """A stored record, or None with a warning naming the file when it is unreadable."""
-    try:
-        return read_model(path, Record)
-    except (OSError, ValueError) as e:
-        warnings.warn(f"Skipping unreadable record {path}: {why_unreadable(e)[:300]}", stacklevel=2)
-        return None
-
-
-def _skipped(relative: tuple[str, ...]) -> bool:
-    """Files under a store or results folder that are no records: hidden files and folders
-    (temporary files, attempts, quarantine, claims), job manifests, cached pools and W&B
-    files. Judged on the path *below* the folder being read, so a store that itself lies
-    under a folder named ``wandb`` or ``pools`` is read like any other."""
-    return (any(part.startswith(".") for part in relative) or relative[-1] == "job.json"
-            or bool({"pools", "wandb"} & set(relative[:-1])))
-
-
-def iter_records(paths: Iterable[str | Path], damaged: list[tuple[Path, str]] | None = None) -> Iterator[Record]:
-    """Every readable record under the given folders (a store, job or sweep folders).
-
-    A file that cannot be read or fails the schema is skipped with a warning naming it, and
-    appended to ``damaged`` with the reason when a list is given.
-    """
-    for root in map(Path, paths):
-        files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
-        for path in files:
-            if root.is_dir() and _skipped(path.relative_to(root).parts):
-                continue
-            try:
-                yield read_model(path, Record)
-            except (OSError, ValueError) as e:
-                why = why_unreadable(e)[:300]
-                warnings.warn(f"Skipping unreadable record {path}: {why}", stacklevel=2)
-                if damaged is not None:
-                    damaged.append((path, why))
-
-
-# --------------------------------------------------------------------------- quarantine
-
-
-def quarantine(store_root: Path, path: Path, why: str) -> Path | None:
-    """Move a damaged file under ``<store>/.quarantine/`` (same relative path, a time stamp
-    added) and log why; it then no longer counts as stored. None if another process moved
-    it first."""
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-    try:
-        relative = path.relative_to(store_root)
-    except ValueError:
-        relative = Path(path.name)
-    target = store_root / QUARANTINE / relative.parent / f"{relative.stem}.{stamp}{relative.suffix}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(path, target)
-    except FileNotFoundError:
-        return None
-    line = {"file": str(relative), "moved_to": str(target.relative_to(store_root)), "why": why[:500],
-            "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
-    with open(store_root / QUARANTINE / "log.jsonl", "ab") as log:  # one short append: atomic on POSIX
-        log.write(orjson.dumps(line) + b"\n")
-    return target
-
-
-def quarantined(store_root: str | Path) -> list[dict[str, str]]:
-    """What was moved aside under a store, oldest first (``file``, ``moved_to``, ``why``, ``at``)."""
-    log = Path(store_root).expanduser() / QUARANTINE / "log.jsonl"
-    if not log.is_file():
-        return []
-    out = []
-    for line in log.read_bytes().splitlines():
-        try:
-            out.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            continue
-    return out
+# --------------------------------------------------------------------------- stores
 
 
 class JsonFolder:
@@ -244,29 +123,127 @@ class JsonFolder:
         for model_dir in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")) \
                 if self.root.is_dir() else []:
             for task_dir in sorted(p for p in model_dir.iterdir() if p.is_dir()):
-                for key in sorted(keys_in(task_dir)):
+                for key in sorted(self.keys(model_dir.name, task_dir.name)):
                     item = self.load(model_dir.name, task_dir.name, key)
                     if item is not None:
                         yield item
 
 
 class Store(JsonFolder):
-    """Records as one JSON file each under ``root/<model>/<task>/``, and the attempts of
-    experiments not yet final under ``root/.attempts/``."""
+    """Records under ``root/<model>/<task>/``, in packs (:mod:`mip.store.packs`) and, as mip
+    0.3 and earlier wrote them, one file each; the attempts of experiments not yet final under
+    ``root/.attempts/``."""
 
     model = Record
 
-    def put(self, record: Record) -> Path:
-        """Store a record durably, then drop the kept attempts it folds in (all but its last,
-        which was final when it landed)."""
+    def __init__(self, root: str | Path, readonly: bool = False):
+        super().__init__(root, readonly)
+        self._writers: dict[Path, PackWriter] = {}
+        self._lines: dict[Path, dict[str, list[Line]]] = {}  # per task folder: key -> its lines
+        self._scanned: dict[Path, int] = {}  # per pack: the byte its next scan starts at
+        self._skip: set[tuple[str, int]] | None = None
+        self._lock = threading.RLock()
+
+    def put(self, record: Record) -> Line:
+        """Append a record to this store's pack for its task (on disk once :meth:`flush`
+        returns), then drop the kept attempts it folds in (all but its last, which was final
+        when it landed)."""
         e = record.experiment
-        path = self._put(self.path(e.model, e.task, record.key), record_json(record))
+        folder = self.root / e.model / e.task
+        writer = self._writers.get(folder)
+        if writer is None:
+            folder.mkdir(parents=True, exist_ok=True)
+            writer = self._writers[folder] = PackWriter(folder, self.syncer)
+        try:
+            line = writer.append(record_json(record))
+        except OSError:
+            self._writers.pop(folder, None)  # a pack whose cut-back failed is written no more
+            raise
         for attempt in record.attempts[:-1]:
             (self._attempts_dir(e.model, e.task) / f"{record.key}.{attempt.index}.json").unlink(missing_ok=True)
-        return path
+        return line
+
+    def close(self) -> None:
+        """Close this store's packs once their lines are on disk."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
 
     def get(self, model: str, task: str, key: str) -> Record | None:
         return self.load(model, task, key)
+
+    def keys(self, model: str, task: str) -> set[str]:
+        """Listed keys (packs scanned, no record read); see :meth:`valid_keys` for what counts."""
+        return set(self._pack_lines(model, task)) | super().keys(model, task)
+
+    def where(self, model: str, task: str, key: str) -> Line | Path | None:
+        """Where a stored key lies: its (first) pack line, else its record file, else None."""
+        found = self._pack_lines(model, task).get(key)
+        path = self.path(model, task, key)
+        return found[0] if found else path if path.is_file() else None
+
+    def load(self, model: str, task: str, key: str) -> Record | None:
+        """The stored record, or None when there is none or it was damaged (then quarantined)."""
+        folder = self.root / model / task
+        with self._lock:
+            index = self._lines.get(folder)
+            if index is None or key not in index:
+                index = self._pack_lines(model, task)
+            for line in list(index.get(key, ())):
+                try:
+                    data = line.read()
+                    record = Record.model_validate_json(data)
+                    if record.key != key:
+                        raise ValueError(f"holds key {record.key}, not {key}")
+                    return record
+                except (OSError, ValueError) as e:
+                    index[key].remove(line)
+                    self._quarantine_line(line, e)
+            index.pop(key, None)
+        return super().load(model, task, key)
+
+    def _pack_lines(self, model: str, task: str) -> dict[str, list[Line]]:
+        """Every key in a task folder's packs with the lines that hold it, oldest pack first;
+        each pack is read from where the last call stopped."""
+        folder = self.root / model / task
+        with self._lock:
+            index = self._lines.setdefault(folder, {})
+            try:
+                names = sorted(n for n in os.listdir(folder) if is_pack(n))
+            except (FileNotFoundError, NotADirectoryError):
+                return index
+            if self._skip is None:
+                self._skip = skipped_lines(self.root)
+            for name in names:
+                pack = folder / name
+                try:
+                    found, self._scanned[pack] = scan(pack, self._scanned.get(pack, 0))
+                except FileNotFoundError:
+                    continue
+                for key, line in found:
+                    if (f"{model}/{task}/{name}", line.offset) in self._skip:
+                        continue
+                    if key is None:
+                        self._quarantine_line(line, ValueError("the line names no record key"))
+                    else:
+                        index.setdefault(key, []).append(line)
+            return index
+
+    def _quarantine_line(self, line: Line, error: BaseException) -> None:
+        why = why_unreadable(error)
+        if self.readonly:
+            self.damaged.append((line.pack, f"the line at byte {line.offset}: {why}"))
+            warnings.warn(f"Skipping unreadable record {line.pack}, the line at byte {line.offset}: {why[:300]}",
+                          stacklevel=3)
+            return
+        try:
+            data = line.read()
+        except (OSError, ValueError):
+            data = b""
+        quarantine_line(self.root, line, why, data)
+        self._skip = (self._skip or set()) | {(str(line.pack.relative_to(self.root)), line.offset)}
+        print(f"Copied the damaged line at byte {line.offset} of {line.pack} to {self.root / QUARANTINE} ({why}); "
+              "it no longer counts and will be asked again.", file=sys.stderr)
 
     # ------------------------------------------------------------------ attempts
     def _attempts_dir(self, model: str, task: str) -> Path:

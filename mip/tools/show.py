@@ -26,7 +26,8 @@ from pathlib import Path
 from mip.config import TaskConfig
 from mip.experiment.records import Record
 from mip.models import backend_class
-from mip.store import read_record
+from mip.store import Store, iter_records, read_record
+from mip.store.packs import is_pack
 
 
 class ShowError(Exception):
@@ -38,6 +39,11 @@ def find(target: str, store: Path) -> tuple[list[Record], dict[str, dict], Path]
     """The records ``target`` names, the task configs of the jobs they came from (by task)
     and the store they are in."""
     path = Path(target).expanduser()
+    if path.is_file() and is_pack(path.name):
+        records = list(iter_records([path]))
+        if not records:
+            raise ShowError(f"{path} holds no readable record.")
+        return records, {}, path.parents[2]
     if path.is_file() and path.suffix == ".json" and path.name != "job.json":
         record = read_record(path)
         if record is None:
@@ -59,7 +65,7 @@ def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path]:
         opened = open_folder(folder)
     except FolderError as e:
         raise ShowError(f"{e}, or a record key.") from None
-    records = [r for p in opened.files if (r := read_record(p)) is not None]
+    records = list(opened.records())
     if not records:
         what = "stored no records (a dry run, or nothing finished yet)" if opened.kind == "jobs" else "holds no readable record"
         raise ShowError(f"{folder} {what}; pass a record key, a job folder or a store folder.")
@@ -76,15 +82,19 @@ def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path]:
 def _by_key(prefix: str, store: Path) -> Record:
     if not store.is_dir():
         raise ShowError(f"No store at {store}; pass store=<folder> or a job folder.")
-    matches = sorted({p for p in store.glob(f"*/*/{prefix}*.json") if not p.name.startswith(".")})
+    opened = Store(store, readonly=True)
+    matches = sorted((key, model.name, task.name) for model in store.iterdir() if model.is_dir()
+                     and not model.name.startswith(".") for task in model.iterdir() if task.is_dir()
+                     for key in opened.keys(model.name, task.name) if key.startswith(prefix))
     if not matches:
         raise ShowError(f"No record with key {prefix!r} under {store}; check the key, or pass store=<folder>.")
-    if len({p.stem for p in matches}) > 1:
-        shown = ", ".join(p.stem for p in matches[:4]) + (", …" if len(matches) > 4 else "")
+    if len({key for key, _, _ in matches}) > 1:
+        shown = ", ".join(key for key, _, _ in matches[:4]) + (", …" if len(matches) > 4 else "")
         raise ShowError(f"Key prefix {prefix!r} matches {len(matches)} records ({shown}); give more characters.")
-    record = read_record(matches[0])
+    key, model, task = matches[0]
+    record = opened.get(model, task, key)
     if record is None:
-        raise ShowError(f"{matches[0]} cannot be read as a record (moved aside or damaged).")
+        raise ShowError(f"The record {key} in {store / model / task} cannot be read (moved aside or damaged).")
     return record
 
 

@@ -27,7 +27,8 @@ from mip.experiment.instances import PATTERNS
 from mip.analysis.folders import WHAT_TO_PASS, Folder, FolderError, open_folder
 from mip.experiment.records import Record
 from mip.experiment.scoring import OUTCOMES, VALID_VERDICTS, Verdict, outcome
-from mip.store import QUARANTINE, iter_records, quarantined
+from mip.store import QUARANTINE, quarantined
+from mip.store.quarantine import moved_what
 
 if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py (~0.6 s of each start)
     import pandas as pd
@@ -95,14 +96,14 @@ def unstored_jobs(folder: Path) -> int:
 
 
 def quarantine_lines(stores: list[str]) -> list[str]:
-    """The damaged files a job moved aside in each store: never counted, asked again."""
+    """The damaged records a job moved aside in each store: never counted, asked again."""
     lines = []
     for store in stores:
         moved = quarantined(store)
         if moved:
             last = moved[-1]
-            lines.append(f"{len(moved)} damaged file(s) in {store} were moved to {Path(store) / QUARANTINE} and asked "
-                         f"again (its log.jsonl says why); the latest: {last['file']} ({last['why']}).")
+            lines.append(f"{len(moved)} damaged record(s) in {store} were moved to {Path(store) / QUARANTINE} and asked "
+                         f"again (its log.jsonl says why); the latest: {moved_what(last)} ({last['why']}).")
     return lines
 
 
@@ -119,7 +120,7 @@ def describe(folder: Path, took_s: float | None = None) -> str:
 def summarise(opened: Folder, took_s: float | None = None) -> str:
     jobs = [_with_backend(j) for j in opened.jobs]
     damaged: list[tuple[Path, str]] = []  # listed, never moved: a reader writes nothing
-    records = list(iter_records(opened.files, damaged))
+    records = list(opened.records(damaged))
     lines = []
     if jobs:
         experiments = sum(j["experiments"] for j in jobs)

@@ -1,0 +1,106 @@
+"""Reading records back for analysis: every record under folders of record files and packs,
+each key once; damaged ones are listed, never moved (:mod:`mip.store.quarantine` moves them).
+
+>>> _skipped(("m", "t", "pack-1.jsonl")), _skipped(("demo", "attribution", "replays.jsonl"))
+(False, True)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Collection, Iterable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from mip.experiment.records import Record
+from mip.store.packs import is_pack, line_key, lines
+from mip.store.quarantine import skipped_lines, why_unreadable
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_model(path: Path, model: type[M]) -> M:
+    """A stored JSON file validated against ``model``; raises ValueError or OSError when it
+    cannot be read or fails its schema."""
+    return model.model_validate_json(path.read_bytes())
+
+
+def read_record(path: Path) -> Record | None:
+    """A stored record file, or None with a warning naming the file when it is unreadable."""
+    try:
+        return read_model(path, Record)
+    except (OSError, ValueError) as e:
+        warnings.warn(f"Skipping unreadable record {path}: {why_unreadable(e)[:300]}", stacklevel=2)
+        return None
+
+
+def _skipped(relative: tuple[str, ...]) -> bool:
+    """Files under a store or results folder that are no records: hidden files and folders
+    (temporary files, attempts, quarantine, claims), job manifests, cached pools, W&B files
+    and JSON-lines files that are no packs (``replays.jsonl``). Judged on the path *below*
+    the folder being read, so a store that itself lies under a folder named ``wandb`` or
+    ``pools`` is read like any other."""
+    name = relative[-1]
+    return (any(part.startswith(".") for part in relative) or name == "job.json"
+            or not (name.endswith(".json") or is_pack(name)) or bool({"pools", "wandb"} & set(relative[:-1])))
+
+
+def record_files(root: Path) -> list[Path]:
+    """The record files and packs under a folder, sorted."""
+    return sorted(p for p in root.rglob("*.json*") if not _skipped(p.relative_to(root).parts))
+
+
+def _pack_records(pack: Path, damaged: list[tuple[Path, str]] | None, keys: Collection[str] | None,
+                  skip: dict[Path, set[tuple[str, int]]]) -> Iterator[Record]:
+    store_root = pack.parents[2] if len(pack.parents) > 2 else pack.parent
+    if store_root not in skip:
+        skip[store_root] = skipped_lines(store_root)
+    relative = str(pack.relative_to(store_root))
+    for line, data in lines(pack):
+        if (relative, line.offset) in skip[store_root]:
+            continue  # moved aside by a job, and listed with what was quarantined
+        key = line_key(data)
+        if keys is not None and key is not None and key not in keys:
+            continue
+        try:
+            yield Record.model_validate_json(data)
+        except ValueError as e:
+            why = f"the line at byte {line.offset}: {why_unreadable(e)[:300]}"
+            warnings.warn(f"Skipping unreadable record {pack}, {why}", stacklevel=3)
+            if damaged is not None:
+                damaged.append((pack, why))
+
+
+def iter_records(paths: Iterable[str | Path], damaged: list[tuple[Path, str]] | None = None,
+                 keys: Collection[str] | None = None, seen: set[tuple[str, str, str]] | None = None) -> Iterator[Record]:
+    """Every readable record under the given folders (a store, job or sweep folders) or files
+    (record files, packs), each key of a model and task once; ``keys``: only these.
+
+    A record that cannot be read or fails the schema is skipped with a warning naming it, and
+    appended to ``damaged`` with the reason when a list is given. ``seen`` carries the keys
+    already read over several calls.
+    """
+    seen = set() if seen is None else seen
+    skip: dict[Path, set[tuple[str, int]]] = {}
+    for root in map(Path, paths):
+        for path in record_files(root) if root.is_dir() else [root]:
+            if is_pack(path.name):
+                found: Iterable[Record] = _pack_records(path, damaged, keys, skip)
+            elif keys is not None and path.stem not in keys:
+                continue
+            else:
+                try:
+                    found = [read_model(path, Record)]
+                except (OSError, ValueError) as e:
+                    why = why_unreadable(e)[:300]
+                    warnings.warn(f"Skipping unreadable record {path}: {why}", stacklevel=2)
+                    if damaged is not None:
+                        damaged.append((path, why))
+                    continue
+            for record in found:
+                identity = (record.experiment.model, record.experiment.task, record.key)
+                if identity not in seen:
+                    seen.add(identity)
+                    yield record

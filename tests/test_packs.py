@@ -1,0 +1,211 @@
+"""Record packs (mip.store.packs): a job's records as lines appended to a file of its own.
+
+What they must keep of the store's contract (DESIGN.md §5): a record counts once it reads back
+valid; a kill loses at most the line in flight; a damaged line never counts, is moved aside
+once and asked again; many writers never tear each other's lines; old stores (a file per
+record) read as before; each key counts once.
+"""
+
+from __future__ import annotations
+
+import errno
+import multiprocessing as mp
+import os
+import warnings
+
+import orjson
+import pytest
+
+from mip.analysis.folders import open_folder
+from mip.store import Store, iter_records, quarantined, record_json
+from mip.store.packs import Line, is_pack, scan
+from tests.test_records import make_record
+
+MODEL, TASK = "mock", "arith"
+
+
+def packs(root):
+    return sorted(p for p in (root / MODEL / TASK).iterdir() if is_pack(p.name))
+
+
+def test_a_store_appends_each_record_as_one_line_of_its_own_pack(tmp_path):
+    store = Store(tmp_path)
+    records = [make_record(f"k{i}") for i in range(3)]
+    lines = [store.put(r) for r in records]
+    store.flush()
+    [pack] = packs(tmp_path)
+    assert all(line.pack == pack for line in lines)
+    assert pack.read_bytes() == b"".join(record_json(r) + b"\n" for r in records)
+    assert [line.offset for line in lines] == [0, lines[1].offset, lines[2].offset] and lines[1].offset > 0
+    assert store.keys(MODEL, TASK) == {"k0", "k1", "k2"}
+    assert [store.get(MODEL, TASK, f"k{i}") for i in range(3)] == records
+    assert list(store) == records
+    assert not [p for p in (tmp_path / MODEL / TASK).iterdir() if p.suffix == ".json"]  # no file per record
+    store.close()
+    second = Store(tmp_path)  # another job (or a rerun) writes a pack of its own
+    second.put(make_record("k3"))
+    second.close()
+    assert len(packs(tmp_path)) == 2
+    assert Store(tmp_path, readonly=True).keys(MODEL, TASK) == {"k0", "k1", "k2", "k3"}
+
+
+def test_a_torn_last_line_is_never_read_and_its_experiment_is_asked_again(tmp_path):
+    store = Store(tmp_path)
+    store.put(make_record("k0"))
+    store.close()
+    [pack] = packs(tmp_path)
+    torn = record_json(make_record("k1"))
+    with open(pack, "ab") as f:
+        f.write(torn[: len(torn) // 2])  # a kill in the middle of a write
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not damage: the experiment was in flight
+        assert Store(tmp_path).valid_keys(MODEL, TASK, {"k0", "k1"}) == {"k0"}
+        assert [r.key for r in iter_records([tmp_path])] == ["k0"]
+    assert not quarantined(tmp_path)
+
+
+def _overwrite(line: Line, data: bytes) -> None:
+    """Damage a line in place, keeping its length (and so every other line where it was)."""
+    data = data[: line.length].ljust(line.length)
+    with open(line.pack, "r+b") as f:
+        f.seek(line.offset)
+        f.write(data)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "blank", "schema"])
+def test_a_damaged_line_is_moved_aside_once_and_asked_again(tmp_path, damage, capsys):
+    store = Store(tmp_path)
+    lines = {f"k{i}": store.put(make_record(f"k{i}")) for i in range(3)}
+    store.close()
+    line = lines["k1"]
+    if damage == "truncated":
+        _overwrite(line, line.read()[:100])
+    elif damage == "blank":
+        _overwrite(line, b"")
+    else:
+        value = orjson.loads(line.read())
+        del value["verdict"]
+        _overwrite(line, orjson.dumps(value))
+    reader = Store(tmp_path, readonly=True)  # a reader lists it and moves nothing
+    with pytest.warns(UserWarning, match="the line at byte"):
+        assert reader.valid_keys(MODEL, TASK, set(lines)) == {"k0", "k2"}
+    assert reader.damaged and not quarantined(tmp_path)
+    damaged: list = []
+    with pytest.warns(UserWarning):
+        assert sorted(r.key for r in iter_records([tmp_path], damaged)) == ["k0", "k2"]
+    assert [(p, why.split(":")[0]) for p, why in damaged] == [(line.pack, f"the line at byte {line.offset}")]
+
+    job = Store(tmp_path)  # a job moves it aside: it no longer counts, and is asked again
+    assert job.valid_keys(MODEL, TASK, set(lines)) == {"k0", "k2"}
+    assert "Copied the damaged line" in capsys.readouterr().err
+    [moved] = quarantined(tmp_path)
+    assert moved["line_at"] == line.offset and moved["file"] == f"{MODEL}/{TASK}/{line.pack.name}"
+    assert (tmp_path / moved["moved_to"]).read_bytes().rstrip(b"\n") == line.read()
+    job.put(make_record("k1"))  # asked again
+    job.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once moved aside, no reader lists it again
+        assert Store(tmp_path).valid_keys(MODEL, TASK, set(lines)) == set(lines)
+        assert sorted(r.key for r in iter_records([tmp_path])) == ["k0", "k1", "k2"]
+    assert len(quarantined(tmp_path)) == 1  # moved aside once, not at every read
+
+
+def test_a_key_in_two_packs_and_an_old_file_counts_once(tmp_path):
+    first, second = Store(tmp_path), Store(tmp_path)
+    line = first.put(make_record("k0", verdict="incorrect"))
+    second.put(make_record("k0"))
+    first.close(), second.close()
+    old = tmp_path / MODEL / TASK / "k0.json"  # a store of mip 0.3 and earlier: one file per record
+    old.write_bytes(record_json(make_record("k0")))
+    assert [r.key for r in iter_records([tmp_path])] == ["k0"]
+    assert Store(tmp_path).get(MODEL, TASK, "k0").verdict == "incorrect"  # the oldest pack's line
+    _overwrite(line, b"{")
+    assert Store(tmp_path).get(MODEL, TASK, "k0").verdict == "correct"  # the next one, once the first is damaged
+
+
+def test_an_old_store_with_a_file_per_record_reads_as_before(tmp_path):
+    folder = tmp_path / MODEL / TASK
+    folder.mkdir(parents=True)
+    records = [make_record(f"k{i}") for i in range(3)]
+    for r in records:
+        (folder / f"{r.key}.json").write_bytes(record_json(r))
+    store = Store(tmp_path)
+    assert store.keys(MODEL, TASK) == {"k0", "k1", "k2"} and list(store) == records
+    assert store.where(MODEL, TASK, "k1") == folder / "k1.json"
+    store.put(make_record("k3"))  # new records go to a pack beside the files
+    store.close()
+    assert sorted(r.key for r in iter_records([tmp_path])) == ["k0", "k1", "k2", "k3"]
+    assert len(open_folder(tmp_path).files) == 4  # three files and one pack
+
+
+def test_a_write_that_fails_is_cut_back_so_the_next_line_is_whole(tmp_path, monkeypatch):
+    store = Store(tmp_path)
+    store.put(make_record("k0"))
+    real = os.writev
+
+    def half_then_full_disk(fd, buffers):
+        os.write(fd, bytes(buffers[0][:50]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "writev", half_then_full_disk)
+    with pytest.raises(OSError, match="No space"):
+        store.put(make_record("k1"))
+    monkeypatch.setattr(os, "writev", real)
+    store.put(make_record("k2"))  # space freed: the job (or its rerun) writes on
+    store.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sorted(r.key for r in iter_records([tmp_path])) == ["k0", "k2"]
+
+
+def _writer(root, start: int) -> None:
+    store = Store(root)
+    for i in range(start, start + 200):
+        store.put(make_record(f"k{i}", instance_ids=["x" * 5000]))  # lines longer than a pipe's atomic write
+    store.close()
+
+
+def test_many_processes_write_one_store_without_tearing_a_line(tmp_path):
+    context = mp.get_context("spawn")
+    jobs = [context.Process(target=_writer, args=(tmp_path, start)) for start in (0, 200, 400, 600)]
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join(60)
+        assert job.exitcode == 0
+    assert len(packs(tmp_path)) == 4
+    for pack in packs(tmp_path):
+        found, end = scan(pack)
+        assert end == pack.stat().st_size and len(found) == 200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sorted(r.key for r in iter_records([tmp_path])) == sorted(f"k{i}" for i in range(800))
+
+
+def test_a_job_folder_reads_only_its_own_keys_from_shared_packs(tmp_path):
+    import json
+
+    store = Store(tmp_path / "store")
+    for i in range(4):
+        store.put(make_record(f"k{i}"))
+    store.close()
+    job = tmp_path / "runs" / "a"
+    job.mkdir(parents=True)
+    (job / "job.json").write_text(json.dumps({"store_dir": str(tmp_path / "store"), "model": MODEL,
+                                              "keys": ["k1", "k3"], "output_dir": str(job)}))
+    assert sorted(r.key for r in open_folder(job).records()) == ["k1", "k3"]
+    assert sorted(r.key for r in open_folder(tmp_path / "store").records()) == ["k0", "k1", "k2", "k3"]
+
+
+def test_lines_longer_than_a_read_are_read_whole(tmp_path, monkeypatch):
+    import mip.store.packs
+
+    store = Store(tmp_path)
+    records = [make_record(f"k{i}", instance_ids=["x" * 3000] * (i + 1)) for i in range(5)]
+    for r in records:
+        store.put(r)
+    store.close()
+    monkeypatch.setattr(mip.store.packs, "_CHUNK", 1000)  # every line spans several reads
+    assert sorted(iter_records([tmp_path]), key=lambda r: r.key) == records
+    found, end = scan(packs(tmp_path)[0], 0)
+    assert [k for k, _ in found] == [r.key for r in records] and end == packs(tmp_path)[0].stat().st_size
