@@ -12,7 +12,7 @@ scoring and one durable record line per experiment (mip.store.packs) — and the
 Reported per row (the median of ``--repeat`` runs, with the range): experiments/s against the
 ideal c/L, mip's CPU time per experiment (and the kernel's share of it: sending the prompts
 and writing the records; "new file ms" is the kernel's time to create one record-sized file
-in the store's folder just before each run, what a file per record cost mip 0.3, which on
+in the store's folder just before each run, what a file per record cost before packs, which on
 this machine's disk depends on what was deleted there in the last minutes), the requests the server held in flight (time-weighted mean and peak), and how
 long after the job started the first request arrived (imports, pools, planning, the server
 check). "Sustained" is the server's answer rate between its 10th and 90th percentile answer:

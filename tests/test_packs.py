@@ -115,7 +115,7 @@ def test_a_key_in_two_packs_and_an_old_file_counts_once(tmp_path):
     line = first.put(make_record("k0", verdict="incorrect"))
     second.put(make_record("k0"))
     first.close(), second.close()
-    old = tmp_path / MODEL / TASK / "k0.json"  # a store of mip 0.3 and earlier: one file per record
+    old = tmp_path / MODEL / TASK / "k0.json"  # a store written before packs: one file per record
     old.write_bytes(record_json(make_record("k0")))
     assert [r.key for r in iter_records([tmp_path])] == ["k0"]
     assert Store(tmp_path).get(MODEL, TASK, "k0").verdict == "incorrect"  # the oldest pack's line
@@ -209,3 +209,29 @@ def test_lines_longer_than_a_read_are_read_whole(tmp_path, monkeypatch):
     assert sorted(iter_records([tmp_path]), key=lambda r: r.key) == records
     found, end = scan(packs(tmp_path)[0], 0)
     assert [k for k, _ in found] == [r.key for r in records] and end == packs(tmp_path)[0].stat().st_size
+
+
+def test_one_flush_covers_the_lines_appended_before_it_and_flush_waits_for_it(tmp_path, monkeypatch):
+    """Waking the flushing thread for every line cost a context switch per record; lines now
+    gather (here until flush() is called) and one fdatasync covers them, started after the last."""
+    from mip.data.files import Syncer
+
+    events: list[str] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: events.append("sync") or real(fd))
+    monkeypatch.setattr(Syncer, "linger_s", 30.0)  # nothing but flush() ends the wait
+    submit = Syncer.submit
+    monkeypatch.setattr(Syncer, "submit", lambda self, *a, **k: events.append("wake") or submit(self, *a, **k))
+    store = Store(tmp_path)
+    for i in range(200):
+        store.put(make_record(f"k{i}"))
+        events.append("line")
+    store.flush()
+    assert events.count("wake") == 1  # the thread was woken once for 200 lines
+    assert events.count("sync") == 1 and events[-1] == "sync"
+    store.put(make_record("k200"))
+    events.append("line")
+    store.flush()
+    assert events[-3:] == ["wake", "line", "sync"] and events.count("sync") == 2
+    store.close()
+    assert len(Store(tmp_path).keys(MODEL, TASK)) == 201

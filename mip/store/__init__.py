@@ -5,7 +5,7 @@ a pack of its own (``pack-….jsonl``, :mod:`mip.store.packs`): a line is writte
 to disk (``fdatasync``, in a thread of its own: :class:`mip.data.files.Syncer`), and a job
 reports what it stored only once its lines are on disk, so they survive a kill, a crash of the
 machine or a power cut. A torn last line (a kill mid-write) is never read. Any number of jobs
-may write to one store: each appends to its own packs. Stores written by mip 0.3 and earlier hold
+may write to one store: each appends to its own packs. Stores written before packs (2026-12-03) hold
 one JSON file per record (``<key>.json``); they are read as ever, and a key counts once.
 
 Two more folders live beside the records, both hidden from readers of records:
@@ -130,8 +130,8 @@ class JsonFolder:
 
 
 class Store(JsonFolder):
-    """Records under ``root/<model>/<task>/``, in packs (:mod:`mip.store.packs`) and, as mip
-    0.3 and earlier wrote them, one file each; the attempts of experiments not yet final under
+    """Records under ``root/<model>/<task>/``, in packs (:mod:`mip.store.packs`) and, as stores
+    written before packs hold them, one file each; the attempts of experiments not yet final under
     ``root/.attempts/``."""
 
     model = Record

@@ -119,6 +119,7 @@ class PackWriter:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         self.size = 0
         self.syncer = syncer
+        self._queued = False
 
     def append(self, data: bytes) -> Line:
         """Append ``data`` (one line's JSON, no newline) and its newline; on disk once the
@@ -139,8 +140,13 @@ class PackWriter:
                 pass
             raise
         self.size = start + len(data) + 1
-        self.syncer.submit(self.fd, self.path.parent if start == 0 else None, close=False)
+        if not self._queued:  # one flush covers every line appended before it starts
+            self._queued = True
+            self.syncer.submit(self.fd, self.path.parent if start == 0 else None, close=False, starting=self._flushing)
         return Line(self.path, start, len(data))
+
+    def _flushing(self) -> None:
+        self._queued = False
 
     def close(self) -> None:
         """Close the pack once all its lines are on disk."""
