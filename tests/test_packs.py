@@ -235,3 +235,31 @@ def test_one_flush_covers_the_lines_appended_before_it_and_flush_waits_for_it(tm
     assert events[-3:] == ["wake", "line", "sync"] and events.count("sync") == 2
     store.close()
     assert len(Store(tmp_path).keys(MODEL, TASK)) == 201
+
+
+def test_a_packs_index_gives_its_keys_and_a_crash_behind_it_falls_back_to_the_pack(tmp_path, monkeypatch):
+    """Reading back which keys a folder holds reads each pack's small index, not its records
+    (a job's read-back would otherwise read every record of its task folder); an index left
+    short or ahead by a crash gives way to the pack itself."""
+    import mip.store.packs as packs_module
+    from mip.store.packs import keys_file
+
+    store = Store(tmp_path)
+    lines = [store.put(make_record(f"k{i}")) for i in range(3)]
+    store.close()
+    [pack] = packs(tmp_path)
+    expected = [(f"k{i}", lines[i]) for i in range(3)]
+    read_from = []
+    real = packs_module._complete
+    monkeypatch.setattr(packs_module, "_complete", lambda p, start: read_from.append(start) or real(p, start))
+    assert scan(pack) == (expected, pack.stat().st_size)
+    assert read_from == [pack.stat().st_size]  # no record read
+    index = keys_file(pack)
+    whole = index.read_bytes()
+    index.write_bytes(whole[: whole.index(b"\n") + 5])  # a crash: one entry and part of the next
+    assert scan(pack) == (expected, pack.stat().st_size) and read_from[-1] == lines[1].offset
+    index.write_bytes(whole + b"k3 %d 100\n" % pack.stat().st_size)  # an entry whose line never reached the disk
+    assert scan(pack) == (expected, pack.stat().st_size)
+    index.unlink()  # no index at all
+    assert scan(pack) == (expected, pack.stat().st_size) and read_from[-1] == 0
+    assert scan(pack, lines[2].offset)[0] == expected[2:]

@@ -155,7 +155,7 @@ class Store(JsonFolder):
             folder.mkdir(parents=True, exist_ok=True)
             writer = self._writers[folder] = PackWriter(folder, self.syncer)
         try:
-            line = writer.append(record_json(record))
+            line = writer.append(record_json(record), record.key)
         except OSError:
             self._writers.pop(folder, None)  # a pack whose cut-back failed is written no more
             raise

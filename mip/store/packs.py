@@ -17,13 +17,18 @@ What makes a line safe to count:
   (``ftruncate``), so a later line never joins a torn one.
 - A complete line that does not read back valid is damaged. A job copies it under
   ``.quarantine/`` with a line in the quarantine log naming the pack and the byte it starts
-  at (:func:`quarantine_line`); from then on every reader skips it. A pack is never rewritten,
+  at (:func:`mip.store.quarantine.quarantine_line`); from then on every reader skips it. A pack is never rewritten,
   since its job may still be appending.
+
+Beside each pack, its index (``pack-….keys``: ``<key> <offset> <length>`` a line, appended
+after each record's line) lets a job find which keys a folder holds without reading every
+record of it; it is a hint, checked against the pack (its entries must tile the pack from
+byte 0), and where a crash left it short, the pack itself is read from where it stops.
 
 >>> import tempfile; from mip.data.files import Syncer
 >>> folder = Path(tempfile.mkdtemp())
 >>> pack = PackWriter(folder, Syncer())
->>> [pack.append(b'{"key":"k%d"}' % i).offset for i in (1, 2)]
+>>> [pack.append(b'{"key":"k%d"}' % i, f"k{i}").offset for i in (1, 2)]
 [0, 13]
 >>> pack.close()
 >>> _ = open(pack.path, "ab").write(b'{"key":"k3"')   # a torn last line: not read
@@ -94,11 +99,42 @@ def _complete(pack: Path, start: int) -> Iterator[tuple[int, bytes]]:
             pos, rest = pos + begin, data[begin:]
 
 
+def keys_file(pack: Path) -> Path:
+    """A pack's index: ``<key> <offset> <length>`` a line, appended after each record's line."""
+    return pack.with_suffix(".keys")
+
+
+def _indexed(pack: Path, size: int) -> tuple[list[tuple[str, int, int]], int]:
+    """The index's entries that match the pack (contiguous from byte 0, each line within its
+    ``size``), and the byte after the last. An index a crash left behind the pack (or none,
+    or one that stops making sense) ends early: the pack itself is scanned from there."""
+    try:
+        text = keys_file(pack).read_bytes()
+    except FileNotFoundError:
+        return [], 0
+    entries, expected = [], 0
+    for entry in text.split(b"\n")[:-1]:  # the last is empty, or an entry being written
+        try:
+            key, offset, length = entry.decode("ascii").split(" ")
+            offset, length = int(offset), int(length)
+        except ValueError:
+            break
+        if offset != expected or offset + length + 1 > size:
+            break
+        entries.append((key, offset, length))
+        expected = offset + length + 1
+    return entries, expected
+
+
 def scan(pack: Path, start: int = 0) -> tuple[list[tuple[str | None, Line]], int]:
-    """The complete lines of ``pack`` from byte ``start``, each with the key its head names,
-    and the byte after the last complete line: where the next scan of a growing pack starts."""
-    found, after = [], start
-    for offset, data in _complete(pack, start):
+    """The complete lines of ``pack`` from byte ``start``, each with its key (None for a
+    line that names none: a damaged one), and the byte after the last complete line: where the
+    next scan of a growing pack starts. The pack's index gives the keys without reading the
+    records; lines beyond it are read."""
+    entries, end = _indexed(pack, os.stat(pack).st_size)
+    found: list[tuple[str | None, Line]] = [(k, Line(pack, o, n)) for k, o, n in entries if o >= start]
+    after = max(start, end)
+    for offset, data in _complete(pack, after):
         found.append((line_key(data[:_HEAD]), Line(pack, offset, len(data))))
         after = offset + len(data) + 1
     return found, after
@@ -117,14 +153,16 @@ class PackWriter:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
         self.path = folder / f"pack-{stamp}-{_HOST}-{os.getpid()}-{next(_COUNTER)}.jsonl"
         self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self.index = os.open(keys_file(self.path), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         self.size = 0
         self.syncer = syncer
         self._queued = False
 
-    def append(self, data: bytes) -> Line:
-        """Append ``data`` (one line's JSON, no newline) and its newline; on disk once the
-        syncer's :meth:`~mip.data.files.Syncer.flush` returns. A write that fails is cut
-        back, so what the pack holds stays whole lines."""
+    def append(self, data: bytes, key: str) -> Line:
+        """Append ``data`` (one line's JSON, no newline, holding ``key``) and its newline; on
+        disk once the syncer's :meth:`~mip.data.files.Syncer.flush` returns. A write that fails
+        is cut back, so what the pack holds stays whole lines. Then the line's index entry:
+        a hint for readers, never flushed on its own (a reader checks it against the pack)."""
         start = self.size
         try:
             done = os.writev(self.fd, [data, b"\n"])
@@ -140,6 +178,12 @@ class PackWriter:
                 pass
             raise
         self.size = start + len(data) + 1
+        if self.index >= 0:
+            try:
+                os.write(self.index, f"{key} {start} {len(data)}\n".encode())
+            except OSError:  # readers read the pack from where the index stops
+                os.close(self.index)
+                self.index = -1
         if not self._queued:  # one flush covers every line appended before it starts
             self._queued = True
             self.syncer.submit(self.fd, self.path.parent if start == 0 else None, close=False, starting=self._flushing)
@@ -158,4 +202,7 @@ class PackWriter:
             finally:
                 os.close(self.fd)
                 self.fd = -1
+                if self.index >= 0:
+                    os.close(self.index)
+                    self.index = -1
 

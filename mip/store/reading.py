@@ -15,7 +15,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from mip.experiment.records import Record
-from mip.store.packs import is_pack, line_key, lines
+from mip.store.packs import is_pack, lines, scan
 from mip.store.quarantine import skipped_lines, why_unreadable
 
 M = TypeVar("M", bound=BaseModel)
@@ -58,12 +58,12 @@ def _pack_records(pack: Path, damaged: list[tuple[Path, str]] | None, keys: Coll
     if store_root not in skip:
         skip[store_root] = skipped_lines(store_root)
     relative = str(pack.relative_to(store_root))
-    for line, data in lines(pack):
+    # Only some keys: the pack's index says where they lie, and only their lines are read.
+    found = lines(pack) if keys is None else ((line, line.read()) for key, line in scan(pack)[0]
+                                               if key is None or key in keys)
+    for line, data in found:
         if (relative, line.offset) in skip[store_root]:
             continue  # moved aside by a job, and listed with what was quarantined
-        key = line_key(data)
-        if keys is not None and key is not None and key not in keys:
-            continue
         try:
             yield Record.model_validate_json(data)
         except ValueError as e:
