@@ -253,7 +253,7 @@ def test_a_packs_index_gives_its_keys_and_a_crash_behind_it_falls_back_to_the_pa
     real = packs_module._complete
     monkeypatch.setattr(packs_module, "_complete", lambda p, start: read_from.append(start) or real(p, start))
     assert scan(pack) == (expected, pack.stat().st_size)
-    assert read_from == [pack.stat().st_size]  # no record read
+    assert read_from == []  # no record read
     index = keys_file(pack)
     whole = index.read_bytes()
     index.write_bytes(whole[: whole.index(b"\n") + 5])  # a crash: one entry and part of the next

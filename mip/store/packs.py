@@ -131,10 +131,11 @@ def scan(pack: Path, start: int = 0) -> tuple[list[tuple[str | None, Line]], int
     line that names none: a damaged one), and the byte after the last complete line: where the
     next scan of a growing pack starts. The pack's index gives the keys without reading the
     records; lines beyond it are read."""
-    entries, end = _indexed(pack, os.stat(pack).st_size)
+    size = os.stat(pack).st_size
+    entries, end = _indexed(pack, size)
     found: list[tuple[str | None, Line]] = [(k, Line(pack, o, n)) for k, o, n in entries if o >= start]
     after = max(start, end)
-    for offset, data in _complete(pack, after):
+    for offset, data in _complete(pack, after) if after < size else ():
         found.append((line_key(data[:_HEAD]), Line(pack, offset, len(data))))
         after = offset + len(data) + 1
     return found, after
