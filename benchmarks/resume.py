@@ -42,7 +42,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[1] / "conf"), version_base="1.3"):
             base = OmegaConf.to_object(compose("config", overrides=[
-                "model=mock", f"data_dir={args.data_dir}", f"paths.results_dir={tmp}", f"paths.cache_dir={tmp}/cache",
+                "model=mock", "task=all", "setting=core",  # the core grid: a scripted model runs a small job by default
+                f"data_dir={args.data_dir}", f"paths.results_dir={tmp}", f"paths.cache_dir={tmp}/cache",
                 "progress=false"]))
         start = time.perf_counter()
         first = [run_job(cfg, Path(tmp) / "jobs" / f"{i}") for i, cfg in enumerate(grid(base, args.models))]

@@ -263,3 +263,28 @@ def test_a_packs_index_gives_its_keys_and_a_crash_behind_it_falls_back_to_the_pa
     index.unlink()  # no index at all
     assert scan(pack) == (expected, pack.stat().st_size) and read_from[-1] == 0
     assert scan(pack, lines[2].offset)[0] == expected[2:]
+
+
+def test_a_settled_pack_is_read_once_a_process_and_again_when_it_changes(tmp_path, monkeypatch):
+    """A sweep's jobs, one after another in one process, each list the same task folders: a
+    pack left alone for a while is read once, and read again only once it changed. A pack
+    written a moment ago is never memoised (its time stamp is as coarse as the clock tick)."""
+    import mip.store.packs as packs_module
+
+    store = Store(tmp_path)
+    lines = [store.put(make_record(f"k{i}")) for i in range(2)]
+    store.close()
+    [pack] = packs(tmp_path)
+    read = []
+    real = packs_module._scan
+    monkeypatch.setattr(packs_module, "_scan", lambda p, size: read.append(p) or real(p, size))
+    assert Store(tmp_path).keys(MODEL, TASK) == {"k0", "k1"} and Store(tmp_path).keys(MODEL, TASK) == {"k0", "k1"}
+    assert len(read) == 2 and pack not in packs_module._SCANS  # just written: read each time
+    old = pack.stat().st_mtime - 60
+    os.utime(pack, (old, old))  # left alone for a minute
+    assert [Store(tmp_path).keys(MODEL, TASK) for _ in range(3)] == [{"k0", "k1"}] * 3
+    assert len(read) == 3  # read once for three jobs
+    assert scan(pack, lines[1].offset)[0] == [("k1", lines[1])]
+    with open(pack, "ab") as f:  # the pack grows (its job appends once more): read again
+        f.write(record_json(make_record("k2")) + b"\n")
+    assert Store(tmp_path).keys(MODEL, TASK) == {"k0", "k1", "k2"} and len(read) == 4

@@ -214,14 +214,16 @@ class Store(JsonFolder):
                 return index
             if self._skip is None:
                 self._skip = skipped_lines(self.root)
+            skip = self._skip
             for name in names:
                 pack = folder / name
                 try:
                     found, self._scanned[pack] = scan(pack, self._scanned.get(pack, 0))
                 except FileNotFoundError:
                     continue
+                where = f"{model}/{task}/{name}"
                 for key, line in found:
-                    if (f"{model}/{task}/{name}", line.offset) in self._skip:
+                    if skip and (where, line.offset) in skip:
                         continue
                     if key is None:
                         self._quarantine_line(line, ValueError("the line names no record key"))

@@ -42,6 +42,7 @@ import datetime as dt
 import itertools
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,11 +131,34 @@ def scan(pack: Path, start: int = 0) -> tuple[list[tuple[str | None, Line]], int
     """The complete lines of ``pack`` from byte ``start``, each with its key (None for a
     line that names none: a damaged one), and the byte after the last complete line: where the
     next scan of a growing pack starts. The pack's index gives the keys without reading the
-    records; lines beyond it are read."""
-    size = os.stat(pack).st_size
-    entries, end = _indexed(pack, size)
-    found: list[tuple[str | None, Line]] = [(k, Line(pack, o, n)) for k, o, n in entries if o >= start]
-    after = max(start, end)
+    records; lines beyond it are read.
+
+    A pack is only ever appended to, so this process keeps what it found in a pack left alone
+    for :data:`_SETTLED` seconds and reads it again only once the pack's inode, size or
+    modification time changed: a sweep's jobs, run one after another in one process, each list
+    the same task folders. (A file's time stamp is as coarse as the kernel's clock tick: a pack
+    written within a tick of its scan could change again under the same stamp.)"""
+    stat = os.stat(pack)
+    stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    known = _SCANS.get(pack)
+    if known is None or known[0] != stamp:
+        known = (stamp, *_scan(pack, stat.st_size))
+        if time.time() - stat.st_mtime > _SETTLED:
+            _SCANS[pack] = known
+    _, found, after = known
+    if start == 0:
+        return list(found), after
+    return [(k, line) for k, line in found if line.offset >= start], max(start, after)
+
+
+#: What :func:`scan` found in each settled pack, by the pack's (inode, size, mtime): this process's memo.
+_SETTLED = 2.0
+_SCANS: dict[Path, tuple[tuple[int, int, int], list[tuple[str | None, Line]], int]] = {}
+
+
+def _scan(pack: Path, size: int) -> tuple[list[tuple[str | None, Line]], int]:
+    entries, after = _indexed(pack, size)
+    found: list[tuple[str | None, Line]] = [(k, Line(pack, o, n)) for k, o, n in entries]
     for offset, data in _complete(pack, after) if after < size else ():
         found.append((line_key(data[:_HEAD]), Line(pack, offset, len(data))))
         after = offset + len(data) + 1
