@@ -17,11 +17,6 @@ model fields and one schema per backend), :mod:`~mip.config.run_config` (run.py'
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
-from omegaconf import OmegaConf
-
 from mip.config.model import (BudgetSplitConfig, HFModelConfig, MockConfig, MockModelConfig, ModelConfig,
                               OpenAICompatModelConfig, ProviderConfig, SimulatedModelConfig, VLLMModelConfig)
 from mip.config.redact import redact, secret_key, to_plain

@@ -18,7 +18,6 @@ Exercised by ``pytest tests/test_show.py``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
