@@ -127,6 +127,13 @@ def _indexed(pack: Path, size: int) -> tuple[list[tuple[str, int, int]], int]:
     return entries, expected
 
 
+#: Seconds a pack must have been left alone before :func:`scan` keeps what it found there.
+_SETTLED = 2.0
+#: What :func:`scan` found in each settled pack, with the pack's (inode, size, mtime) when read:
+#: this process's memo.
+_SCANS: dict[Path, tuple[tuple[int, int, int], list[tuple[str | None, Line]], int]] = {}
+
+
 def scan(pack: Path, start: int = 0) -> tuple[list[tuple[str | None, Line]], int]:
     """The complete lines of ``pack`` from byte ``start``, each with its key (None for a
     line that names none: a damaged one), and the byte after the last complete line: where the
@@ -146,14 +153,7 @@ def scan(pack: Path, start: int = 0) -> tuple[list[tuple[str | None, Line]], int
         if time.time() - stat.st_mtime > _SETTLED:
             _SCANS[pack] = known
     _, found, after = known
-    if start == 0:
-        return list(found), after
     return [(k, line) for k, line in found if line.offset >= start], max(start, after)
-
-
-#: What :func:`scan` found in each settled pack, by the pack's (inode, size, mtime): this process's memo.
-_SETTLED = 2.0
-_SCANS: dict[Path, tuple[tuple[int, int, int], list[tuple[str | None, Line]], int]] = {}
 
 
 def _scan(pack: Path, size: int) -> tuple[list[tuple[str | None, Line]], int]:
