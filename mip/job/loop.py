@@ -23,6 +23,7 @@ from mip.experiment.scoring import InvalidKind, Verdict
 from mip.store.claims import Claim
 from mip.config import Config, to_plain
 from mip.experiment.planning import Planned
+from mip.job import collector
 from mip.job.provenance import GitState, now
 from mip.job.stop import Drain
 from mip.job.job_summary import JobSummary, StoreError
@@ -83,7 +84,12 @@ class JobLoop:
 
     # ------------------------------------------------------------------ the rounds
     def run(self, todo: list[Planned]) -> None:
+        """Call and keep ``todo``, round after round, the collector tuned for it (:mod:`mip.job.collector`)."""
         bar = progress.bar(len(todo), f"{self.cfg.model.name}/{self.cfg.pattern.name}", "exp", self.cfg.progress)
+        with collector.calling():
+            self._rounds(todo, bar)
+
+    def _rounds(self, todo: list[Planned], bar: Progress) -> None:
         try:
             live: Iterable[tuple[Planned, int]] = self._open(counted(self.backend, todo, self.summary,
                                                                      self.cfg.model.chars_per_token), bar)

@@ -13,6 +13,7 @@ import dataclasses
 import datetime as dt
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import TypedDict
 
@@ -44,8 +45,17 @@ def git_commit() -> GitState:
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
+_second: tuple[int, str] = (-1, "")  # the last second :func:`now` wrote, and how
+
+
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    """The UTC time to the second, in ISO 8601 (``2026-12-04T03:11:23+00:00``); written once a
+    second, as the hundreds of records a job stores in one second share it."""
+    global _second
+    second = int(time.time())
+    if second != _second[0]:
+        _second = (second, dt.datetime.fromtimestamp(second, dt.timezone.utc).isoformat())
+    return _second[1]
 
 
 def write_manifest(output_dir: Path, cfg: Config, git: GitState, summary: JobSummary) -> None:
