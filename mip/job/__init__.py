@@ -3,6 +3,7 @@
 - :mod:`mip.experiment.planning` — planning: experiments, keys (:mod:`mip.experiment.keys`) and prompts;
 - :mod:`mip.job.job_run` — one job top to bottom (check, plan, claim, call, manifest);
 - :mod:`mip.job.loop` — attempt rounds and storing;
+- :mod:`mip.job.collector` — the cycle collector's setting while a job calls;
 - :mod:`mip.strategies` — how one attempt is made (single call, self-prompting, decomposed, …);
 - :mod:`mip.job.tokens` — prompt tokens and the one context-window check;
 - :mod:`mip.job.dry_run` — what a job would send, by its strategy's count of an attempt;
