@@ -237,6 +237,40 @@ def test_one_flush_covers_the_lines_appended_before_it_and_flush_waits_for_it(tm
     assert len(Store(tmp_path).keys(MODEL, TASK)) == 201
 
 
+def flushing_threads() -> int:
+    import threading
+
+    return sum(t.name == "mip-fsync" for t in threading.enumerate())
+
+
+def test_a_closed_store_ends_its_flushing_thread_and_can_write_again(tmp_path):
+    """Each job makes a store and a sweep runs its jobs one after another in one process:
+    a store's flushing thread ends when the store closes, with its lines on disk."""
+    before = flushing_threads()
+    store = Store(tmp_path)
+    store.put(make_record("k0"))
+    assert flushing_threads() == before + 1
+    store.close()
+    assert flushing_threads() == before
+    assert Store(tmp_path).keys(MODEL, TASK) == {"k0"}  # on disk, read by another store
+    store.put(make_record("k1"))  # closed, still usable: a new thread flushes
+    store.flush()
+    assert flushing_threads() == before + 1 and Store(tmp_path).keys(MODEL, TASK) == {"k0", "k1"}
+    store.close()
+    assert flushing_threads() == before
+
+
+def test_jobs_run_one_after_another_leave_no_thread_behind(tmp_path):
+    from mip.job import run_job
+    from tests.test_runner import Scripted, config
+
+    before = flushing_threads()
+    for k in range(3):
+        summary = run_job(config(tmp_path, f"seed={k}"), tmp_path / f"job{k}", backend=Scripted(['{"answer": "even_number"}']))
+        assert summary.stored_now == summary.experiments > 0
+    assert flushing_threads() == before
+
+
 def test_a_packs_index_gives_its_keys_and_a_crash_behind_it_falls_back_to_the_pack(tmp_path, monkeypatch):
     """Reading back which keys a folder holds reads each pack's small index, not its records
     (a job's read-back would otherwise read every record of its task folder); an index left

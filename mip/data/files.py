@@ -103,7 +103,7 @@ class Syncer:
     linger_s = 0.05
 
     def __init__(self, limit: int = 256):
-        self._queue: queue.Queue[tuple[int, Path | None, bool, Callable[[], None] | None]] = \
+        self._queue: queue.Queue[tuple[int, Path | None, bool, Callable[[], None] | None] | None] = \
             queue.Queue(maxsize=limit)  # bounds the open files
         self._idle = threading.Condition()
         self._hurry = threading.Event()
@@ -126,12 +126,20 @@ class Syncer:
         self._queue.put((fd, folder, close, starting))
 
     def _run(self) -> None:
-        while True:
-            batch = [self._queue.get()]
-            if not batch[0][2]:  # a pack: let its lines gather
+        ending = False
+        while not ending:
+            first = self._queue.get()
+            if first is None:  # close()
+                return
+            batch = [first]
+            if not first[2]:  # a pack: let its lines gather
                 self._hurry.wait(self.linger_s)
             while not self._queue.empty() and len(batch) < 512:
-                batch.append(self._queue.get_nowait())
+                item = self._queue.get_nowait()
+                if item is None:
+                    ending = True
+                    break
+                batch.append(item)
             try:
                 self._flush(batch)
             except OSError as e:
@@ -166,6 +174,21 @@ class Syncer:
         finally:
             self._hurry.clear()
         self.raise_error()
+
+    def close(self) -> None:
+        """Flush everything handed over (raising the disk's first error), then end the thread;
+        a later :meth:`submit` starts another. Each job makes a store, and a sweep runs its
+        jobs one after another in one process: without this every job left a thread behind
+        (and glibc a memory arena with it)."""
+        thread = self._thread
+        if thread is None:
+            return
+        try:
+            self.flush()
+        finally:
+            self._queue.put(None)
+            thread.join()
+            self._thread = None
 
     def raise_error(self) -> None:
         if self._error is not None:

@@ -164,10 +164,15 @@ class Store(JsonFolder):
         return line
 
     def close(self) -> None:
-        """Close this store's packs once their lines are on disk."""
+        """Close this store's packs once their lines are on disk, and end its flushing thread
+        (the store can still write: a new one starts)."""
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
+        try:
+            self.syncer.close()
+        except OSError:
+            pass  # the job that wrote was told when it flushed before counting what it wrote
 
     def get(self, model: str, task: str, key: str) -> Record | None:
         return self.load(model, task, key)
