@@ -260,6 +260,19 @@ def test_a_closed_store_ends_its_flushing_thread_and_can_write_again(tmp_path):
     assert flushing_threads() == before
 
 
+def test_a_disk_error_at_close_is_raised_and_the_thread_still_ends(tmp_path, monkeypatch):
+    from mip.data.files import Syncer
+
+    before = flushing_threads()
+    syncer = Syncer()
+    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (_ for _ in ()).throw(OSError(errno.EIO, "I/O error")))
+    syncer.submit(fd, None)
+    with pytest.raises(OSError, match="I/O error"):
+        syncer.close()
+    assert flushing_threads() == before
+
+
 def test_jobs_run_one_after_another_leave_no_thread_behind(tmp_path):
     from mip.job import run_job
     from tests.test_runner import Scripted, config

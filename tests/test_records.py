@@ -233,3 +233,21 @@ def test_a_completion_refuses_a_field_it_does_not_have():
     assert Completion("r1", output="x").output == "x"
     with pytest.raises(ValidationError, match="text"):
         Completion("r1", text="x")  # mip 0.2's name: an error, not a silently empty output
+
+
+def test_a_records_time_is_utc_to_the_second_and_moves_with_the_clock(monkeypatch):
+    """``created_at`` is formatted once a second (mip.job.provenance.now): the same text
+    within a second, the next second's text after it, never a fraction."""
+    import time
+
+    from mip.job import provenance
+
+    clock = [1_796_342_400.25]  # 2026-12-04T00:00:00.25 UTC
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    assert provenance.now() == "2026-12-04T00:00:00+00:00"
+    clock[0] = 1_796_342_400.99
+    assert provenance.now() == "2026-12-04T00:00:00+00:00"
+    clock[0] = 1_796_342_401.0
+    assert provenance.now() == "2026-12-04T00:00:01+00:00"
+    clock[0] = 1_796_428_862.5  # a day later
+    assert provenance.now() == "2026-12-05T00:01:02+00:00"

@@ -97,7 +97,8 @@ class Syncer:
     lines appended until its flush starts, and the thread lets lines gather for up to
     :attr:`linger_s` first: waking the thread for every line cost the job's core a context
     switch per record (in a profile at c = 64, 1.0 s of the job's 9.6 s; RESULTS.md 2026-12-03).
-    :meth:`flush` cuts the wait short.
+    :meth:`flush` cuts the wait short. A syncer serves the thread that writes (a job's store,
+    its job's thread): :meth:`submit` and :meth:`close` do not run at the same time.
     """
 
     linger_s = 0.05
@@ -186,9 +187,9 @@ class Syncer:
         try:
             self.flush()
         finally:
+            self._thread = None  # first: a signal's exception during the join leaves no dead thread in charge
             self._queue.put(None)
             thread.join()
-            self._thread = None
 
     def raise_error(self) -> None:
         if self._error is not None:

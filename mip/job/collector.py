@@ -1,18 +1,17 @@
-"""Python's cycle collector while a job calls: it scans only what the calls make, and
-less often.
+"""Python's cycle collector while a job calls: it collects the youngest generation every
+10,000 container allocations instead of every 700.
 
 Each experiment makes a few hundred short-lived containers (request, reply, attempt and
 record objects, asyncio's tasks and futures) and keeps lists of its 2,000 texts alive for
 the length of its request. Under CPython's default thresholds the collector ran about 180
-times a job of 2,000 experiments at 256 requests in flight, and its full collections walked
-every object the process held (imports, pools, plans): 90–190 ms a job, 5–8 % of its CPU
-(benchmarks/RESULTS.md, 2026-12-04). While a job calls, :func:`calling` moves what the
-process held before into the collector's permanent generation (:func:`gc.freeze`), which it
-never scans, and collects the youngest generation every 10,000 container allocations
-instead of 700. Nothing is left uncollected: the settings come back when the job ends, the
-frozen objects rejoin the oldest generation, and cycles made meanwhile are found by the
-next collection. Memory is not what the default thresholds protect here: 10,000 young
-containers are a few MB at most.
+times a job of 2,000 experiments at 256 requests in flight, 90–195 ms a job, 7–10 % of its
+CPU (benchmarks/RESULTS.md, 2026-12-04); with the youngest generation collected every 10,000
+allocations it runs a tenth as often. The older generations keep their own thresholds (so
+they, and with them the full collections, run a tenth as often too) and cycles made meanwhile
+are found by the next collection: nothing stays uncollected. Memory is not what the default
+protects here: 10,000 young containers are a few MB at most. The process's objects are not
+frozen out of the scans (:func:`gc.freeze`): cyclic garbage left between two jobs would be
+frozen with them, and a process running a sweep's jobs one after another could keep it for good.
 
 >>> import gc
 >>> before = gc.get_threshold()
@@ -36,34 +35,39 @@ YOUNG_EVERY = 10_000
 
 _lock = threading.Lock()
 _inside = 0  # jobs calling in this process now (tests run some in threads)
-_saved: tuple[tuple[int, ...], bool] | None = None  # the settings before the first of them: thresholds, whether we froze
+_saved: tuple[int, ...] | None = None  # the thresholds before the first of them
+
+
+def _enter() -> None:
+    global _inside, _saved
+    with _lock:
+        if _inside == 0:
+            _saved = gc.get_threshold()
+            gc.set_threshold(max(YOUNG_EVERY, _saved[0]), *_saved[1:])
+        _inside += 1
+
+
+def _leave() -> None:
+    global _inside, _saved
+    with _lock:
+        _inside = max(0, _inside - 1)
+        if _inside == 0 and _saved is not None:
+            gc.set_threshold(*_saved)
+            _saved = None
 
 
 @contextlib.contextmanager
 def calling() -> Iterator[None]:
-    """The collector tuned for a job's calls (see the module's text), as it was afterwards.
-    Jobs in threads of one process share the setting: the first to start tunes it, the last
-    to end puts it back. A process that turned the collector off, or froze objects itself,
-    keeps what it chose."""
-    global _inside, _saved
-    with _lock:
-        if _inside == 0:
-            threshold = gc.get_threshold()
-            freeze = gc.isenabled() and gc.get_freeze_count() == 0
-            _saved = (threshold, freeze)
-            if gc.isenabled():
-                if freeze:
-                    gc.freeze()
-                gc.set_threshold(max(YOUNG_EVERY, threshold[0]), *threshold[1:])
-        _inside += 1
+    """The collector tuned for a job's calls (see the module's text), as it was afterwards,
+    also when the job fails or a signal's exception stops it. Jobs in threads of one process
+    share the setting: the first to start tunes it, the last to end puts it back. A process
+    that set a larger threshold keeps it; one that turned the collector off keeps it off (a
+    threshold is all this changes)."""
+    entered = False
     try:
+        _enter()
+        entered = True
         yield
     finally:
-        with _lock:
-            _inside -= 1
-            if _inside == 0 and _saved is not None:
-                threshold, froze = _saved
-                _saved = None
-                gc.set_threshold(*threshold)
-                if froze:
-                    gc.unfreeze()
+        if entered:
+            _leave()
