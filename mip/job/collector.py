@@ -35,25 +35,7 @@ YOUNG_EVERY = 10_000
 
 _lock = threading.Lock()
 _inside = 0  # jobs calling in this process now (tests run some in threads)
-_saved: tuple[int, ...] | None = None  # the thresholds before the first of them
-
-
-def _enter() -> None:
-    global _inside, _saved
-    with _lock:
-        if _inside == 0:
-            _saved = gc.get_threshold()
-            gc.set_threshold(max(YOUNG_EVERY, _saved[0]), *_saved[1:])
-        _inside += 1
-
-
-def _leave() -> None:
-    global _inside, _saved
-    with _lock:
-        _inside = max(0, _inside - 1)
-        if _inside == 0 and _saved is not None:
-            gc.set_threshold(*_saved)
-            _saved = None
+_saved: tuple[int, ...] = ()  # the thresholds before the first of them
 
 
 @contextlib.contextmanager
@@ -63,11 +45,16 @@ def calling() -> Iterator[None]:
     share the setting: the first to start tunes it, the last to end puts it back. A process
     that set a larger threshold keeps it; one that turned the collector off keeps it off (a
     threshold is all this changes)."""
-    entered = False
+    global _inside, _saved
+    with _lock:
+        if _inside == 0:
+            _saved = gc.get_threshold()
+            gc.set_threshold(max(YOUNG_EVERY, _saved[0]), *_saved[1:])
+        _inside += 1
     try:
-        _enter()
-        entered = True
         yield
     finally:
-        if entered:
-            _leave()
+        with _lock:
+            _inside -= 1
+            if _inside == 0:
+                gc.set_threshold(*_saved)

@@ -149,15 +149,16 @@ class Store(JsonFolder):
         returns), then drop the kept attempts it folds in (all but its last, which was final
         when it landed)."""
         e = record.experiment
-        writer = self._writers.get((e.model, e.task))  # no path made a record: 2 % of a job's CPU at 256 in flight
+        where = (e.model, e.task)  # no path made a record: 2 % of a job's CPU at 256 in flight
+        writer = self._writers.get(where)
         if writer is None:
             folder = self.root / e.model / e.task
             folder.mkdir(parents=True, exist_ok=True)
-            writer = self._writers[e.model, e.task] = PackWriter(folder, self.syncer)
+            writer = self._writers[where] = PackWriter(folder, self.syncer)
         try:
             line = writer.append(record_json(record), record.key)
         except OSError:
-            self._writers.pop((e.model, e.task), None)  # a pack whose cut-back failed is written no more
+            self._writers.pop(where, None)  # a pack whose cut-back failed is written no more
             raise
         for attempt in record.attempts[:-1]:
             (self._attempts_dir(e.model, e.task) / f"{record.key}.{attempt.index}.json").unlink(missing_ok=True)
