@@ -242,7 +242,16 @@ def _quiet_folder(root: Path, model: str = "m", age_s: float = 10.0) -> Path:
     claim_experiments(root, model, ["x"], nothing_stored).release()
     folder = root / claims.FOLDER / model
     os.utime(folder, (time.time() - age_s, time.time() - age_s))
+    claim_file_module._OWN.pop(folder, None)  # as a later process finds it
     return folder
+
+
+def _later(folder: Path) -> None:
+    """Give the folder the time of a change by someone else now, to the nanosecond: kernels
+    before 6.13 stamp it with a clock that ticks every few milliseconds, so a change made in the
+    tick of this process's own last one could not be told from it (claim_files.others_changed)."""
+    now = time.time_ns()
+    os.utime(folder, ns=(now, now))
 
 
 def test_a_claim_in_a_store_the_job_made_goes_out_at_once(tmp_path, monkeypatch):
@@ -259,15 +268,66 @@ def test_a_quiet_claims_folder_on_a_local_disk_needs_no_settle(tmp_path, monkeyp
 
 @pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
 def test_a_claims_folder_that_just_changed_settles(tmp_path, monkeypatch):
-    """A claim released (or removed) within SETTLE_S, or a claims folder made just now (deleted
-    and made again), may hide a running job that has yet to write its claim again: wait."""
-    claim_experiments(tmp_path, "m", ["x"], nothing_stored).release()  # just now
+    """A claim file someone else removed within SETTLE_S, or a claims folder made just now
+    (deleted and made again), may hide a running job that has yet to write its claim again: wait."""
+    folder = _quiet_folder(tmp_path)
+    running = claim_experiments(tmp_path, "m", ["x"], nothing_stored)
+    running.path.unlink()  # by hand, just now
+    _later(running.path.parent)
     with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
         assert claim.settle and _waits(claim, monkeypatch) == [pytest.approx(claims.SETTLE_S, abs=0.1)]
+    running.release()
     fresh = tmp_path / "other"
     fresh.mkdir()  # the store exists, its claims folder does not: made now, as after `rm -r .claims`
     with claim_experiments(fresh, "m", ["a"], nothing_stored) as claim:
-        assert claim.settle
+        assert claim.settle == pytest.approx(claims.SETTLE_S, abs=0.1)
+    assert folder.exists()
+
+
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_another_jobs_release_just_now_settles(tmp_path, monkeypatch):
+    """Another process's job released its claim just now: its change is not this process's own."""
+    _quiet_folder(tmp_path)
+    code = ("import sys; from mip.store.claims import claim_experiments; "
+            "claim_experiments(sys.argv[1], 'm', ['x'], set).release()")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, cwd=REPO, timeout=60)
+    with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
+        assert claim.settle > 0 and _waits(claim, monkeypatch)
+
+
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_the_next_job_after_this_processs_own_release_goes_out_at_once(tmp_path, monkeypatch):
+    """A sweep's jobs run one after another in one process: the claim file the last one removed
+    hid no one's, so the next job does not wait for it, nor for its own claim written before."""
+    _quiet_folder(tmp_path)
+    for _ in range(3):
+        with claim_experiments(tmp_path, "m", ["a", "b"], nothing_stored) as claim:
+            assert claim.settle == 0 and _waits(claim, monkeypatch) == []
+
+
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_someone_elses_change_before_this_processs_release_still_counts(tmp_path, monkeypatch):
+    """A claim file removed by hand just before this process released its own: the release
+    does not hide that change, and the next claim waits."""
+    _quiet_folder(tmp_path)
+    mine = claim_experiments(tmp_path, "m", ["a"], nothing_stored)
+    other = claim_experiments(tmp_path, "m", ["z"], nothing_stored)
+    other.path.unlink()  # by hand
+    _later(other.path.parent)
+    mine.release()
+    with claim_experiments(tmp_path, "m", ["b"], nothing_stored) as claim:
+        assert claim.settle == pytest.approx(claims.SETTLE_S, abs=0.1)
+    other.release()
+
+
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_a_claim_waits_only_what_is_left_of_the_settle(tmp_path, monkeypatch):
+    """Someone else changed the folder 0.3 s ago (by the disk's clock): 0.1 s is left to wait."""
+    folder = _quiet_folder(tmp_path, age_s=0.3)
+    with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
+        assert claim.settle == pytest.approx(claims.SETTLE_S - 0.3, abs=0.05)
+        assert _waits(claim, monkeypatch) == [pytest.approx(claims.SETTLE_S - 0.3, abs=0.05)]
+    assert folder.exists()
 
 
 @pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
@@ -321,4 +381,17 @@ def test_a_rerun_on_a_quiet_store_sends_at_once(tmp_path, monkeypatch):
         os.utime(folder, (time.time() - 10, time.time() - 10))
         again = run_job(config(tmp_path, "pattern=random", "order_seeds=[0,1]"), tmp_path / "job-2")
         assert again.stored_now == again.calls == 2 and again.already_stored == 2
+    assert [s for s in slept if s >= claims.CHECK_EVERY_S] == []
+
+
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_a_sweeps_jobs_in_one_process_send_at_once(tmp_path, monkeypatch):
+    """Jobs run one after another on one store, as Hydra's default launcher runs a sweep: none
+    waits the settle for the claim file the job before it removed, and each experiment is paid once."""
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(claims.time, "sleep", lambda s: slept.append(s) or real_sleep(min(s, 0.01)))
+    for seeds, new in (("[0]", 2), ("[0,1]", 2), ("[0,1,2]", 2)):
+        job = run_job(config(tmp_path, "pattern=random", f"order_seeds={seeds}"), tmp_path / f"job-{seeds}")
+        assert job.stored_now == job.calls == new
     assert [s for s in slept if s >= claims.CHECK_EVERY_S] == []

@@ -12,7 +12,10 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -28,14 +31,48 @@ def listing(folder: Path) -> tuple:
     return st.st_ino, st.st_mtime_ns
 
 
-def quiet_since(folder: Path, before: tuple, handle: IO[str], settle_s: float) -> bool:
-    """Whether the claims folder, as ``before`` found it, had not changed for ``settle_s``
-    when this job's claim file (open as ``handle``) was written: both times from the disk's own
-    clock, and only on a local disk (a network file system may answer from a cached ``stat``)."""
-    if not before or not local_disk(folder):
-        return False
-    written = os.fstat(handle.fileno()).st_mtime_ns
-    return written - before[1] >= settle_s * 1e9
+#: Per claims folder: its listing right after this process's own last change to it (a claim
+#: written or released) and the latest time (disk clock, ns) anyone else may have changed it by
+#: then. A sweep's jobs run one after another in one process; each release changes the folder,
+#: and without this the next job would wait its settle for a change that hides no one's claim.
+_OWN: dict[Path, tuple[tuple, int | None]] = {}
+_OWN_LOCK = threading.Lock()
+
+
+def others_changed(folder: Path, seen: tuple) -> int | None:
+    """The latest time (the disk's clock, ns) by which someone other than this process may have
+    changed the claims folder that :func:`listing` read as ``seen``; None where there is none.
+    Where ``seen`` is just what this process's own last change left, that change does not count
+    (removing or writing its own claim hides no running job's). A change by someone else in the
+    same clock tick as this process's own, right after it, would be taken for it: the disk's
+    clock ticks every few milliseconds."""
+    if not seen:
+        return None
+    own = _OWN.get(folder)
+    return own[1] if own is not None and own[0] == seen else seen[1]
+
+
+@contextmanager
+def own_change(folder: Path) -> Iterator[None]:
+    """Change the claims folder (write or remove this process's own claim file) and remember
+    what the change left, so that :func:`others_changed` can tell it from anyone else's."""
+    with _OWN_LOCK:
+        since = others_changed(folder, listing(folder))
+        yield
+        after = listing(folder)
+        if after:
+            _OWN[folder] = (after, since)
+
+
+def settle_left(folder: Path, since: int | None, handle: IO[str], full_s: float) -> float:
+    """How long a claim just written (open as ``handle``) waits before its first request: what
+    is left of ``full_s`` since anyone else last changed the claims folder (``since``, from
+    :func:`others_changed`), both times from the disk's own clock, and only on a local disk (a
+    network file system may answer from a cached ``stat``; there the whole ``full_s``)."""
+    if since is None or not local_disk(folder):
+        return full_s
+    quiet = (os.fstat(handle.fileno()).st_mtime_ns - since) / 1e9
+    return min(full_s, max(0.0, full_s - quiet))
 
 
 def same_file(path: Path, handle: IO[str]) -> bool:

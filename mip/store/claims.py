@@ -19,11 +19,14 @@ claim again), the older claim keeps it: the younger job waits :data:`SETTLE_S` b
 first request and checks, and its heartbeat keeps checking, so it sends none of them.
 
 That wait is needed only where a running job's claim may be missing from the folder: where
-a claim file went, or the folder was made, within the last :data:`SETTLE_S`. A job skips it
-(its first request goes out at once) where it claims in a store it made itself (nothing ran
-there), or on a local disk whose claims folder did not change in that time nor while it was
-read (its modification time, on the disk's own clock, says so; a network file system may
-serve that time from a cache, so there every job waits).
+a claim file went, or the folder was made, within the last :data:`SETTLE_S`, and then only
+for what is left of it. A job skips it (its first request goes out at once) where it claims
+in a store it made itself (nothing ran there), or on a local disk whose claims folder no one
+else changed in that time nor while it was read (its modification time, on the disk's own
+clock, says so; a network file system may serve that time from a cache, so there every job
+waits). This process's own changes do not count (:func:`mip.store.claim_files.own_change`):
+the jobs of a sweep run one after another in one process, and the claim file the last one
+removed hid no one's.
 
 >>> with claim_experiments(store, "qwen", todo_keys, stored_now) as claim:   # doctest: +SKIP
 ...     todo = [p for p in todo if p.key not in claim.elsewhere]
@@ -50,7 +53,7 @@ from typing import IO
 
 from filelock import FileLock, Timeout
 
-from mip.store.claim_files import listing, quiet_since, same_file, write_claim
+from mip.store.claim_files import listing, others_changed, own_change, same_file, settle_left, write_claim
 
 FOLDER = ".claims"
 CHECK_EVERY_S = 0.1  # how often a running job checks that its claim file is still its own
@@ -94,13 +97,13 @@ class Claim:
     since: tuple[float, str] = (0.0, "")
     sent: set[str] = field(default_factory=set)
     """Keys :meth:`holds` let go out: this job keeps them whatever happens to the files."""
-    settle: bool = True
-    """Whether the first request waits :data:`SETTLE_S` (see the module's notes)."""
+    settle: float = SETTLE_S
+    """How long the first request waits, at most :data:`SETTLE_S` (see the module's notes)."""
 
     def __post_init__(self) -> None:
         self._mutex = threading.RLock()
         self._stop = threading.Event()
-        self._settle_until = time.monotonic() + SETTLE_S if self.settle else 0.0
+        self._settle_until = time.monotonic() + self.settle if self.settle else 0.0
         self._seen: tuple = ()
         self._beat = time.monotonic()
         self._warned = False
@@ -173,7 +176,8 @@ class Claim:
         with self._mutex:
             if self._handle is not None:
                 if self.path is not None and same_file(self.path, self._handle):
-                    self.path.unlink(missing_ok=True)
+                    with own_change(self.path.parent):
+                        self.path.unlink(missing_ok=True)
                 self._handle.close()
                 self._handle = None
 
@@ -205,8 +209,12 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
             keys = frozenset(k for k in wanted if k not in done and k not in elsewhere)
             since = (time.time(), uuid.uuid4().hex)
             still = listing(folder) == before  # no claim went nor came while they were read
-            path, handle = write_claim(folder, keys, output_dir, since) if keys else (None, None)
-            settle = handle is not None and not new_store and not (still and quiet_since(folder, before, handle, SETTLE_S))
+            others = others_changed(folder, before) if still else None
+            path, handle = None, None
+            if keys:
+                with own_change(folder):
+                    path, handle = write_claim(folder, keys, output_dir, since)
+            settle = settle_left(folder, others, handle, SETTLE_S) if handle is not None and not new_store else 0.0
     except NotImplementedError:  # filelock: the file system has no flock
         return _unlocked(store_root, wanted, stored)
     except OSError as e:
