@@ -74,6 +74,10 @@ class JsonFolder:
         """Wait until every file written is on disk (raises OSError if the disk failed)."""
         self.syncer.flush()
 
+    def close(self) -> None:
+        """:meth:`flush`, then end the flushing thread (a later write starts another)."""
+        self.syncer.close()
+
     def path(self, model: str, task: str, key: str) -> Path:
         return self.root / model / task / f"{key}.json"
 

@@ -185,7 +185,7 @@ def _ask(cfg: FilterConfig, model: ModelConfig, backend: Backend, store: FilterS
     finally:
         bar.close()
         backend.close()
-        store.flush()
+        store.close()  # on disk, and its flushing thread ends: a process may filter again and again
 
 
 def filtered_pool(pool: Pool, outcomes: dict[str, dict[str, bool]], models: Sequence[str]) -> Pool:
