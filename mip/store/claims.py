@@ -15,12 +15,13 @@ Lustre ``localflock`` mount), while it was written on another host and its heart
 younger than :data:`STALE_S`; any other claim belongs to a job that is gone, and the next job
 removes it (what that job stored is in the store). Where two live claims name the same
 experiment (a claim file was deleted and a new job claimed before the running one wrote its
-claim again), the older claim keeps it: the younger job waits :data:`SETTLE_S` before its
-first request and checks, and its heartbeat keeps checking, so it sends none of them.
+claim again), the older claim keeps it: the younger job waits up to :data:`SETTLE_S` before
+its first request and checks, and its heartbeat keeps checking, so it sends none of them.
 
 That wait is needed only where a running job's claim may be missing from the folder: where
-a claim file went, or the folder was made, within the last :data:`SETTLE_S`, and then only
-for what is left of it. A job skips it (its first request goes out at once) where it claims
+a claim file went, or the folder was made, within the last :data:`SETTLE_S` of time in which
+that job could have written it again (it needs the folder's lock, so time this process held
+the lock does not count), and then only for what is left of it. A job skips it (its first request goes out at once) where it claims
 in a store it made itself (nothing ran there), or on a local disk whose claims folder no one
 else changed in that time nor while it was read (its modification time, on the disk's own
 clock, says so; a network file system may serve that time from a cache, so there every job
@@ -53,7 +54,8 @@ from typing import IO
 
 from filelock import FileLock, Timeout
 
-from mip.store.claim_files import listing, others_changed, own_change, same_file, settle_left, write_claim
+from mip.store.claim_files import (Quiet, claim_path, listing, others_changed, own_change, same_file, settle_left,
+                                   write_claim)
 
 FOLDER = ".claims"
 CHECK_EVERY_S = 0.1  # how often a running job checks that its claim file is still its own
@@ -162,7 +164,8 @@ class Claim:
         with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
             taken = self._yield_to_older(_running_claims(folder, mine=self._handle))
             old = self._handle
-            self.path, self._handle = write_claim(folder, frozenset(self.keys - self.lost), self.output_dir, self.since)
+            self.path = claim_path(folder)
+            self._handle = write_claim(self.path, frozenset(self.keys - self.lost), self.output_dir, self.since)
             old.close()
             self._seen = listing(folder)
         print(f"This job's claim file was removed or replaced; claimed again. {len(taken)} experiment(s) an older "
@@ -176,7 +179,7 @@ class Claim:
         with self._mutex:
             if self._handle is not None:
                 if self.path is not None and same_file(self.path, self._handle):
-                    with own_change(self.path.parent):
+                    with own_change(self.path.parent, self.path.name):
                         self.path.unlink(missing_ok=True)
                 self._handle.close()
                 self._handle = None
@@ -203,18 +206,20 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
+            locked_at = time.monotonic()
             before = listing(folder)
             elsewhere = _running_claims(folder)
             done = stored()
             keys = frozenset(k for k in wanted if k not in done and k not in elsewhere)
             since = (time.time(), uuid.uuid4().hex)
             still = listing(folder) == before  # no claim went nor came while they were read
-            others = others_changed(folder, before) if still else None
+            quiet = others_changed(folder, before) if still else Quiet(None)
             path, handle = None, None
             if keys:
-                with own_change(folder):
-                    path, handle = write_claim(folder, keys, output_dir, since)
-            settle = settle_left(folder, others, handle, SETTLE_S) if handle is not None and not new_store else 0.0
+                path = claim_path(folder)
+                with own_change(folder, path.name, locked_at, fresh=new_store):
+                    handle = write_claim(path, keys, output_dir, since)
+            settle = settle_left(folder, quiet, handle, locked_at, SETTLE_S) if handle is not None and not new_store else 0.0
     except NotImplementedError:  # filelock: the file system has no flock
         return _unlocked(store_root, wanted, stored)
     except OSError as e:
