@@ -313,3 +313,31 @@ def test_every_run_command_runs_as_a_dry_run(command, results):
     """As written, on this machine, as a dry run (:func:`as_a_dry_run`)."""
     ran = run_entry("run.py", *as_a_dry_run(command), "dry_run=true", "progress=false")
     assert ran.returncode == 0, ran.stderr[-3000:]
+
+
+# ---------------------------------------------------------------- real runs that need nothing outside
+# Lines that call no paid API, GPU, hub or user's file run as written (their data_dir, the
+# shared data, relative to the repository as the pages say); the others are composed above, and
+# each has a real run of its kind elsewhere (tests/test_demo.py, test_audit.py, test_readback.py).
+OFFLINE_FILTERS = [line for line in TOOL_COMMANDS if line.startswith("python filter.py") and "filter_models=[mock]" in line]
+OFFLINE_MODULES = [line for line in MODULE_COMMANDS if line.split()[2] == "mip.serve" and "--print" in line]
+
+
+def test_some_lines_need_nothing_outside():
+    assert OFFLINE_FILTERS and OFFLINE_MODULES
+
+
+@needs_raw
+@pytest.mark.parametrize("command", OFFLINE_FILTERS, ids=words)
+def test_filter_lines_with_the_mock_model_run_as_written(command, tmp_path):
+    results = tmp_path / "results"
+    ran = run_entry("filter.py", *arguments(command), env={"MIP_RESULTS_DIR": str(results)})
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert (results / "filter" / "table4_agreement.md").is_file()
+
+
+@pytest.mark.parametrize("command", OFFLINE_MODULES, ids=words)
+def test_module_lines_that_print_run_as_written(command):
+    ran = run_entry("-m", command.split()[2], *arguments(command))
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "transformers serve" in ran.stdout

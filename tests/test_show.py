@@ -163,3 +163,18 @@ def test_a_reasoning_trace_and_its_token_count_are_printed(job):
     assert "reasoning:" in text and "First I count the instances labelled even." in text
     assert "reasoning 9" in text
     assert "reasoning:" not in render(record, "the prompt", False)  # no trace, no heading
+
+
+def test_the_default_store_comes_from_the_paths_group_of_the_conf_folder(job, tmp_path):
+    """The store a key is looked up in is ``paths.store_dir`` of ``--conf``'s paths group (the
+    one home of that rule; MIP_RESULTS_DIR moves it, as the first test's key lookup shows). A
+    config folder without that group is said, with what to pass instead."""
+    _, records = job
+    proc = show(records[0].key[:8], "--conf", str(tmp_path))
+    assert proc.returncode == 2 and "paths/default.yaml is missing: pass --conf" in proc.stderr
+    own = tmp_path / "conf"
+    shutil.copytree(REPO / "conf" / "paths", own / "paths")
+    (own / "paths" / "default.yaml").write_text("results_dir: elsewhere\nstore_dir: ${paths.results_dir}/store\n"
+                                                "cache_dir: ~/.cache/mip\n")
+    proc = show(records[0].key[:8], "--conf", str(own))
+    assert proc.returncode == 2 and "No store at elsewhere/store" in proc.stderr

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mip.experiment.instances import PATTERNS
-from mip.experiment.scoring import InvalidKind
+from mip.experiment.scoring import ACCURACIES, InvalidKind
 
 #: An instance set: the experiments that share a selection (seed, task, majority label, n, p).
 INSTANCE_SET = ["model", "seed", "task", "majority_label", "n", "p", "prompt_variant", "budget"]
@@ -61,9 +61,15 @@ class Metric:
 #: The accuracy metrics, the paper's first: valid-only (§3.4) and all-experiment, invalid
 #: counting as wrong (App. D.1–D.2). A new metric is one entry here: Table 2 and its numbers get
 #: its accuracy and Δ, the budgets figure a panel.
+def _counted(name: str) -> Callable[[pd.DataFrame], pd.Series]:
+    """The rate of one of the paper's accuracies (:data:`mip.experiment.scoring.ACCURACIES`)."""
+    num, den = ACCURACIES[name]
+    return lambda c: _rate(c[num], c[den])
+
+
 METRICS: dict[str, Metric] = {
-    "valid_only": Metric("", "valid-only accuracy", lambda c: _rate(c["correct"], c["valid"])),
-    "all": Metric("_all", "all-experiment accuracy", lambda c: _rate(c["correct"], c["experiments"])),
+    "valid_only": Metric("", "valid-only accuracy", _counted("valid_only")),
+    "all": Metric("_all", "all-experiment accuracy", _counted("all")),
 }
 
 

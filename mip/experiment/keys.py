@@ -72,7 +72,6 @@ IN_EXPERIMENT: dict[str, frozenset[str]] = {
     "setting": frozenset({"n", "p", "seed", "order_seeds", "shuffle_seeds"}),
 }
 
-#: Fields that cannot change an answer, by config, with the reason. Everything else is keyed.
 #: The schemas of each group whose fields are keyed (``setting``: the job config's own fields).
 _SCHEMAS = {"budget": BudgetConfig, "prompt_variant": PromptVariantConfig, "task": TaskConfig}
 

@@ -78,6 +78,11 @@ class Verdict(StrEnum):
 #: "which verdicts are valid", read by the results frame and the W&B run summary.
 VALID_VERDICTS: frozenset[str] = frozenset(v.value for v in Verdict if v.valid)
 
+#: The paper's two accuracies as (numerator, denominator) counts of a set of experiments:
+#: valid-only, correct among the valid ones (§3.4), and all-experiment, invalid counting as
+#: wrong (App. D.1–D.2). Read by :data:`mip.analysis.stats.METRICS` and the W&B run summary.
+ACCURACIES: dict[str, tuple[str, str]] = {"valid_only": ("correct", "valid"), "all": ("correct", "experiments")}
+
 
 class InvalidKind(StrEnum):
     """Why an experiment is invalid: the three types of App. D.1."""

@@ -5,7 +5,8 @@ output, reasoning trace, finish reason and usage, and the verdict.
     python -m mip.show results/runs/2026-12-01/10-00-00   # a job (or sweep) folder: its records
     python -m mip.show results/store --full          # a store folder; --full prints whole prompts
 
-Keys are looked up in ``store=`` (default ``$MIP_RESULTS_DIR/store``, else ``results/store``).
+Keys are looked up in ``store=`` (default: ``paths.store_dir`` of ``--conf``'s ``paths/default.yaml``,
+``results/store`` unless ``MIP_RESULTS_DIR`` moves it; the pool cache likewise ``paths.cache_dir``).
 Records keep a prompt's hash, not its text: the prompt is rebuilt from the record, its task
 config (the job folder's ``config.yaml``, else ``--conf``'s ``task/`` composed by name; the
 default ``--conf`` is ``conf`` in the folder you are in, the repository's) and its pool
@@ -18,8 +19,10 @@ Exercised by ``pytest tests/test_show.py``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mip.config import TaskConfig
@@ -34,9 +37,9 @@ class ShowError(Exception):
 
 
 # ---------------------------------------------------------------------------- finding records
-def find(target: str, store: Path) -> tuple[list[Record], dict[str, dict], Path]:
+def find(target: str, store: Callable[[], Path]) -> tuple[list[Record], dict[str, dict], Path]:
     """The records ``target`` names, the task configs of the jobs they came from (by task)
-    and the store they are in."""
+    and the store they are in; ``store`` gives the store a key is looked up in."""
     path = Path(target).expanduser()
     if path.is_file() and is_pack(path.name):
         records = list(iter_records([path]))
@@ -52,7 +55,7 @@ def find(target: str, store: Path) -> tuple[list[Record], dict[str, dict], Path]
         return _in_folder(path)
     if os.sep in target or target.endswith(".json"):
         raise ShowError(f"{target} does not exist; pass a record key, a job folder or a store folder.")
-    return [_by_key(target, store)], {}, store
+    return [_by_key(target, store())], {}, store()
 
 
 def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path]:
@@ -230,22 +233,34 @@ def render(record: Record, prompt: str | None, full: bool) -> str:
     return "\n".join(out)
 
 
+def default_paths(conf_dir: Path) -> dict[str, str]:
+    """The paths group every entry config takes (``conf_dir/paths/default.yaml``, the one home
+    of where results and caches live), resolved: ``MIP_RESULTS_DIR`` and ``MIP_CACHE_DIR`` move them."""
+    from omegaconf import OmegaConf
+
+    file = conf_dir.expanduser() / "paths" / "default.yaml"
+    if not file.is_file():
+        raise ShowError(f"{file} is missing: pass --conf <the repository's conf folder>, or store= and cache_dir=.")
+    return OmegaConf.to_container(OmegaConf.create({"paths": OmegaConf.load(file)}), resolve=True)["paths"]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = [f"--{a}" if a.split("=", 1)[0] in ("store", "results_dir", "cache_dir", "conf") else a
             for a in (sys.argv[1:] if argv is None else argv)]
     parser = argparse.ArgumentParser(prog="python -m mip.show", description=__doc__.split("\n\n")[0])
     parser.add_argument("target", help="a record key (or its first characters), a job or sweep folder, or a store folder")
-    parser.add_argument("--store", help="store to look keys up in (default: $MIP_RESULTS_DIR/store, else results/store)")
+    parser.add_argument("--store", help="store to look keys up in (default: paths.store_dir, results/store unless "
+                        "MIP_RESULTS_DIR moves it)")
     parser.add_argument("--results_dir", help="where filtered pools live (default: the store's parent folder)")
-    parser.add_argument("--cache_dir", default=os.environ.get("MIP_CACHE_DIR", "~/.cache/mip"), help="pool cache")
+    parser.add_argument("--cache_dir", help="pool cache (default: paths.cache_dir, ~/.cache/mip unless MIP_CACHE_DIR moves it)")
     parser.add_argument("--conf", default="conf", help="config folder whose task/ names a key's task when no job "
                         "folder is given (default: conf, in the repository folder you run from)")
     parser.add_argument("--full", action="store_true", help="print whole prompts, outputs and traces")
     parser.add_argument("--all", action="store_true", help="print every record of a folder, not only the first")
     args = parser.parse_args(argv)
-    store = Path(args.store or Path(os.environ.get("MIP_RESULTS_DIR", "results")) / "store").expanduser()
+    paths = functools.cache(lambda: default_paths(Path(args.conf)))  # read only where a default is needed
     try:
-        records, job_tasks, store = find(args.target, store)
+        records, job_tasks, store = find(args.target, lambda: Path(args.store or paths()["store_dir"]).expanduser())
         if len(records) > 1:
             print(f"{len(records)} records:")
             for r in records:
@@ -255,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("The first one follows; --all prints each, `python -m mip.show <key>` any one.\n")
         for record in records if args.all else records[:1]:
             results_dir = Path(args.results_dir).expanduser() if args.results_dir else store.parent
-            cache_dir = Path(args.cache_dir).expanduser()
+            cache_dir = Path(args.cache_dir or paths()["cache_dir"]).expanduser()
             prompt = rebuilt_prompt(record, job_tasks, results_dir, cache_dir, Path(args.conf))
             print(render(record, prompt, args.full) + "\n")
     except ShowError as e:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from mip.config import to_plain
 from mip.experiment.records import Record, counted_attempt
-from mip.experiment.scoring import VALID_VERDICTS, Verdict
+from mip.experiment.scoring import ACCURACIES, VALID_VERDICTS, Verdict
 from mip.tracking.wandb_ledger import Ledger
 
 if TYPE_CHECKING:
@@ -130,12 +130,13 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
 def summary_metrics(verdicts: Iterable[str]) -> dict[str, Any]:
     """The run summary's accuracies over the job's experiments (valid-only and all, §3.4 and App. D.2)."""
     verdicts = list(verdicts)
-    valid = [v for v in verdicts if v in VALID_VERDICTS]
+    counts = {"correct": verdicts.count(Verdict.CORRECT), "valid": sum(v in VALID_VERDICTS for v in verdicts),
+              "experiments": len(verdicts)}
     return {
         "experiments": len(verdicts),
-        "accuracy_valid_only": valid.count(Verdict.CORRECT) / len(valid) if valid else None,
-        "accuracy_all": verdicts.count(Verdict.CORRECT) / len(verdicts) if verdicts else None,
-        "invalid_rate": (len(verdicts) - len(valid)) / len(verdicts) if verdicts else None,
+        **{f"accuracy_{name}": counts[num] / counts[den] if counts[den] else None
+           for name, (num, den) in ACCURACIES.items()},
+        "invalid_rate": (len(verdicts) - counts["valid"]) / len(verdicts) if verdicts else None,
     }
 
 

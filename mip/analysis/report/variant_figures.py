@@ -34,9 +34,7 @@ def variant_panels(table: pd.DataFrame) -> plt.Figure:
         return no_data("Prompt variants")
     rows = table.assign(group=table["model"] + " · " + table["budget"].astype(str))
     groups = sorted(rows["group"].unique())
-    present = set(rows["prompt_variant"])
-    variants = [v for v in ("standard", "hint", "strategy", "self_prompt") if v in present]
-    variants += sorted(set(rows["prompt_variant"]) - set(variants))
+    variants = _ordered(rows["prompt_variant"], VARIANTS)
     width = 0.8 / max(1, len(variants))
     fig, axes = plt.subplots(2, 1, figsize=(max(6, 1.5 * len(groups) + 2), 6), sharex=True)
     for ax, (column, sd, label) in zip(axes, [("acc", "acc_sd", "valid-only accuracy (%)"), ("delta", "delta_sd", "Δ best−worst (pp)")]):
