@@ -236,3 +236,31 @@ def test_a_job_config_saved_when_every_strategy_had_decomposed_s_settings_still_
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
     loaded = load_saved(tmp_path / "config.yaml")
     assert asdict(loaded.strategy) == {"name": strategy, **settings}
+
+
+def test_run_py_builds_a_jobs_strategy_once(tmp_path):
+    """Through run.py too: the check before Hydra makes the job's folder builds it, and the job
+    takes that one (mip.tools.hydra_callbacks.checked_strategy)."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    script = """
+import runpy, sys
+from mip.strategies import Strategy
+built, real = [], Strategy.__init__
+Strategy.__init__ = lambda self, *a: built.append(type(self).__name__) or real(self, *a)
+sys.argv = ["run.py", "model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false",
+            "strategy=decomposed"]
+try:
+    runpy.run_path("run.py", run_name="__main__")
+finally:
+    print("BUILT", built)
+"""
+    env = {**os.environ, "MIP_RESULTS_DIR": str(tmp_path / "results")}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "BUILT ['Decomposed']" in proc.stdout, proc.stdout[-500:]
+    assert list((tmp_path / "results" / "store").rglob("pack-*.jsonl"))  # the job ran and stored

@@ -176,10 +176,24 @@ def _settings_error(config: DictConfig) -> str | None:
     except Exception:  # a key the schema lacks: run.py's check_keys names it
         return None
     try:
-        validate(typed) if isinstance(typed, Config) else None
+        if isinstance(typed, Config):
+            _CHECKED[OmegaConf.to_yaml(cfg)] = validate(typed)
     except (ValueError, DataError) as e:
         return str(e)
     return None
+
+
+#: The strategy :func:`_settings_error` built for a run's config, by the config's YAML: run.py
+#: hands it to run_job, so that a job builds its strategy once (issue 30).
+_CHECKED: dict[str, Any] = {}
+
+
+def checked_strategy(job_config: DictConfig) -> Any:
+    """The strategy the check before this job built for its config (the job's own, without
+    Hydra's node), taken once; None where none was built for it (a sweep's jobs are checked per model)."""
+    from omegaconf import OmegaConf
+
+    return _CHECKED.pop(OmegaConf.to_yaml(job_config), None)
 
 
 def _refuse(error: str, sweep: bool = True) -> None:
