@@ -82,7 +82,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.show": _SHIM,
     "mip.strategies.decomposed": _MODEL,
     "mip.strategies.self_prompting": _MODEL,
-    "mip.strategies.single": _MODEL,
 }
 
 

@@ -1,5 +1,18 @@
 """One request per attempt: the paper's setting (``single_call``) and ``count_report``,
-whose prompt also asks for per-label counts (they are parsed and kept beside the answer)."""
+whose prompt also asks for per-label counts (they are parsed and kept beside the answer).
+
+What an attempt sends, as a dry run counts it: one call, whose output limit is the budget
+where the context window leaves room for it (here 4,096 tokens, a budget of 2,000):
+
+>>> from mip.config import StrategyConfig
+>>> from mip.strategies import Context, build
+>>> ctx = Context(count=lambda texts: [len(t) // 4 for t in texts], room=lambda n: min(2000, 4096 - n),
+...               overflows=lambda n: n >= 4096, budget=2000)
+>>> build(StrategyConfig("single_call"), "standard").sends(None, 3000, ctx)[0]
+Sent(calls=1, prompt_tokens=3000, output_tokens=1096)
+>>> type(build(StrategyConfig("count_report"), "standard")).counts
+True
+"""
 
 from __future__ import annotations
 
