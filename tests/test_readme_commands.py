@@ -3,14 +3,17 @@ case 5): each shell block parses with bash; each entry-point line (`python run.p
 `attribute.py`, `filter.py`, `audit.py`), split as bash splits it, passes that entry point's checks
 and composes (run.py's also expands to its sweep with Hydra's own sweeper); each `python -m mip.…`
 tool and `make` target exists and takes the options shown; the summary, show and analyze lines that
-read a folder mip wrote run for real on one; the slow test runs each run.py line as a dry run on the
-shared data. Every relative link of those pages points to a file (and heading) that exists."""
+read a folder mip wrote run for real on one, as do the lines that need nothing outside (the filter
+with the mock model, `mip.serve --print`); each benchmark line's arguments pass that script's own
+parser; the slow test runs each run.py line as a dry run on the shared data. Every relative link
+of those pages points to a file (and heading) that exists."""
 
 from __future__ import annotations
 
 import re
 import shlex
 import subprocess
+import sys
 
 import pytest
 
@@ -321,6 +324,28 @@ def test_every_run_command_runs_as_a_dry_run(command, results):
 # each has a real run of its kind elsewhere (tests/test_demo.py, test_audit.py, test_readback.py).
 OFFLINE_FILTERS = [line for line in TOOL_COMMANDS if line.startswith("python filter.py") and "filter_models=[mock]" in line]
 OFFLINE_MODULES = [line for line in MODULE_COMMANDS if line.split()[2] == "mip.serve" and "--print" in line]
+
+
+BENCHMARK_COMMANDS = unique(line for name, line in LINES if line.startswith("python benchmarks/"))
+
+
+@pytest.mark.parametrize("command", BENCHMARK_COMMANDS, ids=words)
+def test_every_benchmark_takes_the_options_shown(command):
+    """`python benchmarks/….py` lines (minutes each: `make bench` runs them, docs/benchmarks.md):
+    the script exists, and its own parser takes the options and values shown (an unknown option
+    or a value of the wrong type fails it)."""
+    words = shlex.split(command, comments=True)
+    script = REPO / words[1]
+    assert script.is_file(), command
+    # the script as run, stopped right after its parser took the arguments
+    check = ("import runpy, sys; sys.argv = sys.argv[1:]; import argparse; real = argparse.ArgumentParser.parse_args\n"
+             "def parse(self, args=None, namespace=None):\n"
+             "    ns = real(self, args, namespace); print('PARSED', sorted(vars(ns))); raise SystemExit(0)\n"
+             "argparse.ArgumentParser.parse_args = parse\n"
+             "runpy.run_path(sys.argv[0], run_name='__main__')")
+    parsed = subprocess.run([sys.executable, "-c", check, str(script), *words[2:]], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert parsed.returncode == 0 and "PARSED" in parsed.stdout, parsed.stderr[-2000:]
 
 
 def test_some_lines_need_nothing_outside():
