@@ -16,6 +16,7 @@ import pytest
 from mip.store import claims
 from mip.data.files import local_disk
 from mip.store import claim_files as claim_file_module
+from mip.store import claim_quiet
 from mip.store.claims import claim_experiments
 from mip.store import Store
 from mip.job import StoreError, run_job
@@ -241,8 +242,10 @@ def _quiet_folder(root: Path, model: str = "m", age_s: float = 10.0) -> Path:
     """A claims folder where a job claimed and finished long ago (its lock file stays)."""
     claim_experiments(root, model, ["x"], nothing_stored).release()
     folder = root / claims.FOLDER / model
+    os.utime(folder / claim_quiet.LOCK, (time.time() - age_s, time.time() - age_s))  # its lock let go of then
     os.utime(folder, (time.time() - age_s, time.time() - age_s))
-    claim_file_module._OWN.pop(folder, None)  # as a later process finds it
+    claim_quiet._OWN.pop(folder, None)  # as a later process finds it
+    claim_quiet._STAMPS.pop(folder, None)
     return folder
 
 
@@ -292,8 +295,46 @@ def test_another_jobs_release_just_now_settles(tmp_path, monkeypatch):
     code = ("import sys; from mip.store.claims import claim_experiments; "
             "claim_experiments(sys.argv[1], 'm', ['x'], set).release()")
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, cwd=REPO, timeout=60)
-    with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
-        assert claim.settle > 0 and _waits(claim, monkeypatch)
+    folder = tmp_path / claims.FOLDER / "m"
+    now = claim_file_module.listing(folder)
+    assert claim_quiet.others_changed(folder, now).since == now[1]  # the time runs from that release
+
+
+def _held_elsewhere(folder: Path, seconds: float) -> subprocess.Popen:
+    """Another process that holds the claims folder's lock for ``seconds`` and changes nothing
+    (a job whose experiments are all stored, listing a large store); returns once it let go."""
+    code = ("import sys, time; from pathlib import Path; from mip.store.claim_quiet import holding\n"
+            "with holding(Path(sys.argv[1]), 60):\n    time.sleep(float(sys.argv[2]))\n"
+            "print('let go', flush=True); time.sleep(60)")
+    other = subprocess.Popen([sys.executable, "-c", code, str(folder), str(seconds)], cwd=REPO, stdout=subprocess.PIPE,
+                             text=True)
+    assert other.stdout.readline().strip() == "let go"
+    return other
+
+
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_a_hold_of_the_lock_that_changes_nothing_counts_too(tmp_path, monkeypatch):
+    """A claim file removed by hand, then the lock held for a while by a job that claims nothing
+    (here, and in another process): the running job could not write its claim again meanwhile,
+    so the next claim still waits nearly the whole settle."""
+    folder = _quiet_folder(tmp_path)
+    running = _removed_by_hand(tmp_path)
+
+    def all_stored_slowly() -> set[str]:
+        time.sleep(0.3)
+        return {"a"}
+
+    assert not claim_experiments(tmp_path, "m", ["a"], all_stored_slowly).keys  # this process's hold
+    with claim_experiments(tmp_path, "m", ["b"], nothing_stored) as claim:
+        assert claim.settle >= claims.SETTLE_S - 0.1
+    other = _held_elsewhere(folder, 0.6)  # another process's hold, long after the removal
+    try:
+        with claim_experiments(tmp_path, "m", ["c"], nothing_stored) as claim:
+            assert claim.settle >= claims.SETTLE_S - 0.2
+    finally:
+        other.kill()
+        other.wait()
+    running.release()
 
 
 @pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
@@ -406,7 +447,7 @@ def test_a_claim_file_removed_while_the_claims_are_read_settles(tmp_path, monkey
 
 def test_a_network_file_system_always_settles(tmp_path, monkeypatch):
     """NFS may answer a stat from its cache, so the folder's time proves nothing there."""
-    monkeypatch.setattr(claim_file_module, "local_disk", lambda path: False)
+    monkeypatch.setattr(claim_quiet, "local_disk", lambda path: False)
     _quiet_folder(tmp_path)
     with claim_experiments(tmp_path, "m", ["a"], nothing_stored) as claim:
         assert claim.settle

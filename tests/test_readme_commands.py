@@ -338,10 +338,14 @@ def test_every_benchmark_takes_the_options_shown(command):
     script = REPO / words[1]
     assert script.is_file(), command
     # the script as run, stopped right after its parser took the arguments
-    check = ("import runpy, sys; sys.argv = sys.argv[1:]; import argparse; real = argparse.ArgumentParser.parse_args\n"
+    # (parse_known_args: parse_args calls it, so a script using either stops there)
+    check = ("import runpy, sys; sys.argv = sys.argv[1:]; import argparse\n"
+             "real = argparse.ArgumentParser.parse_known_args\n"
              "def parse(self, args=None, namespace=None):\n"
-             "    ns = real(self, args, namespace); print('PARSED', sorted(vars(ns))); raise SystemExit(0)\n"
-             "argparse.ArgumentParser.parse_args = parse\n"
+             "    ns, rest = real(self, args, namespace)\n"
+             "    if rest: self.error('unrecognized arguments: ' + ' '.join(rest))\n"
+             "    print('PARSED', sorted(vars(ns))); raise SystemExit(0)\n"
+             "argparse.ArgumentParser.parse_known_args = parse\n"
              "runpy.run_path(sys.argv[0], run_name='__main__')")
     parsed = subprocess.run([sys.executable, "-c", check, str(script), *words[2:]], cwd=REPO, capture_output=True,
                             text=True, timeout=120)

@@ -178,3 +178,15 @@ def test_the_default_store_comes_from_the_paths_group_of_the_conf_folder(job, tm
                                                 "cache_dir: ~/.cache/mip\n")
     proc = show(records[0].key[:8], "--conf", str(own))
     assert proc.returncode == 2 and "No store at elsewhere/store" in proc.stderr
+    (own / "paths" / "default.yaml").write_text("results_dir: elsewhere\n")
+    proc = show(records[0].key[:8], "--conf", str(own))
+    assert proc.returncode == 2 and "does not give paths.store_dir and paths.cache_dir" in proc.stderr
+
+
+def test_a_job_folder_needs_no_paths_group(job, tmp_path):
+    """A job folder names its store and the pool cache its job used (its config.yaml): shown
+    from anywhere, with a --conf that has no paths group (the task's config is the job's own)."""
+    folder, records = job
+    proc = show(str(folder), "--conf", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "== record " in proc.stdout and "hash checked" in proc.stdout  # the prompt rebuilt from the job's pool

@@ -58,15 +58,15 @@ class Metric:
     rate: Callable[[pd.DataFrame], pd.Series]
 
 
-#: The accuracy metrics, the paper's first: valid-only (§3.4) and all-experiment, invalid
-#: counting as wrong (App. D.1–D.2). A new metric is one entry here: Table 2 and its numbers get
-#: its accuracy and Δ, the budgets figure a panel.
 def _counted(name: str) -> Callable[[pd.DataFrame], pd.Series]:
     """The rate of one of the paper's accuracies (:data:`mip.experiment.scoring.ACCURACIES`)."""
     num, den = ACCURACIES[name]
     return lambda c: _rate(c[num], c[den])
 
 
+#: The accuracy metrics, the paper's first: valid-only (§3.4) and all-experiment, invalid
+#: counting as wrong (App. D.1–D.2). A new metric is one entry here (its rate from the counts):
+#: Table 2 and its numbers get its accuracy and Δ, the budgets figure a panel.
 METRICS: dict[str, Metric] = {
     "valid_only": Metric("", "valid-only accuracy", _counted("valid_only")),
     "all": Metric("_all", "all-experiment accuracy", _counted("all")),

@@ -20,12 +20,12 @@ its first request and checks, and its heartbeat keeps checking, so it sends none
 
 That wait is needed only where a running job's claim may be missing from the folder: where
 a claim file went, or the folder was made, within the last :data:`SETTLE_S` of time in which
-that job could have written it again (it needs the folder's lock, so time this process held
-the lock does not count), and then only for what is left of it. A job skips it (its first request goes out at once) where it claims
+that job could have written it again (it needs the folder's lock, so time in which the lock
+was held does not count), and then only for what is left of it. A job skips it (its first request goes out at once) where it claims
 in a store it made itself (nothing ran there), or on a local disk whose claims folder no one
 else changed in that time nor while it was read (its modification time, on the disk's own
 clock, says so; a network file system may serve that time from a cache, so there every job
-waits). This process's own changes do not count (:func:`mip.store.claim_files.own_change`):
+waits). This process's own changes do not count (:mod:`mip.store.claim_quiet`):
 the jobs of a sweep run one after another in one process, and the claim file the last one
 removed hid no one's.
 
@@ -52,10 +52,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from filelock import FileLock, Timeout
+from filelock import Timeout
 
-from mip.store.claim_files import (Quiet, claim_path, listing, others_changed, own_change, same_file, settle_left,
-                                   write_claim)
+from mip.store.claim_files import claim_path, listing, same_file, write_claim
+from mip.store.claim_quiet import Quiet, holding, others_changed, own_change, settle_left
 
 FOLDER = ".claims"
 CHECK_EVERY_S = 0.1  # how often a running job checks that its claim file is still its own
@@ -145,7 +145,7 @@ class Claim:
             if not same_file(self.path, self._handle):
                 self._reassert(folder)
             elif scan or self._seen != listing(folder):
-                with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
+                with holding(folder, LOCK_TIMEOUT_S):
                     self._seen = listing(folder)
                     self._yield_to_older(_running_claims(folder, mine=self._handle))
             if time.monotonic() - self._beat > BEAT_S:
@@ -161,7 +161,7 @@ class Claim:
 
     def _reassert(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
+        with holding(folder, LOCK_TIMEOUT_S):
             taken = self._yield_to_older(_running_claims(folder, mine=self._handle))
             old = self._handle
             self.path = claim_path(folder)
@@ -205,8 +205,7 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
     wanted = frozenset(wanted)  # looked up once per held key below: a set, not a list of thousands
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(folder / ".lock"), timeout=LOCK_TIMEOUT_S):
-            locked_at = time.monotonic()
+        with holding(folder, LOCK_TIMEOUT_S) as taken:
             before = listing(folder)
             elsewhere = _running_claims(folder)
             done = stored()
@@ -214,12 +213,13 @@ def claim_experiments(store_root: Path, model: str, wanted: Collection[str], sto
             since = (time.time(), uuid.uuid4().hex)
             still = listing(folder) == before  # no claim went nor came while they were read
             quiet = others_changed(folder, before) if still else Quiet(None)
-            path, handle = None, None
+            path, handle, settle = None, None, 0.0
             if keys:
                 path = claim_path(folder)
-                with own_change(folder, path.name, locked_at, fresh=new_store):
+                with own_change(folder, path.name, Quiet(0) if new_store else quiet):  # a new store: no one else
                     handle = write_claim(path, keys, output_dir, since)
-            settle = settle_left(folder, quiet, handle, locked_at, SETTLE_S) if handle is not None and not new_store else 0.0
+                if not new_store:
+                    settle = settle_left(folder, quiet, os.fstat(handle.fileno()).st_mtime_ns, taken, SETTLE_S)
     except NotImplementedError:  # filelock: the file system has no flock
         return _unlocked(store_root, wanted, stored)
     except OSError as e:

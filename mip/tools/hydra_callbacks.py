@@ -274,6 +274,7 @@ class SummaryCallback(Callback):
         from mip.tools.summary import describe, unstored_jobs
         from mip.tracking.tracker import sync_hint
 
+        _CHECKED.clear()  # the sweep's checks that no job in this process took
         folder = Path(config.hydra.sweep.dir)
         print("\n== sweep summary ==\n" + describe(folder), flush=True)
         if self.sweep is not None and self.sweep[0] == os.getpid():  # launches included, which the jobs' own times leave out

@@ -37,28 +37,29 @@ class ShowError(Exception):
 
 
 # ---------------------------------------------------------------------------- finding records
-def find(target: str, store: Callable[[], Path]) -> tuple[list[Record], dict[str, dict], Path]:
-    """The records ``target`` names, the task configs of the jobs they came from (by task)
-    and the store they are in; ``store`` gives the store a key is looked up in."""
+def find(target: str, store: Callable[[], Path]) -> tuple[list[Record], dict[str, dict], Path, str | None]:
+    """The records ``target`` names, the task configs of the jobs they came from (by task),
+    the store they are in and the pool cache those jobs used (None where no job folder says);
+    ``store`` gives the store a key is looked up in."""
     path = Path(target).expanduser()
     if path.is_file() and is_pack(path.name):
         records = list(iter_records([path]))
         if not records:
             raise ShowError(f"{path} holds no readable record.")
-        return records, {}, path.parents[2]
+        return records, {}, path.parents[2], None
     if path.is_file() and path.suffix == ".json" and path.name != "job.json":
         record = read_record(path)
         if record is None:
             raise ShowError(f"{path} is not a readable record.")
-        return [record], {}, path.parents[2]
+        return [record], {}, path.parents[2], None
     if path.is_dir():
         return _in_folder(path)
     if os.sep in target or target.endswith(".json"):
         raise ShowError(f"{target} does not exist; pass a record key, a job folder or a store folder.")
-    return [_by_key(target, store())], {}, store()
+    return [_by_key(target, store())], {}, store(), None
 
 
-def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path]:
+def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path, str | None]:
     """A store's records, or a job or sweep folder's own (:mod:`mip.analysis.folders`), with the task
     configs of the jobs (their ``config.yaml``)."""
     from mip.analysis.folders import FolderError, open_folder
@@ -72,13 +73,16 @@ def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path]:
         what = "stored no records (a dry run, or nothing finished yet)" if opened.kind == "jobs" else "holds no readable record"
         raise ShowError(f"{folder} {what}; pass a record key, a job folder or a store folder.")
     tasks: dict[str, dict] = {}
+    cache: str | None = None
     for job in opened.jobs:
         config = Path(job["manifest"]).parent / "config.yaml"
         if config.is_file():
             import yaml
 
-            tasks.update((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("task") or {})
-    return records, tasks, opened.stores[0] if opened.stores else folder
+            saved = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+            tasks.update(saved.get("task") or {})
+            cache = cache or (saved.get("paths") or {}).get("cache_dir")  # the pool cache the job used
+    return records, tasks, opened.stores[0] if opened.stores else folder, cache
 
 
 def _by_key(prefix: str, store: Path) -> Record:
@@ -239,9 +243,15 @@ def default_paths(conf_dir: Path) -> dict[str, str]:
     from omegaconf import OmegaConf
 
     file = conf_dir.expanduser() / "paths" / "default.yaml"
+    hint = "pass --conf <the repository's conf folder>, or --store and --cache_dir"
     if not file.is_file():
-        raise ShowError(f"{file} is missing: pass --conf <the repository's conf folder>, or store= and cache_dir=.")
-    return OmegaConf.to_container(OmegaConf.create({"paths": OmegaConf.load(file)}), resolve=True)["paths"]
+        raise ShowError(f"{file} is missing: {hint}.")
+    try:
+        paths = OmegaConf.to_container(OmegaConf.create({"paths": OmegaConf.load(file)}), resolve=True)["paths"]
+        return {"store_dir": str(paths["store_dir"]), "cache_dir": str(paths["cache_dir"])}
+    except Exception as e:  # a malformed group: said, with what to pass instead
+        raise ShowError(f"{file} does not give paths.store_dir and paths.cache_dir ({type(e).__name__}: {e}); "
+                        f"{hint}.") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = functools.cache(lambda: default_paths(Path(args.conf)))  # read only where a default is needed
     try:
-        records, job_tasks, store = find(args.target, lambda: Path(args.store or paths()["store_dir"]).expanduser())
+        default_store = lambda: Path(args.store or paths()["store_dir"]).expanduser()  # noqa: E731
+        records, job_tasks, store, job_cache = find(args.target, default_store)
         if len(records) > 1:
             print(f"{len(records)} records:")
             for r in records:
@@ -270,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("The first one follows; --all prints each, `python -m mip.show <key>` any one.\n")
         for record in records if args.all else records[:1]:
             results_dir = Path(args.results_dir).expanduser() if args.results_dir else store.parent
-            cache_dir = Path(args.cache_dir or paths()["cache_dir"]).expanduser()
+            cache_dir = Path(args.cache_dir or job_cache or paths()["cache_dir"]).expanduser()
             prompt = rebuilt_prompt(record, job_tasks, results_dir, cache_dir, Path(args.conf))
             print(render(record, prompt, args.full) + "\n")
     except ShowError as e:
