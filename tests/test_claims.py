@@ -493,3 +493,22 @@ def test_a_sweeps_jobs_in_one_process_send_at_once(tmp_path, monkeypatch):
         job = run_job(config(tmp_path, "pattern=random", f"order_seeds={seeds}"), tmp_path / f"job-{seeds}")
         assert job.stored_now == job.calls == new
     assert [s for s in slept if s >= claims.CHECK_EVERY_S] == []
+
+
+@pytest.mark.skipif(not local_disk(Path(__file__)), reason="needs the tests on a local disk")
+def test_a_removal_in_the_same_clock_tick_as_this_processs_release_still_counts(tmp_path, monkeypatch):
+    """On kernels before 6.13 a claim file removed in the clock tick right after this process's
+    own release leaves the folder's time stamp as the release left it: the claim files tell."""
+    _quiet_folder(tmp_path)
+    running = claim_experiments(tmp_path, "m", ["z"], nothing_stored)
+    running._stop.set()  # its heartbeat would write the file again within 0.1 s
+    running._thread.join()
+    mine = claim_experiments(tmp_path, "m", ["a"], nothing_stored)
+    mine.release()
+    folder = running.path.parent
+    stamp = os.stat(folder).st_mtime_ns
+    running.path.unlink()  # by hand, in the same tick
+    os.utime(folder, ns=(stamp, stamp))
+    with claim_experiments(tmp_path, "m", ["b"], nothing_stored) as claim:
+        assert claim.settle == pytest.approx(claims.SETTLE_S, abs=0.1)
+    running.release()

@@ -8,9 +8,9 @@ go), less the time this process has held the lock since.
 This process's own changes (its claim files written and removed) and its own holds are told
 apart from everyone else's: the jobs of a sweep run one after another in one process, and the
 claim file the last one removed hid no one's. A change counts as this process's own only where
-no other claim file came or went meanwhile. (On kernels before 6.13 the disk's clock ticks every
-few milliseconds, and a change by someone else in the tick right after one of this process's
-own, once that was looked at, keeps its time stamp: it would be taken for this process's.)
+no other claim file came or went meanwhile, and the folder is taken to be as this process left
+it only where its claim files are too (on kernels before 6.13 the disk's clock ticks every few
+milliseconds, and a change in the tick right after one of this process's keeps its time stamp).
 
 >>> Quiet(since=5_000_000_000, held_s=0.1).free_s(written=5_400_000_000, holding_s=0.05)
 0.25
@@ -51,9 +51,9 @@ class Quiet:
         return round((written - self.since) / 1e9 - self.held_s - holding_s, 9)
 
 
-#: Per claims folder: its listing as this process last left it or looked at it under the lock,
-#: and what was known then of everyone else.
-_OWN: dict[Path, tuple[tuple, Quiet]] = {}
+#: Per claims folder: its listing and claim files as this process last left it or looked at it
+#: under the lock, and what was known then of everyone else.
+_OWN: dict[Path, tuple[tuple, frozenset[str], Quiet]] = {}
 #: Per claims folder: the lock file's time stamp as this process last set it.
 _STAMPS: dict[Path, int] = {}
 _MUTEX = threading.Lock()
@@ -62,11 +62,12 @@ _MUTEX = threading.Lock()
 def others_changed(folder: Path, seen: tuple) -> Quiet:
     """What this process knows of everyone else's changes to the claims folder that
     :func:`mip.store.claim_files.listing` read as ``seen``: where ``seen`` is the folder as this
-    process last left it, its own changes and holds do not count."""
+    process last left it (its time stamp and its claim files: a change in the same tick of a
+    coarse clock keeps the stamp), its own changes and holds do not count."""
     if not seen:
         return Quiet(None)
     own = _OWN.get(folder)
-    return own[1] if own is not None and own[0] == seen else Quiet(seen[1])
+    return own[2] if own is not None and own[0] == seen and own[1] == _claim_names(folder) else Quiet(seen[1])
 
 
 @contextmanager
@@ -98,7 +99,7 @@ def _taken(folder: Path) -> None:
         seen = listing(folder)
         quiet = others_changed(folder, seen)
         if quiet.since is not None and stamp > quiet.since:  # another process held it after: the time runs from then
-            _OWN[folder] = (seen, Quiet(stamp))
+            _OWN[folder] = (seen, _claim_names(folder), Quiet(stamp))
 
 
 def _let_go(folder: Path, held_s: float) -> None:
@@ -110,7 +111,7 @@ def _let_go(folder: Path, held_s: float) -> None:
             pass
         seen = listing(folder)
         quiet = others_changed(folder, seen)
-        _OWN[folder] = (seen, Quiet(quiet.since, quiet.held_s + held_s))
+        _OWN[folder] = (seen, _claim_names(folder), Quiet(quiet.since, quiet.held_s + held_s))
 
 
 def _claim_names(folder: Path) -> frozenset[str]:
@@ -131,9 +132,9 @@ def own_change(folder: Path, name: str, quiet: Quiet | None = None) -> Iterator[
         names = _claim_names(folder)  # first: a change between the two looks moves the time stamp
         quiet = others_changed(folder, listing(folder)) if quiet is None else quiet
         yield
-        after = listing(folder)
-        if after and names ^ _claim_names(folder) <= {name}:  # the time stamp first, then the names
-            _OWN[folder] = (after, quiet)
+        after, now = listing(folder), _claim_names(folder)  # the time stamp first, then the names
+        if after and names ^ now <= {name}:
+            _OWN[folder] = (after, now, quiet)
         else:
             _OWN.pop(folder, None)
 
