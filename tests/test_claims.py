@@ -374,11 +374,17 @@ def test_a_claim_waits_only_what_is_left_of_the_settle(tmp_path, monkeypatch):
     assert folder.exists()
 
 
+def _unwatched(root: Path) -> claims.Claim:
+    """A running job's claim whose heartbeat is stopped (it would write a removed file again within 0.1 s)."""
+    running = claim_experiments(root, "m", ["z"], nothing_stored)
+    running._stop.set()
+    running._thread.join()
+    return running
+
+
 def _removed_by_hand(root: Path) -> claims.Claim:
     """A running job's claim whose file someone removed just now (the job has yet to see it)."""
-    running = claim_experiments(root, "m", ["z"], nothing_stored)
-    running._stop.set()  # its heartbeat would write the file again within 0.1 s
-    running._thread.join()
+    running = _unwatched(root)
     running.path.unlink()
     _later(running.path.parent)
     return running
@@ -409,9 +415,7 @@ def test_someone_elses_removal_during_this_processs_own_change_still_counts(tmp_
     """A claim file removed between this process's two looks around its own release (the folder's
     time stamp then covers both changes) is told apart by the claim files' names."""
     _quiet_folder(tmp_path)
-    running = claim_experiments(tmp_path, "m", ["z"], nothing_stored)
-    running._stop.set()  # its heartbeat would write the file again within 0.1 s
-    running._thread.join()
+    running = _unwatched(tmp_path)
     mine = claim_experiments(tmp_path, "m", ["a"], nothing_stored)
     real_unlink = Path.unlink
 
@@ -500,9 +504,7 @@ def test_a_removal_in_the_same_clock_tick_as_this_processs_release_still_counts(
     """On kernels before 6.13 a claim file removed in the clock tick right after this process's
     own release leaves the folder's time stamp as the release left it: the claim files tell."""
     _quiet_folder(tmp_path)
-    running = claim_experiments(tmp_path, "m", ["z"], nothing_stored)
-    running._stop.set()  # its heartbeat would write the file again within 0.1 s
-    running._thread.join()
+    running = _unwatched(tmp_path)
     mine = claim_experiments(tmp_path, "m", ["a"], nothing_stored)
     mine.release()
     folder = running.path.parent

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import IO
 
 
-
 def listing(folder: Path) -> tuple:
     """What changes when a claim file appears or goes (one ``stat``, not a listing)."""
     try:

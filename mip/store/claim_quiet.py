@@ -64,10 +64,15 @@ def others_changed(folder: Path, seen: tuple) -> Quiet:
     :func:`mip.store.claim_files.listing` read as ``seen``: where ``seen`` is the folder as this
     process last left it (its time stamp and its claim files: a change in the same tick of a
     coarse clock keeps the stamp), its own changes and holds do not count."""
+    return _known(folder, seen, _claim_names(folder))
+
+
+def _known(folder: Path, seen: tuple, names: frozenset[str]) -> Quiet:
+    """:func:`others_changed`, the folder's claim files (``names``) already listed."""
     if not seen:
         return Quiet(None)
     own = _OWN.get(folder)
-    return own[2] if own is not None and own[0] == seen and own[1] == _claim_names(folder) else Quiet(seen[1])
+    return own[2] if own is not None and own[0] == seen and own[1] == names else Quiet(seen[1])
 
 
 @contextmanager
@@ -96,10 +101,10 @@ def _taken(folder: Path) -> None:
         stamp = _stamp(folder)
         if stamp is None or stamp == _STAMPS.get(folder):
             return
-        seen = listing(folder)
-        quiet = others_changed(folder, seen)
+        seen, names = listing(folder), _claim_names(folder)
+        quiet = _known(folder, seen, names)
         if quiet.since is not None and stamp > quiet.since:  # another process held it after: the time runs from then
-            _OWN[folder] = (seen, _claim_names(folder), Quiet(stamp))
+            _OWN[folder] = (seen, names, Quiet(stamp))
 
 
 def _let_go(folder: Path, held_s: float) -> None:
@@ -109,9 +114,9 @@ def _let_go(folder: Path, held_s: float) -> None:
             _STAMPS[folder] = os.stat(folder / LOCK).st_mtime_ns
         except OSError:  # a lock file of another user's: this process's holds still count below
             pass
-        seen = listing(folder)
-        quiet = others_changed(folder, seen)
-        _OWN[folder] = (seen, _claim_names(folder), Quiet(quiet.since, quiet.held_s + held_s))
+        seen, names = listing(folder), _claim_names(folder)
+        quiet = _known(folder, seen, names)
+        _OWN[folder] = (seen, names, Quiet(quiet.since, quiet.held_s + held_s))
 
 
 def _claim_names(folder: Path) -> frozenset[str]:
@@ -130,7 +135,7 @@ def own_change(folder: Path, name: str, quiet: Quiet | None = None) -> Iterator[
     the folder's own time."""
     with _MUTEX:
         names = _claim_names(folder)  # first: a change between the two looks moves the time stamp
-        quiet = others_changed(folder, listing(folder)) if quiet is None else quiet
+        quiet = _known(folder, listing(folder), names) if quiet is None else quiet
         yield
         after, now = listing(folder), _claim_names(folder)  # the time stamp first, then the names
         if after and names ^ now <= {name}:

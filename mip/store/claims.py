@@ -21,13 +21,13 @@ its first request and checks, and its heartbeat keeps checking, so it sends none
 That wait is needed only where a running job's claim may be missing from the folder: where
 a claim file went, or the folder was made, within the last :data:`SETTLE_S` of time in which
 that job could have written it again (it needs the folder's lock, so time in which the lock
-was held does not count), and then only for what is left of it. A job skips it (its first request goes out at once) where it claims
-in a store it made itself (nothing ran there), or on a local disk whose claims folder no one
-else changed in that time nor while it was read (its modification time, on the disk's own
-clock, says so; a network file system may serve that time from a cache, so there every job
-waits). This process's own changes do not count (:mod:`mip.store.claim_quiet`):
-the jobs of a sweep run one after another in one process, and the claim file the last one
-removed hid no one's.
+was held does not count), and then only for what is left of it. A job skips it (its first
+request goes out at once) where it claims in a store it made itself (nothing ran there), or
+on a local disk whose claims folder no one else changed in that time nor while it was read
+(its modification time, on the disk's own clock, says so; a network file system may serve
+that time from a cache, so there every job waits). This process's own changes do not count
+(:mod:`mip.store.claim_quiet`): the jobs of a sweep run one after another in one process,
+and the claim file the last one removed hid no one's.
 
 >>> with claim_experiments(store, "qwen", todo_keys, stored_now) as claim:   # doctest: +SKIP
 ...     todo = [p for p in todo if p.key not in claim.elsewhere]

@@ -56,7 +56,8 @@ def find(target: str, store: Callable[[], Path]) -> tuple[list[Record], dict[str
         return _in_folder(path)
     if os.sep in target or target.endswith(".json"):
         raise ShowError(f"{target} does not exist; pass a record key, a job folder or a store folder.")
-    return [_by_key(target, store())], {}, store(), None
+    where = store()
+    return [_by_key(target, where)], {}, where, None
 
 
 def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path, str | None]:
