@@ -232,13 +232,10 @@ def test_a_filter_request_s_output_limit_leaves_the_prompt_its_room_in_the_conte
 def test_a_filter_run_leaves_no_flushing_thread_behind(tmp_path):
     """Its store's answers are on disk when it returns, and the store's flushing thread ends
     with it: a process that filters model after model keeps none per run."""
-    import threading
-
     from mip.data import build_pool
     from mip.tools.filtering import call_model
 
-    def flushing() -> int:
-        return sum(t.name == "mip-fsync" for t in threading.enumerate())
+    from .test_packs import flushing_threads as flushing
 
     cfg = filter_config(tmp_path, "task=arith", "task.arith.pool_size=4", "max_tokens=64")
     pools = {"arith": build_pool(cfg.task["arith"], None, tmp_path / "cache")}

@@ -318,14 +318,6 @@ def test_every_run_command_runs_as_a_dry_run(command, results):
     assert ran.returncode == 0, ran.stderr[-3000:]
 
 
-# ---------------------------------------------------------------- real runs that need nothing outside
-# Lines that call no paid API, GPU, hub or user's file run as written (their data_dir, the
-# shared data, relative to the repository as the pages say); the others are composed above, and
-# each has a real run of its kind elsewhere (tests/test_demo.py, test_audit.py, test_readback.py).
-OFFLINE_FILTERS = [line for line in TOOL_COMMANDS if line.startswith("python filter.py") and "filter_models=[mock]" in line]
-OFFLINE_MODULES = [line for line in MODULE_COMMANDS if line.split()[2] == "mip.serve" and "--print" in line]
-
-
 BENCHMARK_COMMANDS = unique(line for name, line in LINES if line.startswith("python benchmarks/"))
 
 
@@ -350,6 +342,14 @@ def test_every_benchmark_takes_the_options_shown(command):
     parsed = subprocess.run([sys.executable, "-c", check, str(script), *words[2:]], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert parsed.returncode == 0 and "PARSED" in parsed.stdout, parsed.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- real runs that need nothing outside
+# Lines that call no paid API, GPU, hub or user's file run as written (their data_dir, the
+# shared data, relative to the repository as the pages say); the others are composed above, and
+# each has a real run of its kind elsewhere (tests/test_demo.py, test_audit.py, test_readback.py).
+OFFLINE_FILTERS = [line for line in TOOL_COMMANDS if line.startswith("python filter.py") and "filter_models=[mock]" in line]
+OFFLINE_MODULES = [line for line in MODULE_COMMANDS if line.split()[2] == "mip.serve" and "--print" in line]
 
 
 def test_some_lines_need_nothing_outside():
