@@ -56,7 +56,7 @@ from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
 from mip.models.overflow import ContextRefusal, send_within_window
-from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
+from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
 
@@ -96,7 +96,7 @@ class OpenAICompatBackend(Backend):
         ``model_id: auto`` takes the one model a single-model server lists.
         """
         try:
-            listing = orjson.loads(self._get(f"{self._root}/models"))
+            listing = orjson.loads(self._get(endpoint(self._root, "models")))
         except urllib.error.HTTPError as e:
             if e.code in (401, 403):
                 raise BackendSetupError(f"{self.cfg.base_url} refused the API key from ${self.cfg.api_key_env}: "
@@ -111,7 +111,7 @@ class OpenAICompatBackend(Backend):
         served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if isinstance(data, list) else []
         if self.model_id is None:
             if len(served) != 1:
-                raise BackendSetupError(f"model_id: auto needs a server that lists one model at {self._root}/models; "
+                raise BackendSetupError(f"model_id: auto needs a server that lists one model at {endpoint(self._root, 'models')}; "
                                         f"{self.cfg.base_url} lists {served}. Set model.model_id.")
             self.model_id = bare_id(served[0])
         elif served and bare_id(self.model_id) not in {bare_id(m) for m in served}:
@@ -148,7 +148,7 @@ class OpenAICompatBackend(Backend):
         return chat_token_counts(self._tokenizer, prompts)
 
     def _server_counts(self, prompts: Sequence[str]) -> list[int]:
-        root = self._root.removesuffix("/v1")
+        url = endpoint(self._root, "tokenize", drop="/v1")
         if self.model_id is None:
             self.check()
         counts = []
@@ -156,9 +156,9 @@ class OpenAICompatBackend(Backend):
             body = json.dumps({"model": self.model_id, "messages": [{"role": "user", "content": prompt}],
                                "add_generation_prompt": True}).encode()
             try:
-                counts.append(int(json.loads(self._get(f"{root}/tokenize", body))["count"]))
+                counts.append(int(json.loads(self._get(url, body))["count"]))
             except (OSError, ValueError, KeyError, BackendSetupError) as e:
-                raise BackendSetupError(f"Counting tokens with {root}/tokenize failed ({e}); unset model.server_tokenize "
+                raise BackendSetupError(f"Counting tokens with {url} failed ({e}); unset model.server_tokenize "
                                         "to estimate them instead.") from e
         return counts
 
@@ -263,7 +263,7 @@ class OpenAICompatBackend(Backend):
         """What one reply means: the completion (or a final error) to hand back, else the
         error to retry after and the wait the SDK's rules give (the server's, or backoff)."""
         if status == 200:
-            completion = completion_from_body(request_id, raw, latency, f"{self._root}/chat/completions")
+            completion = completion_from_body(request_id, raw, latency, endpoint(self._root, "chat/completions"))
             if not completion.error:
                 return completion
             # No model's answer (an error body, no choices, no readable message, no JSON): another
