@@ -11,7 +11,7 @@ get that fault, later calls succeed. Kinds: ``429`` (with Retry-After), ``500``,
 ``503``, ``stall`` (no answer past the client's timeout), ``reset`` (connection
 dropped), ``error200`` (HTTP 200 with an error body), ``truncated`` (half a JSON body),
 ``empty`` (no choices) — the retryable repertoire in ``KINDS`` — ``400`` (the request
-refused, which no retry can mend) and ``garbage`` (a whole reply with no answer in it: an
+refused, which no retry can mend), ``302`` (a redirect, not followed) and ``garbage`` (a whole reply with no answer in it: an
 invalid attempt, paid for). ``server.hold_call = 2`` holds the second call of every prompt
 until ``server.release()``; ``server.answered`` counts the replies sent whole per prompt. ``server.fault_rate = 0.2`` instead faults a random 20 %
 of all calls, cycling through ``KINDS``. ``server.arrivals`` holds (prompt hash, outcome,
@@ -135,6 +135,8 @@ class FakeServer(LocalServer):
             await asyncio.sleep(self.latency_s)
         if fault in ("429", "503"):
             await self._send(writer, int(fault), b'{"error": {"message": "slow down"}}', f"Retry-After: {self.retry_after}\r\n")
+        elif fault == "302":  # an http:// address moved to https:// (a redirect mip does not follow)
+            await self._send(writer, 302, b"", "Location: https://moved.example/v1/chat/completions\r\n")
         elif fault == "400":
             await self._send(writer, 400, b'{"error": {"message": "prompt is too long", "code": 400}}')
         elif fault == "500":

@@ -83,15 +83,18 @@ def test_keys_in_urls_and_body_fields_reach_no_file_of_a_sweep(results):
         typed = run_py("-m", *common, "pattern=majority_first,majority_last", f"model.base_url='{server.base_url}?key={IN_QUERY}'",
                        f"+model.extra_body.auth={UNDER_AUTH}", f"+model.extra_body.key={UNDER_KEY}",
                        f"+model.extra_body.user={BY_LOOK}")
-        from_env = run_py("-m", *common, "pattern=majority_edges",
+        server.faults = {"302": 1}  # the first call of each prompt: an error that names the URL (in job.json)
+        from_env = run_py("-m", *common, "pattern=majority_edges,majority_middle",
                           env={"MIP_SERVER_URL": f"{server.base_url}?token={IN_ENV_QUERY}"})
+        server.faults = {}
         # A base URL with a user and password (a proxy's basic auth) cannot reach this server:
         # its refusal names the URL, masked.
-        userinfo = run_py(*common, "pattern=majority_middle",
+        userinfo = run_py(*common, "pattern=soft_majority_edges",
                           f"model.base_url='http://mip:{IN_USERINFO}@127.0.0.1:{server.port}/v1'")
         targets, sent = list(server.targets_seen), server.bodies
     assert typed.returncode == 0, typed.stderr[-3000:]
-    assert from_env.returncode == 0, from_env.stderr[-3000:]
+    assert from_env.returncode == 1, from_env.stderr[-3000:]  # its experiments met the redirect: left unstored
+    assert "?token=*** redirects to https://moved.example" in "".join(p.read_text() for p in results.rglob("job.json"))
     assert userinfo.returncode == 2 and "http://***@127.0.0.1" in userinfo.stderr, userinfo.stderr[-3000:]
     assert any(t.endswith(f"/v1/chat/completions?key={IN_QUERY}") for t in targets)  # the jobs did send them
     assert any(t.endswith(f"/v1/chat/completions?token={IN_ENV_QUERY}") for t in targets)
