@@ -72,6 +72,7 @@ class FakeServer(LocalServer):
         self.bodies: list[dict] = []
         self.answered: Counter = Counter()  # per prompt hash: replies sent whole (what a client pays for)
         self.hold_call: int | None = None  # that call of every prompt (2: the second) waits for release()
+        self.answers_as: str | None = None  # the model id its replies name (a router's fallback), if not ``model``
 
     def release(self) -> None:
         """Let the held calls (``hold_call``) go on."""
@@ -225,7 +226,7 @@ class FakeServer(LocalServer):
         else:
             message[self.reasoning_shape] = trace
         return {
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": self.model,
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": self.answers_as or self.model,
             "provider": "FakeProvider",
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 12, "total_tokens": len(prompt) // 4 + 12,

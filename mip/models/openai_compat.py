@@ -56,6 +56,7 @@ from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
 from mip.models.overflow import ContextRefusal, send_within_window
+from mip.models.served import ServedModel, same_models
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
@@ -86,6 +87,9 @@ class OpenAICompatBackend(Backend):
         # The transport makes its client inside the event loop on first use; the guard its gate there too.
         self._transport: Transport | None = None
         self._guard: RequestGuard | None = None
+        self._same_models: set[str] = set()  # the requested model's other names in the listing (mip.models.served)
+        self._served: ServedModel | None = None
+        self._mismatched: set[str | None] = set()
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -109,6 +113,7 @@ class OpenAICompatBackend(Backend):
             listing = None
         data = listing.get("data") if isinstance(listing, dict) else None
         served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if isinstance(data, list) else []
+        self._same_models = same_models(data, self.model_id or (served[0] if len(served) == 1 else ""))
         if self.model_id is None:
             if len(served) != 1:
                 raise BackendSetupError(f"model_id: auto needs a server that lists one model at {endpoint(self._root, 'models')}; "
@@ -265,7 +270,7 @@ class OpenAICompatBackend(Backend):
         if status == 200:
             completion = completion_from_body(request_id, raw, latency, endpoint(self._root, "chat/completions"))
             if not completion.error:
-                return completion
+                return self._from_requested(completion)
             # No model's answer (an error body, no choices, no readable message, no JSON): another
             # try may fare better. The body goes to the job's log, capped and without the key.
             log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,
@@ -279,6 +284,20 @@ class OpenAICompatBackend(Backend):
         if not should_retry(status, headers):  # the request itself is refused; the same one fails again
             return Completion(request_id, error=error, latency_s=latency)
         return Retry(error, retry_delay(headers, retry))
+
+    def _from_requested(self, completion: Completion) -> Completion:
+        """``completion``, or, where another model answered (beyond the provider's documented
+        aliases, :mod:`mip.models.served`), an infrastructure failure that names both ids: never
+        a verdict of this model. Not retried: the same request goes the same way."""
+        if self._served is None:
+            self._served = ServedModel(self.model_id or self.cfg.model_id, self.cfg.base_url, self._same_models)
+        why = self._served.mismatch(completion.served_model)
+        if why is None:
+            return completion
+        if completion.served_model not in self._mismatched:  # once per served id, not per request
+            self._mismatched.add(completion.served_model)
+            log.warning("Model %s: %s (base_url %s); its replies are not stored.", self.cfg.name, why, self.cfg.base_url)
+        return Completion(completion.id, error=f"{why}; not stored as this model's answer", latency_s=completion.latency_s)
 
     def _shown_body(self, raw: bytes) -> str:
         text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")
