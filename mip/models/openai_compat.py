@@ -87,9 +87,8 @@ class OpenAICompatBackend(Backend):
         # The transport makes its client inside the event loop on first use; the guard its gate there too.
         self._transport: Transport | None = None
         self._guard: RequestGuard | None = None
-        self._same_models: set[str] = set()  # the requested model's other names in the listing (mip.models.served)
+        self._same_models: set[str] = set()  # the model's other names in its listing (mip.models.served)
         self._served: ServedModel | None = None
-        self._mismatched: set[str | None] = set()
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -285,19 +284,10 @@ class OpenAICompatBackend(Backend):
             return Completion(request_id, error=error, latency_s=latency)
         return Retry(error, retry_delay(headers, retry))
 
-    def _from_requested(self, completion: Completion) -> Completion:
-        """``completion``, or, where another model answered (beyond the provider's documented
-        aliases, :mod:`mip.models.served`), an infrastructure failure that names both ids: never
-        a verdict of this model. Not retried: the same request goes the same way."""
+    def _from_requested(self, completion: Completion) -> Completion:  # another model's reply: a failure
         if self._served is None:
             self._served = ServedModel(self.model_id or self.cfg.model_id, self.cfg.base_url, self._same_models)
-        why = self._served.mismatch(completion.served_model)
-        if why is None:
-            return completion
-        if completion.served_model not in self._mismatched:  # once per served id, not per request
-            self._mismatched.add(completion.served_model)
-            log.warning("Model %s: %s (base_url %s); its replies are not stored.", self.cfg.name, why, self.cfg.base_url)
-        return Completion(completion.id, error=f"{why}; not stored as this model's answer", latency_s=completion.latency_s)
+        return self._served.checked(completion, self.cfg.name)
 
     def _shown_body(self, raw: bytes) -> str:
         text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")

@@ -34,8 +34,13 @@ True
 
 from __future__ import annotations
 
+import logging
 import re
 from urllib.parse import urlsplit
+
+from mip.models.base import Completion
+
+log = logging.getLogger(__name__)
 
 _DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
 _VARIANT = re.compile(r":[a-z][a-z0-9-]*\Z")
@@ -71,6 +76,20 @@ class ServedModel:
         base = _VARIANT.sub("", self.requested) if self.provider == "openrouter" else self.requested
         self.accepted = {self.requested, base, *(_bare(m) for m in same_models or ())}
         """The ids the requested model answers as (a listing's canonical slug included)."""
+        self.base_url = base_url
+        self._said: set[str] = set()
+
+    def checked(self, completion: Completion, model_name: str) -> Completion:
+        """``completion``, or, where another model answered, an infrastructure failure that
+        names both ids (logged once per served id): never a verdict of this model. Not
+        retried: the same request goes the same way."""
+        why = self.mismatch(completion.served_model)
+        if why is None:
+            return completion
+        if completion.served_model not in self._said:
+            self._said.add(str(completion.served_model))
+            log.warning("Model %s: %s (base_url %s); its replies are not stored.", model_name, why, self.base_url)
+        return Completion(completion.id, error=f"{why}; not stored as this model's answer", latency_s=completion.latency_s)
 
     def mismatch(self, served: str | None) -> str | None:
         if not served or self._same(_bare(served)):
