@@ -168,14 +168,14 @@ class OpenAICompatBackend(Backend):
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
-        """Completions as they finish. Requests are pulled (and their bodies encoded) in the
-        caller's thread only while fewer than ``max_concurrency`` plus a small lead are
-        unfinished, so prompts are built while earlier requests are in flight."""
+        """Completions as they finish. A request is pulled (and encoded) in the caller's thread only
+        while fewer than ``max_concurrency`` are sent and not handed back (in flight, or answered and
+        not yet stored): a kill loses at most that many paid replies (docs/stopping.md)."""
         if self.model_id is None:
             self.check()
         self._start()
         run, one_try = self._guard.run, self._one_try  # bound once, not per request
-        lead = self.cfg.max_concurrency + max(2, self.cfg.max_concurrency // 4)
+        lead = self.cfg.max_concurrency  # the caller stores each reply before it asks for the next
         finished: queue.SimpleQueue = queue.SimpleQueue()
         source = iter(requests)
         running: set = set()
