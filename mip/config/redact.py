@@ -51,8 +51,8 @@ _SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")
 # Whole words that name a credential: ``auth`` (extra_body.auth, x-auth), and a last word ``key``
 # (extra_body.key, subscription-key); ``author`` or ``key_scheme`` stay readable.
 _SECRET_WHOLE = frozenset({"auth", "sig", "signature"})
-# An environment variable's name as shells and SLURM scripts write it: upper case, digits, "_".
-_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+# An environment variable's name: letters, digits, "_".
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MASK = "***"
 
 # Values that are credentials whatever their key is called: the prefixes of the keys of OpenAI
@@ -136,12 +136,12 @@ def _quoted(value: str) -> str:
 
 
 def variable_name(value: str) -> bool:
-    """Whether ``value`` can be what ``api_key_env`` holds: an upper-case variable's name that
-    is no key pasted in its place (``sk_live…``, ``AIza…`` have lower case; an upper-case token
-    of random letters and digits looks like a key too).
+    """Whether ``value`` can be what ``api_key_env`` holds: a variable's name that is no key
+    pasted in its place, with a dash or without (``sk_live…``, ``AIza…``, a long run of letters
+    and digits with no ``_`` between words).
 
-    >>> [variable_name(v) for v in ("OPENROUTER_API_KEY", "sk-or-v1-abc", "sk_live_abc123", "Q0FGH7J2K9LMNPX4RT5V")]
-    [True, False, False, False]
+    >>> [variable_name(v) for v in ("OPENROUTER_API_KEY", "my_key", "sk-or-v1-abc", "sk_live_abc123", "Q0FGH7J2K9LMNPX4RT5V")]
+    [True, True, False, False, False]
     """
     return bool(_VARIABLE.match(value)) and not looks_like_credential(value) and not (
         len(value) >= 16 and re.search(r"[0-9]", value) and "_" not in value)
@@ -157,7 +157,7 @@ def secret_values(plain: Any) -> set[str]:
     """The strings to mask wherever they appear in a plain config: the values of secret-looking
     keys, values that look like a credential (:func:`looks_like_credential`), the key-bearing
     parts of URLs (:func:`url_secrets`), a key pasted where a variable's name belongs
-    (``api_key_env=sk-…``, or anything that is no upper-case variable name), and the value of
+    (``api_key_env=sk-…``, or anything that is no variable's name), and the value of
     each variable such a field names. The environment is read here only to mask what it holds."""
     found: set[str] = set()
     stack = [plain]
