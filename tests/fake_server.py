@@ -11,7 +11,7 @@ get that fault, later calls succeed. Kinds: ``429`` (with Retry-After), ``500``,
 ``503``, ``stall`` (no answer past the client's timeout), ``reset`` (connection
 dropped), ``error200`` (HTTP 200 with an error body), ``truncated`` (half a JSON body),
 ``empty`` (no choices) — the retryable repertoire in ``KINDS`` — ``400`` (the request
-refused, which no retry can mend) and ``garbage`` (a whole reply with no answer in it: an
+refused, which no retry can mend), ``302`` (a redirect, not followed) and ``garbage`` (a whole reply with no answer in it: an
 invalid attempt, paid for). ``server.hold_call = 2`` holds the second call of every prompt
 until ``server.release()``; ``server.answered`` counts the replies sent whole per prompt. ``server.fault_rate = 0.2`` instead faults a random 20 %
 of all calls, cycling through ``KINDS``. ``server.arrivals`` holds (prompt hash, outcome,
@@ -72,6 +72,7 @@ class FakeServer(LocalServer):
         self.bodies: list[dict] = []
         self.answered: Counter = Counter()  # per prompt hash: replies sent whole (what a client pays for)
         self.hold_call: int | None = None  # that call of every prompt (2: the second) waits for release()
+        self.answers_as: str | None = None  # the model id its replies name (a router's fallback), if not ``model``
 
     def release(self) -> None:
         """Let the held calls (``hold_call``) go on."""
@@ -135,6 +136,8 @@ class FakeServer(LocalServer):
             await asyncio.sleep(self.latency_s)
         if fault in ("429", "503"):
             await self._send(writer, int(fault), b'{"error": {"message": "slow down"}}', f"Retry-After: {self.retry_after}\r\n")
+        elif fault == "302":  # an http:// address moved to https:// (a redirect mip does not follow)
+            await self._send(writer, 302, b"", "Location: https://moved.example/v1/chat/completions\r\n")
         elif fault == "400":
             await self._send(writer, 400, b'{"error": {"message": "prompt is too long", "code": 400}}')
         elif fault == "500":
@@ -223,7 +226,7 @@ class FakeServer(LocalServer):
         else:
             message[self.reasoning_shape] = trace
         return {
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": self.model,
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": self.answers_as or self.model,
             "provider": "FakeProvider",
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": 12, "total_tokens": len(prompt) // 4 + 12,

@@ -15,6 +15,7 @@ import threading
 class LocalServer:
     def __init__(self) -> None:
         self.headers_seen: list[dict[str, str]] = []
+        self.targets_seen: list[str] = []  # each request's target, query included
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -70,6 +71,8 @@ class LocalServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 with self._lock:
                     self.headers_seen.append(headers)
+                    self.targets_seen.append(path)
+                path = path.partition("?")[0]  # a query (a key as ?key=…) is seen in targets_seen
                 if not await self.route(method, path, body, writer, reader):
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError, asyncio.LimitOverrunError):

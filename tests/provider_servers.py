@@ -67,6 +67,7 @@ class GeminiServer(FakeServer):
         if thinking.get("include_thoughts"):
             message["content"] = f"<thought>{THOUGHT}</thought>{message['content']}"
         reply.pop("provider")
+        reply["model"] = request["model"]  # the id asked, bare (the listing's, without models/)
         reply["usage"] = {"prompt_tokens": tokens(prompt), "completion_tokens": 40, "total_tokens": tokens(prompt) + 40}
         await self._send(writer, 200, json.dumps(reply).encode())
         self._paid(prompt)

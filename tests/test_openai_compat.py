@@ -281,7 +281,7 @@ def test_requests_are_taken_as_slots_free(tmp_path):
 
         stream = backend.generate(requests())
         first = next(stream)
-        assert not first.error and len(taken) <= 4 + 2  # max_concurrency plus a small lead
+        assert not first.error and len(taken) == 4  # max_concurrency: none pulled ahead of a free slot
         stream.close()  # the consumer stops early: what is in flight is dropped
         again = list(backend.generate([Request("x", "Instance 1: What is 2 + 2?", 8)]))
         backend.close()

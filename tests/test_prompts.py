@@ -89,3 +89,29 @@ def test_prompt_hash_is_sha256_of_the_text():
     import hashlib
 
     assert prompts.prompt_hash("abc") == hashlib.sha256(b"abc").hexdigest()
+
+
+@pytest.mark.parametrize("label", ['odd"number', "odd\\number"])
+def test_a_label_that_json_must_escape_is_refused_at_composition(results, label):
+    """Issue 43 case 5: the prompt shows a label between double quotes and asks for it inside a
+    JSON string; one with a double quote or a backslash cannot be copied as shown, so the job is
+    refused in one line (exit 2) before it runs."""
+    from .conftest import run_entry
+
+    out = run_entry("run.py", "model=mock", "task=arith", "setting=smoke", "progress=false",
+                    f"task.arith.labels=[even_number,'{label}']")
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.count("error:") == 1 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "cannot be written inside the answer's JSON string" in out.stderr
+    assert not list(results.rglob("*.jsonl"))  # nothing was asked or stored
+
+
+def test_a_label_with_a_control_character_is_refused():
+    from mip.config.task import unwritable_label
+    from mip.job import validate
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke")
+    cfg.task["arith"].labels = ["even\tnumber", "odd_number"]
+    with pytest.raises(ValueError, match="cannot be written inside the answer's JSON string"):
+        validate(cfg)
+    assert unwritable_label(["even_number", "odd_number"]) is None and unwritable_label(["é", "ü"]) is None

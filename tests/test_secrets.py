@@ -60,3 +60,59 @@ def test_what_is_masked():
     assert secret_values(plain) == {"sk-12345"}
     assert redact(plain) == {"model": {"api_key_env": "NOT_SET_ANYWHERE_0", "tokenizer": "HuggingFaceTB/x",
                                        "extra": ["a", "***"]}, "hf_token_env": "***"}
+
+
+# Keys that no key name gives away (issue 43 case 1): in the base URL's query (typed, and from
+# MIP_SERVER_URL), in its userinfo, under extra_body.key / extra_body.auth, and a value that looks
+# like a key under an ordinary name.
+IN_QUERY = "Qk7planted0query0AbCdEf04"
+IN_ENV_QUERY = "Ek7planted0envurl0AbCdEf05"
+IN_USERINFO = "Uk7planted0userinfo0AbCd06"
+UNDER_AUTH = "planted-auth-value-0007"
+UNDER_KEY = "planted-key-value-0008"
+BY_LOOK = "sk-ant-planted-look-0009"
+
+
+def test_keys_in_urls_and_body_fields_reach_no_file_of_a_sweep(results):
+    """Acceptance (issue 43): keys in the base URL's query and in extra_body.auth — and the
+    other key-bearing places — are found in 0 files of a sweep, W&B's offline files included,
+    nor in what it prints."""
+    with FakeServer() as server:
+        common = ["model=smollm2_135m_server", "model.model_id=fake-model", "model.tokenizer=null", "task=arith", "n=20",
+                  "p=0.6", "budget=smoke", "progress=false", "logger=wandb", "logger.mode=offline"]
+        typed = run_py("-m", *common, "pattern=majority_first,majority_last", f"model.base_url='{server.base_url}?key={IN_QUERY}'",
+                       f"+model.extra_body.auth={UNDER_AUTH}", f"+model.extra_body.key={UNDER_KEY}",
+                       f"+model.extra_body.user={BY_LOOK}")
+        server.faults = {"302": 1}  # the first call of each prompt: an error that names the URL (in job.json)
+        from_env = run_py("-m", *common, "pattern=majority_edges,majority_middle",
+                          env={"MIP_SERVER_URL": f"{server.base_url}?token={IN_ENV_QUERY}"})
+        server.faults = {}
+        # A base URL with a user and password (a proxy's basic auth) cannot reach this server:
+        # its refusal names the URL, masked.
+        userinfo = run_py(*common, "pattern=soft_majority_edges",
+                          f"model.base_url='http://mip:{IN_USERINFO}@127.0.0.1:{server.port}/v1'")
+        targets, sent = list(server.targets_seen), server.bodies
+    assert typed.returncode == 0, typed.stderr[-3000:]
+    assert from_env.returncode == 1, from_env.stderr[-3000:]  # its experiments met the redirect: left unstored
+    assert "?token=*** redirects to https://moved.example" in "".join(p.read_text() for p in results.rglob("job.json"))
+    assert userinfo.returncode == 2 and "http://***@127.0.0.1" in userinfo.stderr, userinfo.stderr[-3000:]
+    assert any(t.endswith(f"/v1/chat/completions?key={IN_QUERY}") for t in targets)  # the jobs did send them
+    assert any(t.endswith(f"/v1/chat/completions?token={IN_ENV_QUERY}") for t in targets)
+    assert sent[0]["auth"] == UNDER_AUTH and sent[0]["key"] == UNDER_KEY and sent[0]["user"] == BY_LOOK
+    assert len(list(results.rglob("job.json"))) >= 3 and any(p.suffix == ".wandb" for p in results.rglob("*"))
+    assert any(p.name == "debug.log" for p in results.rglob("*"))
+    planted = (IN_QUERY, IN_ENV_QUERY, IN_USERINFO, UNDER_AUTH, UNDER_KEY, BY_LOOK)
+    assert files_holding(results, *planted) == []
+    printed = typed.stdout + typed.stderr + from_env.stdout + from_env.stderr + userinfo.stdout + userinfo.stderr
+    assert [s for s in planted if s in printed] == []
+
+
+def test_a_key_pasted_as_the_variable_name_without_a_dash_is_refused_without_echoing_it(results):
+    for pasted in ("sk_live_51HpastedNoDash0010", "AIzaSyPastedGoogleKey00011abcdEFGH"):
+        out = run_entry("run.py", "model=smollm2_135m_server", "model.base_url=http://127.0.0.1:9/v1", "model.model_id=m",
+                        "model.tokenizer=null", "task=arith", "n=20", "p=0.6", "budget=smoke", "pattern=majority_first",
+                        "progress=false", f"model.api_key_env={pasted}")
+        assert out.returncode == 2 and out.stderr.count("error:") == 1, out.stderr[-2000:]
+        assert "must name an environment variable" in out.stderr
+        assert pasted not in out.stdout + out.stderr
+        assert files_holding(results, pasted) == []

@@ -261,3 +261,56 @@ def test_a_disk_that_fails_to_flush_stops_the_job_with_a_clear_error(tmp_path, m
                   f"paths.results_dir={tmp_path}")
     with pytest.raises(StoreError, match="Input/output error"):
         run_job(cfg, tmp_path / "job")
+
+
+@pytest.fixture
+def second_mount(tmp_path):
+    """A folder on a file system of its own (a tmpfs mounted for the test; skipped where mount is
+    not permitted), unmounted afterwards."""
+    folder = tmp_path / "other-mount"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()[:200]}")
+    try:
+        assert os.stat(folder).st_dev != os.stat(tmp_path).st_dev
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.mark.parametrize("where", ["task folder", "record"])
+def test_a_damaged_record_behind_a_symlink_to_another_mount_is_quarantined(tmp_path, second_mount, where):
+    """Issue 43 case 4 (acceptance): a record file that cannot be read, lying on another file
+    system behind a symlink (the task folder, or the record itself, links there), is moved to
+    the store's quarantine (copied, flushed, then removed: a rename across mounts fails with
+    EXDEV) and the job completes, asking that experiment again."""
+    from .conftest import compose
+    from mip.job import run_job
+    from mip.job.job_run import load_pools, pending
+    from mip.store import Store
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=random", "order_seeds=[0,1,2]", "progress=false",
+                  f"paths.results_dir={tmp_path / 'results'}")
+    store = Store(cfg.paths.store_dir)
+    plans, _, _ = pending(cfg, store, load_pools(cfg))
+    key = plans[0].key
+    task_folder = Path(cfg.paths.store_dir) / "mock" / "arith"
+    if where == "task folder":
+        task_folder.parent.mkdir(parents=True)
+        task_folder.symlink_to(second_mount)
+        damaged = task_folder / f"{key}.json"
+    else:
+        task_folder.mkdir(parents=True)
+        damaged = task_folder / f"{key}.json"
+        damaged.symlink_to(second_mount / f"{key}.json")
+    (second_mount / f"{key}.json").write_text('{"key": "' + key + '", "verdict": ')  # cut short
+    summary = run_job(cfg, tmp_path / "job")
+    assert summary.ok and summary.stored_now == len(plans) == 6
+    assert not damaged.exists() and not damaged.is_symlink()
+    quarantine = Path(cfg.paths.store_dir) / ".quarantine"
+    moved = [p for p in quarantine.rglob("*.json")]
+    assert len(moved) == 1 and not moved[0].is_symlink() and moved[0].read_text().startswith('{"key": "' + key)
+    assert [e["file"] for e in map(json.loads, (quarantine / "log.jsonl").read_text().splitlines())] == \
+        [f"mock/arith/{key}.json"]
+    assert len(list(Store(cfg.paths.store_dir, readonly=True))) == 6

@@ -48,8 +48,22 @@ def _lists(value: Any) -> Any:
 # variable's name, not a key (unless a key was pasted there: see secret_values).
 _SECRET_WORDS = ("apikey", "secret", "password", "passwd", "authorization", "bearer", "credential")
 _SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")})
+# Whole words that name a credential: ``auth`` (extra_body.auth, x-auth), and a last word ``key``
+# (extra_body.key, subscription-key); ``author`` or ``key_scheme`` stay readable.
+_SECRET_WHOLE = frozenset({"auth", "sig", "signature"})
+# An environment variable's name: letters, digits, "_".
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MASK = "***"
+
+# Values that are credentials whatever their key is called: the prefixes of the keys of OpenAI
+# (sk-, sk-proj-), OpenRouter (sk-or-), Anthropic (sk-ant-), Stripe-style (sk_, rk_), Hugging Face
+# (hf_), GitHub (ghp_, gho_, github_pat_), GitLab (glpat-), Slack (xox?-), Google (AIza, ya29.),
+# a JWT (eyJ), an HTTP credential (Bearer …, Basic …); and any long token of letters and digits
+# in both cases (a random key) that is not a hex digest.
+_CREDENTIAL_VALUE = re.compile(
+    r"(sk[-_]|rk[-_]|hf_|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|AIza|ya29\.|eyJ)[A-Za-z0-9._\-]{6,}"
+    r"|(?i:bearer|basic|token)\s+[A-Za-z0-9._~+/=\-]{8,}")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{24,}")
 
 
 def secret_key(name: str) -> bool:
@@ -62,7 +76,75 @@ def secret_key(name: str) -> bool:
     if not words or words[-1] == "env":
         return False
     pairs = set(zip(words, words[1:]))
-    return bool(any(s in w for w in words for s in _SECRET_WORDS) or _SECRET_PAIRS & pairs or words[-1] == "token")
+    return bool(any(s in w for w in words for s in _SECRET_WORDS) or _SECRET_PAIRS & pairs or words[-1] in ("token", "key")
+                or _SECRET_WHOLE & set(words))
+
+
+def looks_like_credential(value: str) -> bool:
+    """Whether a string is a credential by its look, whatever field holds it (a key under
+    ``extra_body.user``, a header value ``Bearer …``, a key pasted as a variable's name).
+
+    >>> [looks_like_credential(v) for v in ("sk-or-v1-0123abcd", "Bearer abcdefgh12", "OPENROUTER_API_KEY",
+    ...                                     "Qwen/Qwen3-235B-A22B-Thinking-2507", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b")]
+    [True, True, False, False, False]
+    """
+    value = value.strip()
+    if _CREDENTIAL_VALUE.fullmatch(value):
+        return True
+    if not _LONG_TOKEN.fullmatch(value) or re.fullmatch(r"[0-9a-f]+", value):  # a hex digest is no key
+        return False
+    # A random key mixes upper case, lower case and digits in a long run; names, ids and
+    # variable names are words joined by "_", "-" or "/".
+    return any(len(part) >= 16 and re.search(r"[a-z]", part) and re.search(r"[A-Z]", part) and re.search(r"[0-9]", part)
+               for part in re.split(r"[_\-]", value))
+
+
+def url_secrets(value: str) -> set[str]:
+    """The key-bearing parts of a URL (``model.base_url``, ``MIP_SERVER_URL``): its userinfo
+    and the value of every query parameter (``?key=…``, ``?api-key=…``, ``?sig=…``), but for
+    what cannot be a key: values under eight characters, numbers, dates and versions
+    (``?api-version=2024-10-21``).
+
+    >>> sorted(url_secrets("https://mip:pa55word-1@host/v1?key=AbCd1234efgh&api-version=2024-10-21"))
+    ['AbCd1234efgh', 'mip:pa55word-1', 'pa55word-1']
+    """
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    if "://" not in value:
+        return set()
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return set()
+    found: set[str] = set()
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rpartition("@")[0]
+        found |= {userinfo, unquote(userinfo)}
+        found |= {p for p in (userinfo.partition(":")[2], unquote(userinfo.partition(":")[2])) if p}
+    for name, v in parse_qsl(parts.query, keep_blank_values=False):
+        if secret_key(name) or (len(v) >= 8 and not re.fullmatch(r"[0-9.:\-]+", v)):
+            found.add(v)
+            found.add(_quoted(v))
+    return {f for f in found if f}
+
+
+def _quoted(value: str) -> str:
+    """``value`` as it stands in a URL's query (percent-encoded)."""
+    from urllib.parse import quote
+
+    return quote(value, safe="")
+
+
+def variable_name(value: str) -> bool:
+    """Whether ``value`` can be what ``api_key_env`` holds: a variable's name that is no key
+    pasted in its place, with a dash or without (``sk_live…``, ``AIza…``, a long run of letters
+    and digits with no ``_`` between words).
+
+    >>> [variable_name(v) for v in ("OPENROUTER_API_KEY", "my_key", "sk-or-v1-abc", "sk_live_abc123", "Q0FGH7J2K9LMNPX4RT5V")]
+    [True, True, False, False, False]
+    """
+    return bool(_VARIABLE.match(value)) and not looks_like_credential(value) and not (
+        len(value) >= 16 and re.search(r"[0-9]", value) and "_" not in value)
 
 
 def _names_a_key(name: str) -> bool:
@@ -73,7 +155,9 @@ def _names_a_key(name: str) -> bool:
 
 def secret_values(plain: Any) -> set[str]:
     """The strings to mask wherever they appear in a plain config: the values of secret-looking
-    keys, a key pasted where a variable's name belongs (``api_key_env=sk-…``), and the value of
+    keys, values that look like a credential (:func:`looks_like_credential`), the key-bearing
+    parts of URLs (:func:`url_secrets`), a key pasted where a variable's name belongs
+    (``api_key_env=sk-…``, or anything that is no variable's name), and the value of
     each variable such a field names. The environment is read here only to mask what it holds."""
     found: set[str] = set()
     stack = [plain]
@@ -87,11 +171,23 @@ def secret_values(plain: Any) -> set[str]:
             stack.append(v)
             if not (isinstance(v, str) and v.strip()):
                 continue
-            if secret_key(k) or (_names_a_key(k) and not _VARIABLE.match(v)):
+            if secret_key(k) or looks_like_credential(v) or (_names_a_key(k) and not variable_name(v)):
                 found.add(v)
             elif _names_a_key(k) and os.environ.get(v, "").strip():
                 found.update({os.environ[v], os.environ[v].strip()})
+            found |= url_secrets(v)
     return found - {MASK}
+
+
+def typed_secrets(overrides: list[str]) -> set[str]:
+    """:func:`secret_values` of command-line overrides as typed (``+model.extra_body.auth=…``,
+    ``model.base_url='https://…?key=…'``), each read as its last key and its value unquoted.
+
+    >>> sorted(typed_secrets(["+model.extra_body.auth=abc12345", "model.base_url='http://h/v1?key=K123456789'"]))
+    ['K123456789', 'abc12345']
+    """
+    typed = [o.lstrip("+~").partition("=") for o in overrides]
+    return secret_values([{k.rpartition(".")[2]: v.strip().strip("'\"")} for k, _, v in typed])
 
 
 def mask_text(text: str, secrets: set[str]) -> str:
@@ -137,3 +233,31 @@ class SecretFilter(logging.Filter):
         if masked != message:
             record.msg, record.args = masked, None
         return True
+
+
+class MaskedStream:
+    """A text stream (``sys.stdout``, ``sys.stderr``) that masks ``secrets`` in what is written
+    to it: a line printed (``error: …``), a progress bar, a library's warning."""
+
+    def __init__(self, stream: Any, secrets: set[str]):
+        self.stream, self.secrets = stream, secrets
+
+    def write(self, text: str) -> int:
+        self.stream.write(mask_text(text, self.secrets) if isinstance(text, str) else text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding …
+        return getattr(self.stream, name)
+
+
+def mask_streams(secrets: set[str]) -> None:
+    """Mask ``secrets`` from now on in all that this process prints (once per stream; a later call
+    adds its secrets)."""
+    import sys
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, MaskedStream):
+            stream.secrets |= secrets
+        else:
+            setattr(sys, name, MaskedStream(stream, set(secrets)))

@@ -24,6 +24,27 @@ def two_distinct_labels(labels) -> bool:
     return len(labels) == 2 and str(labels[0]) != str(labels[1])
 
 
+def unwritable_label(labels) -> str | None:
+    """The first label a model cannot copy into its answer as the prompt shows it, or None.
+
+    The prompt shows each label between double quotes (``Choose exactly one label from: "pos",
+    "neg".``) and asks for ``{"answer": <label>}``: a label holding a double quote, a backslash
+    or a control character (a line break, a tab) must be escaped inside a JSON string, so a
+    model that copies it as shown writes JSON that does not parse, or another label. Such a
+    label is refused when the job is composed (:func:`mip.job.validate`).
+
+    >>> unwritable_label(["neg", "pos"]), unwritable_label(["a", 'say "b"'])
+    (None, 'say "b"')
+    """
+    import json
+
+    for label in labels:
+        text = str(label)
+        if json.dumps(text, ensure_ascii=False)[1:-1] != text:
+            return text
+    return None
+
+
 @dataclass
 class SourceConfig:
     """Where a task's rows come from and how they are read (see :mod:`mip.data.sources`)."""

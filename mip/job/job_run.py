@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mip.store.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
-from mip.config.task import two_distinct_labels
+from mip.config.task import two_distinct_labels, unwritable_label
 from mip.data import Pool, build_pool
 from mip.data.pools import load_pool
 from mip.data.sources import LOADERS, LOCAL_ONLY
@@ -69,6 +69,10 @@ def validate(cfg: Config) -> Strategy:
     for task in cfg.task.values():
         if not two_distinct_labels(task.labels):
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
+        if (label := unwritable_label(task.labels)) is not None:
+            raise ValueError(f"Task {task.name!r}: the label {label!r} cannot be written inside the answer's JSON string "
+                             "as the prompt shows it (it holds a double quote, a backslash or a control character); "
+                             "rename it without them.")
         if cfg.data_dir is None and task.source.loader in LOCAL_ONLY:  # no hub copy (wsd): says to set data_dir
             LOADERS[task.source.loader](task, None)
     return strategy

@@ -10,10 +10,10 @@ torch, transformers or vLLM installed.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from mip.config import ModelConfig
+from mip.config.redact import variable_name
 from mip.registry import load
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 
@@ -63,10 +63,10 @@ def api_key(cfg: ModelConfig) -> str | None:
     env = getattr(cfg, "api_key_env", None)  # a field of the schemas of backends that call an API
     if not env:
         return None
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env):  # a key pasted in place of its variable's name: never echoed
+    if not variable_name(env):  # a key pasted in place of its variable's name (dash or none): never echoed
         raise BackendSetupError(
-            f"Model {cfg.name!r}: model.api_key_env must name an environment variable, and what it holds is no "
-            "variable's name (a key itself?). Put the key in a variable (`export MY_KEY=...`) and pass "
+            f"Model {cfg.name!r}: model.api_key_env must name an environment variable, and "
+            "what it holds is no variable's name (a key itself?). Put the key in a variable (`export MY_KEY=...`) and pass "
             "model.api_key_env=MY_KEY; if that was a real key, revoke it, as it is in your shell history."
         )
     key = os.environ.get(env, "").strip()

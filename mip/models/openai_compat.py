@@ -56,7 +56,8 @@ from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
 from mip.models.overflow import ContextRefusal, send_within_window
-from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
+from mip.models.served import ServedModel, same_models
+from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
 
@@ -86,6 +87,8 @@ class OpenAICompatBackend(Backend):
         # The transport makes its client inside the event loop on first use; the guard its gate there too.
         self._transport: Transport | None = None
         self._guard: RequestGuard | None = None
+        self._same_models: set[str] = set()  # the model's other names in its listing (mip.models.served)
+        self._served: ServedModel | None = None
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -96,7 +99,7 @@ class OpenAICompatBackend(Backend):
         ``model_id: auto`` takes the one model a single-model server lists.
         """
         try:
-            listing = orjson.loads(self._get(f"{self._root}/models"))
+            listing = orjson.loads(self._get(endpoint(self._root, "models")))
         except urllib.error.HTTPError as e:
             if e.code in (401, 403):
                 raise BackendSetupError(f"{self.cfg.base_url} refused the API key from ${self.cfg.api_key_env}: "
@@ -109,9 +112,10 @@ class OpenAICompatBackend(Backend):
             listing = None
         data = listing.get("data") if isinstance(listing, dict) else None
         served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if isinstance(data, list) else []
+        self._same_models = same_models(data, self.model_id or (served[0] if len(served) == 1 else ""))
         if self.model_id is None:
             if len(served) != 1:
-                raise BackendSetupError(f"model_id: auto needs a server that lists one model at {self._root}/models; "
+                raise BackendSetupError(f"model_id: auto needs a server that lists one model at {endpoint(self._root, 'models')}; "
                                         f"{self.cfg.base_url} lists {served}. Set model.model_id.")
             self.model_id = bare_id(served[0])
         elif served and bare_id(self.model_id) not in {bare_id(m) for m in served}:
@@ -148,7 +152,7 @@ class OpenAICompatBackend(Backend):
         return chat_token_counts(self._tokenizer, prompts)
 
     def _server_counts(self, prompts: Sequence[str]) -> list[int]:
-        root = self._root.removesuffix("/v1")
+        url = endpoint(self._root, "tokenize", drop="/v1")
         if self.model_id is None:
             self.check()
         counts = []
@@ -156,22 +160,22 @@ class OpenAICompatBackend(Backend):
             body = json.dumps({"model": self.model_id, "messages": [{"role": "user", "content": prompt}],
                                "add_generation_prompt": True}).encode()
             try:
-                counts.append(int(json.loads(self._get(f"{root}/tokenize", body))["count"]))
+                counts.append(int(json.loads(self._get(url, body))["count"]))
             except (OSError, ValueError, KeyError, BackendSetupError) as e:
-                raise BackendSetupError(f"Counting tokens with {root}/tokenize failed ({e}); unset model.server_tokenize "
+                raise BackendSetupError(f"Counting tokens with {url} failed ({e}); unset model.server_tokenize "
                                         "to estimate them instead.") from e
         return counts
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
-        """Completions as they finish. Requests are pulled (and their bodies encoded) in the
-        caller's thread only while fewer than ``max_concurrency`` plus a small lead are
-        unfinished, so prompts are built while earlier requests are in flight."""
+        """Completions as they finish. A request is pulled (and encoded) in the caller's thread only
+        while fewer than ``max_concurrency`` are sent and not handed back (in flight, or answered and
+        not yet stored): a kill loses at most that many paid replies (docs/stopping.md)."""
         if self.model_id is None:
             self.check()
         self._start()
         run, one_try = self._guard.run, self._one_try  # bound once, not per request
-        lead = self.cfg.max_concurrency + max(2, self.cfg.max_concurrency // 4)
+        lead = self.cfg.max_concurrency  # the caller stores each reply before it asks for the next
         finished: queue.SimpleQueue = queue.SimpleQueue()
         source = iter(requests)
         running: set = set()
@@ -263,9 +267,9 @@ class OpenAICompatBackend(Backend):
         """What one reply means: the completion (or a final error) to hand back, else the
         error to retry after and the wait the SDK's rules give (the server's, or backoff)."""
         if status == 200:
-            completion = completion_from_body(request_id, raw, latency, f"{self._root}/chat/completions")
+            completion = completion_from_body(request_id, raw, latency, endpoint(self._root, "chat/completions"))
             if not completion.error:
-                return completion
+                return self._from_requested(completion)
             # No model's answer (an error body, no choices, no readable message, no JSON): another
             # try may fare better. The body goes to the job's log, capped and without the key.
             log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,
@@ -279,6 +283,11 @@ class OpenAICompatBackend(Backend):
         if not should_retry(status, headers):  # the request itself is refused; the same one fails again
             return Completion(request_id, error=error, latency_s=latency)
         return Retry(error, retry_delay(headers, retry))
+
+    def _from_requested(self, completion: Completion) -> Completion:  # another model's reply: a failure
+        if self._served is None:
+            self._served = ServedModel(self.model_id or self.cfg.model_id, self.cfg.base_url, self._same_models)
+        return self._served.checked(completion, self.cfg.name)
 
     def _shown_body(self, raw: bytes) -> str:
         text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")

@@ -17,6 +17,21 @@ from yarl import URL
 from mip.models.base import BackendSetupError
 
 
+def endpoint(root: str, path: str, drop: str = "") -> str:
+    """The URL of ``path`` under an API root that may carry a query (a key as ``?key=…``): the
+    path goes before the query, which every request keeps; ``drop`` is a last path segment to
+    leave out first (``/v1`` for vLLM's ``/tokenize``).
+
+    >>> endpoint("https://host/v1?key=K", "chat/completions"), endpoint("http://h:8000/v1/", "tokenize", drop="/v1")
+    ('https://host/v1/chat/completions?key=K', 'http://h:8000/tokenize')
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(root)
+    base = parts.path.rstrip("/").removesuffix(drop) if drop else parts.path.rstrip("/")
+    return urlunsplit(parts._replace(path=f"{base}/{path}"))
+
+
 class ReplyTooLarge(RuntimeError):
     def __init__(self, size: int | None, limit: int):
         super().__init__(f"a reply{' of ' + format(size, ',') + ' bytes' if size else ''} over model.max_response_bytes "

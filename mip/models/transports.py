@@ -26,7 +26,7 @@ from yarl import URL
 import mip
 from mip.config import ModelConfig
 from mip.models.base import BackendSetupError
-from mip.models.safe_http import ReplyTooLarge
+from mip.models.safe_http import ReplyTooLarge, endpoint
 
 Reply = tuple[int, Mapping[str, str], bytes]
 """HTTP status, headers and the raw body."""
@@ -80,7 +80,7 @@ class AiohttpTransport:
                          "User-Agent": f"mip/{mip.__version__}"},
                 timeout=aiohttp.ClientTimeout(total=self.cfg.request_timeout_s),
             )
-            self._url = URL(f"{self._root}/chat/completions")  # parsed once, not per request
+            self._url = URL(endpoint(self._root, "chat/completions"))  # parsed once, not per request
             self._proxy = proxy_for(self._url)
         return self._session
 

@@ -13,12 +13,14 @@ the experiment is asked again; ``analyze.py`` and ``mip.summary`` list what was 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 from pathlib import Path
 
 import orjson
 from pydantic import ValidationError
 
+from mip.data.files import atomic_write
 from mip.experiment.records import schema_error
 from mip.store.packs import Line
 
@@ -52,6 +54,27 @@ def log_quarantined(store_root: Path, entry: dict) -> None:
         log.write(orjson.dumps(entry) + b"\n")
 
 
+def move(path: Path, target: Path) -> None:
+    """Move the file ``path`` to ``target``: a rename where both lie on one file system; else —
+    a task folder or the record on another mount, a record that is a symlink — the file's
+    bytes are copied beside ``target``, flushed to disk (``fsync``), renamed into place, and
+    only then is ``path`` removed (the link, where it is one; what it points to stays). A kill
+    in between leaves the record where it was, and the next job moves it again."""
+    if not path.is_symlink():
+        try:
+            os.replace(path, target)
+            return
+        except OSError as e:
+            if e.errno != errno.EXDEV:
+                raise
+    if path.is_symlink() and not path.exists():  # a link to nothing: what it named is kept
+        data = os.readlink(path).encode("utf-8", "surrogateescape")
+    else:
+        data = path.read_bytes()  # a damaged record: small, read whole (FileNotFoundError if it is gone)
+    atomic_write(target, data)  # a temporary file beside target, fsync, rename, fsync of the folder
+    path.unlink(missing_ok=True)
+
+
 def quarantine(store_root: Path, path: Path, why: str) -> Path | None:
     """Move a damaged file under ``<store>/.quarantine/`` (same relative path, a time stamp
     added) and log why; it then no longer counts as stored. None if another process moved
@@ -60,7 +83,7 @@ def quarantine(store_root: Path, path: Path, why: str) -> Path | None:
     target = store_root / QUARANTINE / relative.parent / f"{relative.stem}.{_stamp()}{relative.suffix}"
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        os.replace(path, target)
+        move(path, target)
     except FileNotFoundError:
         return None
     log_quarantined(store_root, {"file": str(relative), "moved_to": str(target.relative_to(store_root)),

@@ -131,7 +131,9 @@ def _chosen(args: list[str], group: str) -> list[str]:
 
 
 def _refuse(problem: str) -> typing.NoReturn:
-    print(f"error: {problem}", file=sys.stderr)
+    from mip.config.redact import mask_text, typed_secrets
+
+    print(f"error: {mask_text(problem, typed_secrets(sys.argv[1:]))}", file=sys.stderr)  # a key typed is not repeated
     sys.exit(2)
 
 

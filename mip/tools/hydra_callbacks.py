@@ -40,21 +40,22 @@ def _check_writable(config: DictConfig) -> None:
 
 def _filter_logs(config: DictConfig) -> set[str]:
     """The secrets of ``config`` and of the overrides as typed (mip.config.redact), masked from
-    now on in every line logged (run.log, the console: Hydra logs a sweep's overrides)."""
+    now on in every line logged (run.log, the console: Hydra logs a sweep's overrides) and
+    printed."""
     import logging
 
     from omegaconf import OmegaConf
 
-    from mip.config.redact import SecretFilter, secret_values
+    from mip.config.redact import SecretFilter, mask_streams, secret_values, typed_secrets
 
     task = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
     try:
         secrets = secret_values(OmegaConf.to_container(task, resolve=True))
     except Exception:  # noqa: BLE001 - an interpolation that fails here fails the job itself, with its message
         secrets = secret_values(OmegaConf.to_container(task, resolve=False))
-    typed = [o.lstrip("+~").partition("=") for o in config.hydra.overrides.task]
-    secrets |= secret_values([{k.rpartition(".")[2]: v} for k, _, v in typed])
+    secrets |= typed_secrets(list(config.hydra.overrides.task))
     if secrets:
+        mask_streams(secrets)  # what is printed (error lines, bars), not logged
         for handler in logging.getLogger().handlers:
             handler.addFilter(SecretFilter(secrets))
         for name in _LAUNCHERS:  # they set up Hydra's log again (new handlers), then log each job's overrides

@@ -1,0 +1,107 @@
+"""Whether a reply came from the model that was asked: the id a chat-completions reply names
+(``"model"``) against the id requested, allowing only the aliases each provider documents.
+
+A reply from another model is no verdict of this one (a router's fallback, a proxy that serves
+what it has, a server started with other weights): :class:`ServedModel` turns it into an
+infrastructure failure that names both ids (:mod:`mip.models.openai_compat`).
+
+The aliases, per provider (by the base URL's host):
+
+- every server: Google's endpoint lists ids as ``models/…`` while requests take the bare id
+  (https://ai.google.dev/gemini-api/docs/openai); the prefix is ignored on both sides.
+- OpenAI (``api.openai.com``): an alias answers as its dated snapshot, ``gpt-4o`` as
+  ``gpt-4o-2024-08-06`` (https://platform.openai.com/docs/models: "gpt-4o … points to
+  gpt-4o-2024-08-06"); older snapshots carry four digits (``gpt-3.5-turbo-0125``).
+- OpenRouter (``openrouter.ai``): a variant suffix (``:free``, ``:nitro``, ``:floor``,
+  ``:thinking``, ``:online``, ``:exacto``) routes, it names no other model
+  (https://openrouter.ai/docs/guides/routing/model-variants); the model listing's
+  ``canonical_slug`` is the same model under its permanent, often dated, name
+  (https://openrouter.ai/docs/api-reference/models/get-models); dated snapshots as OpenAI's;
+  a ``~author/family-latest`` alias answers as the concrete model of that author it resolved
+  to (https://openrouter.ai/docs/guides/routing/routers/latest-resolution).
+- any other server (``vllm serve``, ``transformers serve``, a local proxy): the id exactly, as
+  vLLM answers with the name it serves (``--served-model-name``).
+
+A reply without a model id is taken as it is (some servers leave it out).
+
+>>> ServedModel("gpt-4o", "https://api.openai.com/v1").mismatch("gpt-4o-2024-08-06") is None
+True
+>>> ServedModel("qwen/qwen3-8b:free", "https://openrouter.ai/api/v1").mismatch("qwen/qwen3-8b") is None
+True
+>>> ServedModel("fake-model", "http://127.0.0.1:8000/v1").mismatch("other-model")
+"the reply came from model 'other-model', not the requested 'fake-model'"
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from urllib.parse import urlsplit
+
+from mip.models.base import Completion
+
+log = logging.getLogger(__name__)
+
+_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
+_VARIANT = re.compile(r":[a-z][a-z0-9-]*\Z")
+
+
+def _bare(model_id: str) -> str:
+    return model_id.removeprefix("models/")
+
+
+def same_models(listing: object, requested: str) -> set[str]:
+    """The other names a ``/models`` listing gives the requested model: OpenRouter's
+    ``canonical_slug``.
+
+    >>> same_models([{"id": "anthropic/claude-sonnet-4", "canonical_slug": "anthropic/claude-4-sonnet-20250522"}],
+    ...             "anthropic/claude-sonnet-4:floor")
+    {'anthropic/claude-4-sonnet-20250522'}
+    """
+    if not isinstance(listing, list) or not requested:
+        return set()
+    base = _VARIANT.sub("", _bare(requested))
+    return {m["canonical_slug"] for m in listing if isinstance(m, dict) and _bare(str(m.get("id"))) == base
+            and isinstance(m.get("canonical_slug"), str)}
+
+
+class ServedModel:
+    """The check of one job's replies: ``mismatch(served)`` says why a reply's model is not the
+    requested one, or None."""
+
+    def __init__(self, requested: str, base_url: str, same_models: set[str] | None = None):
+        host = (urlsplit(base_url).hostname or "").lower()
+        self.provider = "openai" if host == "api.openai.com" else "openrouter" if host.endswith("openrouter.ai") else ""
+        self.requested = _bare(requested)
+        base = _VARIANT.sub("", self.requested) if self.provider == "openrouter" else self.requested
+        self.accepted = {self.requested, base, *(_bare(m) for m in same_models or ())}
+        """The ids the requested model answers as (a listing's canonical slug included)."""
+        self.base_url = base_url
+        self._said: set[str] = set()
+
+    def checked(self, completion: Completion, model_name: str) -> Completion:
+        """``completion``, or, where another model answered, an infrastructure failure that
+        names both ids (logged once per served id): never a verdict of this model. Not
+        retried: the same request goes the same way."""
+        why = self.mismatch(completion.served_model)
+        if why is None:
+            return completion
+        if completion.served_model not in self._said:
+            self._said.add(str(completion.served_model))
+            log.warning("Model %s: %s (base_url %s); its replies are not stored.", model_name, why, self.base_url)
+        return Completion(completion.id, error=f"{why}; not stored as this model's answer", latency_s=completion.latency_s)
+
+    def mismatch(self, served: str | None) -> str | None:
+        if not served or self._same(_bare(served)):
+            return None
+        return f"the reply came from model {served!r}, not the requested {self.requested!r}"
+
+    def _same(self, served: str) -> bool:
+        if served in self.accepted:
+            return True
+        if self.provider in ("openai", "openrouter"):
+            if any(served.startswith(a) and _DATED.fullmatch(served[len(a):]) for a in self.accepted):
+                return True
+        if self.provider == "openrouter" and self.requested.startswith("~"):  # ~author/family-latest
+            return served.split("/", 1)[0] == self.requested[1:].split("/", 1)[0]
+        return False
