@@ -127,9 +127,11 @@ def simulated_models(results: Path, conf: Path) -> Path:
 
 def report(results: Path, conf: Path, out: str, core: str, models: str) -> Path:
     from mip.analysis.analyze import analyze
+    from mip.tools.show import Rebuilder
 
-    return analyze(compose(conf, "analyze", f"results=[{results / 'store'}]", f"out_dir={results / 'demo' / out}",
-                           f"core={core}", f"where.model={models}"))
+    cfg = compose(conf, "analyze", f"results=[{results / 'store'}]", f"out_dir={results / 'demo' / out}",
+                  f"core={core}", f"where.model={models}")
+    return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, conf))  # report.html's record pages
 
 
 def replay(results: Path, conf: Path) -> Path:
