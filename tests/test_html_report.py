@@ -194,6 +194,21 @@ def test_a_browser_clicks_from_table_2_down_to_a_record(reports, tmp_path):
         browser.execute_script("window.scrollTo(0, 0)")
         browser.save_screenshot(str(shots / "3-record.png"))
         errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        # Fig. 21's numbers: the first-9 model under majority_last mentions ID 9, never ID 10.
+        browser.get((local / "report.html").as_uri())
+        rates = browser.find_element(By.ID, f"t-mention_rates_{TAG}_smoke_unfiltered")
+        row = next(r for r in rates.find_elements(By.TAG_NAME, "tr") if r.text.startswith("simulated_first_k majority_last"))
+        cells = row.find_elements(By.TAG_NAME, "td")
+        for i, rate, count in ((9, "1", "mentioned by 2 of them (100.0 %)"), (10, "0", "mentioned by 0 of them (0.0 %)")):
+            assert cells[2 + i].text == rate
+            browser.execute_script("arguments[0].click()", cells[2 + i].find_element(By.TAG_NAME, "a"))
+            assert browser.find_element(By.ID, "count").text == f"2 of 18 experiments shown; ID {i} is {count}"
+            browser.back()
+            rates = browser.find_element(By.ID, f"t-mention_rates_{TAG}_smoke_unfiltered")
+            row = next(r for r in rates.find_elements(By.TAG_NAME, "tr")
+                       if r.text.startswith("simulated_first_k majority_last"))
+            cells = row.find_elements(By.TAG_NAME, "td")
+        errors += [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert not errors, errors
     finally:
         browser.quit()

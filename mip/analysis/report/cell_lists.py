@@ -11,8 +11,9 @@ HTML writer (:mod:`mip.analysis.report.html`) finds it from the table it renders
 - Accuracy per pattern (``patterns_by_model``): the row's experiments of that pattern.
 - Table 3 (coverage bins): the row's valid experiments in that bin (``no trace``: the valid
   ones without a trace).
-- Mention rates (Figs. 5, 21): the valid experiments with a trace of the model and pattern
-  (all patterns: the model's); the rate at ID i is the share of them that mention i.
+- Mention rates (Figs. 5, 21): the model's valid experiments with a trace, one list per model
+  (a pattern's rates link to it with that pattern chosen in its filter); the rate at ID i is
+  the share of those shown that mention i, which the list page counts.
 
 >>> lists = Lists()
 >>> url = lists.add("t", ("m",), "Acc", "m: all", pd.DataFrame({"key": ["b", "a"]}))
@@ -124,10 +125,12 @@ def coverage_bins(lists: Lists, group: pd.DataFrame, traced: pd.DataFrame, tag: 
 def mention_rates(lists: Lists, traced: pd.DataFrame, tag: str) -> None:
     for (budget, pool), sub in traced.groupby(["budget", "pool"]):
         name = f"mention_rates_{tag}_{budget}_{pool}"
-        pooled = sub.assign(pattern=coverage.POOLED)
-        for (model, pattern), rows in pd.concat([pooled, sub]).groupby(["model", "pattern"], sort=False):
-            lists.add(name, (model, pattern), "experiments", f"Mention rates of {model}, {pattern}, budget {budget}, "
-                      f"{pool} pool, {tag}: valid experiments with a trace", rows, mention=True)
+        for model, rows in sub.groupby("model"):
+            # One list per model: a pattern's rates (Fig. 21) are its rows, which the list's pattern filter shows.
+            url = lists.add(name, (model, coverage.POOLED), "experiments", f"Mention rates of {model}, budget {budget}, "
+                            f"{pool} pool, {tag}: valid experiments with a trace", rows, mention=True)
+            for pattern in rows["pattern"].unique():
+                lists.cells[name][(str(model), str(pattern))] = {"experiments": f"{url}#pattern={pattern}"}
 
 
 def core(lists: Lists, frame: pd.DataFrame) -> pd.DataFrame:

@@ -97,7 +97,7 @@ def table_html(frame: pd.DataFrame, name: str, lists: Lists) -> Markup:
         for column in frame.columns:
             text, link = _text(row[column]), links.get(column)
             if isinstance(link, str):
-                cell = lists.lists[link[6:]]
+                cell = lists.lists[link.split("#")[0][6:]]
                 cell.value = cell.value or f"{column} = {text}"
                 cells.append(f'<td><a href="{link}">{escape(text)}</a></td>')
             elif isinstance(link, dict):  # π⁺ / π⁻: each pattern named links to its experiments
@@ -126,7 +126,7 @@ def mention_table(rates: pd.DataFrame, name: str, lists: Lists) -> pd.DataFrame 
         url = lists.cells.get(name, {}).get((str(model), str(pattern)), {}).get("experiments")
         if isinstance(url, str):
             for i in shown:
-                lists.cells[name][(str(model), str(pattern))][f"ID {i}"] = url
+                lists.cells[name][(str(model), str(pattern))][f"ID {i}"] = f"{url}{'&' if '#' in url else '#'}id={i}"
     return pd.DataFrame(rows)
 
 
@@ -152,13 +152,14 @@ def _items(report, lists: Lists, sections: list[tuple[str, str]]) -> list[tuple[
 
 
 def _list_rows(cell, info: pd.DataFrame, mentioned: dict[str, set[int]], written: dict[str, str]) -> list[dict]:
+    """A list's rows; a mention-rate list's carry their mentioned IDs (as ranges) for its ID count."""
     rows = []
     for key in cell.keys:
         r = info.loc[key]
         ids = mentioned.get(key)
         rows.append({**{c: _text(r[c]) for c in cell_lists.LIST_COLUMNS if c != "key"}, "key": key,
                      "invalid_kind": r["invalid_kind"] if isinstance(r["invalid_kind"], str) else "",
-                     "ids": _ranges(ids) if ids else "", "mentioned": "–" if ids is None else len(ids),
+                     "ids": _ranges(ids) if ids and cell.mention else "", "mentioned": "–" if ids is None else len(ids),
                      "href": f"../{written[key]}" if key in written else None})
     return rows
 

@@ -38,10 +38,12 @@ function setupList() {
     if (id !== null) text += "; ID " + id + " is mentioned by " + mention + " of them (" + (shown ? (100 * mention / shown).toFixed(1) : "–") + " %)";
     count.textContent = text;
   }
+  // A link from a table may choose a pattern and an ID: #pattern=majority_last&id=5
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  for (const s of selects) if (wanted.get(s.dataset.col)) s.value = wanted.get(s.dataset.col);
   if (idBox) {
     idBox.addEventListener("input", apply);
-    const m = /id=(\d+)/.exec(location.hash);
-    if (m) idBox.value = m[1];
+    if (wanted.get("id")) idBox.value = wanted.get("id");
   }
   apply();
 }
