@@ -168,6 +168,7 @@ def summary(results: Path) -> str:
                      "Δ = 0. A real model's order effect looks like the first, more noisily.")
     lines += ["", f"Reports: {results / 'demo' / 'report' / 'report.md'}, "
                   f"{results / 'demo' / 'simulated' / 'report.md'}",
+              f"Click through them in a browser (from disk, offline): {results / 'demo' / 'simulated' / 'report.html'}",
               f"Attribution: {results / 'demo' / 'attribution'} (replays.jsonl, figures/)",
               "Read one record with its prompt: python -m mip.show <key from the report or job.json>",
               "Count the paper's grid without a call: python run.py -m +experiment=core model=gpt_oss_120b "
