@@ -108,7 +108,8 @@ def table_html(frame: pd.DataFrame, name: str, lists: Lists) -> Markup:
             else:
                 cells.append(f"<td>{escape(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return Markup(f'<table class="data" id="t-{escape(name)}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
+    return Markup(f'<table class="data" id="t-{escape(name)}"><thead><tr>{head}</tr></thead>'
+                  f'<tbody>{"".join(body)}</tbody></table>')
 
 
 def mention_table(rates: pd.DataFrame, name: str, lists: Lists) -> pd.DataFrame | None:
