@@ -20,9 +20,10 @@ import pytest
 
 from mip.analysis.analyze import analyze
 from mip.analysis.report import figures
+from mip.job import run_job
 from mip.tools.show import Rebuilder
 
-from .conftest import REPO, compose, unencoded
+from .conftest import REPO, compose, unencoded, vary
 from .test_simulated import MODELS, N, P, run_one_seed
 
 TAG = f"n{N}_p{P}"
@@ -99,6 +100,8 @@ def test_every_linked_number_lists_the_experiments_it_counts(reports):
                               r'<td><a href="([^"]+)"', text)
             if b["experiments"]:
                 assert len(_list_keys(local, found.group(1))) == b["experiments"], (model, b["bin"])
+        numbers = _row(local, f"table2_numbers_{TAG}", model)  # the unrounded numbers link the same lists
+        assert _list_keys(local, re.search(r'<td><a href="(lists/[^"]+)">', numbers).group(1)) == _list_keys(local, acc)
     pages = list((local / "records").rglob("*.html"))
     assert len(pages) == 3 * 18
     for page in [local / "report.html", *pages[:5], *list((local / "lists").glob("*.html"))[:5]]:
@@ -130,6 +133,25 @@ def test_the_wandb_report_links_the_same_experiments(reports):
         assert _list_keys(local, f"lists/{name}") == _list_keys(remote, f"lists/{name}"), name
     page = next((remote / "records").rglob("*.html")).read_text(encoding="utf-8")
     assert "as logged to W&amp;B; the W&amp;B table keeps no prompt hash" in page and "Instance 1:" in page
+
+
+def test_table_5_links_each_prompt_variants_experiments(tmp_path):
+    """Beyond the core: Table 5's numbers (per model, prompt variant and budget) link down too."""
+    results = tmp_path / "results"
+    for variant in ("standard", "hint"):
+        base = compose("model=simulated_last_k", "task=arith", f"n={N}", f"p={P}", "budget=smoke", "progress=false",
+                       f"prompt_variant={variant}", f"paths.results_dir={results}")
+        for pattern in ("majority_first", "majority_last"):
+            for seed in (0, 1):
+                assert run_job(vary(base, pattern=pattern, seed=seed), results / "jobs" / f"{variant}-{pattern}-{seed}").ok
+    report = _analyze(tmp_path / "out", f"results=[{results / 'store'}]", f"paths.results_dir={results}", encode=False)
+    for variant in ("standard", "hint"):
+        row = _row(report, f"table5_prompt_variants_{TAG}_unfiltered", f"simulated_last_k</td><td>{variant}")
+        links = re.findall(r'<td><a href="(lists/[^"]+)">', row)
+        experiments, delta = links[0], links[5]  # experiments, valid, sets, acc, acc_sd, delta
+        assert len(_list_keys(report, experiments)) == len(_list_keys(report, delta)) == 8  # 2 patterns × 2 seeds × 2 labels
+        for key in _list_keys(report, experiments):
+            assert f"· {variant} ·" in (report / "records" / key[:2] / f"{key}.html").read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------------------------------ in a browser

@@ -191,7 +191,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
               "Core setting: " + parts.core_text, ""]
     path = report.folder / "report.md"
     path.write_text(report.markdown(header), encoding="utf-8")
-    html.write(report, header, parts.core, source, SECTIONS,
+    html.write(report, header, parts, source, SECTIONS,
                [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES])
     return path
 

@@ -5,7 +5,8 @@ section records, :func:`mip.analysis.slices.of` over the same keys); nothing her
 number again. Each list is keyed by the table's name and the cell's row values, so that the
 HTML writer (:mod:`mip.analysis.report.html`) finds it from the table it renders.
 
-- Table 2 (per slice row model × budget × pool): every accuracy and the invalid rate rest on
+- Table 2 and its numbers (per slice row model × budget × pool), the budget comparison (model ×
+  budget) and Table 5 (model × prompt variant × budget): every accuracy and the invalid rate rest on
   all the row's experiments; Δ on the experiments of π⁺ and π⁻ in the seeds paired for it;
   each pattern named in π⁺ / π⁻ on that pattern's experiments.
 - Accuracy per pattern (``patterns_by_model``): the row's experiments of that pattern.
@@ -101,6 +102,24 @@ def table2(lists: Lists, group: pd.DataFrame, tag: str) -> None:
                               sub[sub["pattern"] == pattern], token=pattern)
 
 
+def model_rows(lists: Lists, name: str, group: pd.DataFrame, by: list[str], where: str) -> None:
+    """The numbers of a :func:`mip.analysis.report.sections.model_rows` table (its raw columns):
+    accuracies, invalid rate and counts on the row's experiments, each Δ on its paired π⁺ and π⁻."""
+    for row, sub in slices.of(group, by):
+        key = tuple(row[c] for c in by)
+        label = f"{' · '.join(map(str, key))} ({where})"
+        everything = lists.add(name, key, "experiments", f"{label}: every experiment", sub)
+        for column in ("valid", "sets", "invalid_rate", "invalid_rate_sd",
+                       *(f"acc{m.suffix}{sd}" for m in stats.METRICS.values() for sd in ("", "_sd"))):
+            lists.cells[name][tuple(map(str, key))][column] = everything
+        for metric, m in stats.METRICS.items():
+            gap = stats.best_worst_gap(sub, metric)
+            if gap.best and gap.worst:
+                url = lists.add(name, key, f"delta{m.suffix}", f"{label}: Δ{m.suffix} = {gap.best} − {gap.worst}, their "
+                                "experiments in the paired seeds", _paired(sub, gap.best, gap.worst, metric))
+                lists.cells[name][tuple(map(str, key))][f"delta{m.suffix}_sd"] = url
+
+
 def patterns(lists: Lists, group: pd.DataFrame, tag: str) -> None:
     rows = sections._rows(group)  # the row labels the table shows
     for (model, pattern), sub in rows.groupby(["model", "pattern"]):
@@ -140,9 +159,24 @@ def core(lists: Lists, frame: pd.DataFrame) -> pd.DataFrame:
     for setting, group in slices.of(frame, ["n", "p"]):
         tag = slices.file_tag(setting, ["n", "p"])
         table2(lists, group, tag)
+        model_rows(lists, f"table2_numbers_{tag}", group, sections.ROW, tag)
         patterns(lists, group, tag)
         traced = coverage.with_coverage(group)
         coverage_bins(lists, group, traced, tag)
         mention_rates(lists, traced, tag)
         scanned.append(traced[["key", "mentioned_ids"]])
     return pd.concat(scanned) if scanned else pd.DataFrame(columns=["key", "mentioned_ids"])
+
+
+def budgets(lists: Lists, frame: pd.DataFrame) -> None:
+    """The budget comparison's table (:func:`mip.analysis.report.sections.budgets`)."""
+    for setting, group in slices.of(frame, ["n", "p", "pool"]):
+        tag = slices.file_tag(setting, ["n", "p", "pool"])
+        model_rows(lists, f"budgets_{tag}", group, ["model", "budget"], tag)
+
+
+def prompt_variants(lists: Lists, frame: pd.DataFrame) -> None:
+    """Table 5 (:func:`mip.analysis.report.sections.prompt_variants`)."""
+    for setting, group in slices.of(frame, ["n", "p", "pool"]):
+        tag = slices.file_tag(setting, ["n", "p", "pool"])
+        model_rows(lists, f"table5_prompt_variants_{tag}", group, ["model", "prompt_variant", "budget"], tag)

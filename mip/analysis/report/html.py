@@ -30,7 +30,8 @@ from mip.analysis.report.cell_lists import Lists
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: The row key of each linked table, by its name's start (the columns the table shows).
-KEYS = {"table2_numbers_": None, "table2_": ("Model", "Budget", "Pool"), "patterns_by_model_": ("model", "pattern"),
+KEYS = {"table2_numbers_": ("model", "budget", "pool"), "table2_": ("Model", "Budget", "Pool"),
+        "budgets_": ("model", "budget"), "table5_prompt_variants_": ("model", "prompt_variant", "budget"), "patterns_by_model_": ("model", "pattern"),
         "table3_coverage_": ("model", "budget", "pool", "bin"), "mention_rates_": ("model", "pattern")}
 #: Instance IDs a record page and a mention-rate table show one by one (the rest: counted).
 SHOWN_IDS = 100
@@ -165,9 +166,10 @@ def _list_rows(cell, info: pd.DataFrame, mentioned: dict[str, set[int]], written
     return rows
 
 
-def write(report, header: list[str], core: pd.DataFrame, source: Source | None, sections: list[tuple[str, str]],
+def write(report, header: list[str], parts, source: Source | None, sections: list[tuple[str, str]],
           choices: list[str]) -> Path:
-    """Write report.html, its lists and record pages under ``report.folder``; return report.html's path."""
+    """Write report.html, its lists and record pages under ``report.folder``; return report.html's path.
+    ``parts``: the report's sections (:func:`mip.analysis.slices.sections`), whose tables' numbers link down."""
     folder = report.folder
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     for old in ("lists", "records"):  # pages of an earlier report in this folder are not this one's
@@ -176,7 +178,10 @@ def write(report, header: list[str], core: pd.DataFrame, source: Source | None, 
     for asset in ("report.css", "report.js"):
         shutil.copyfile(TEMPLATES / asset, folder / "assets" / asset)
     lists = Lists()
-    traced = cell_lists.core(lists, core) if not core.empty else core.iloc[0:0]
+    core = parts.core
+    traced = cell_lists.core(lists, core) if not core.empty else pd.DataFrame(columns=["key", "mentioned_ids"])
+    cell_lists.budgets(lists, parts.budgets)
+    cell_lists.prompt_variants(lists, parts.prompt_variants)
     mentioned = dict(zip(traced["key"], traced["mentioned_ids"])) if len(traced) else {}
     written: dict[str, str] = {}
     record = env.get_template("record.html.j2")
@@ -194,7 +199,8 @@ def write(report, header: list[str], core: pd.DataFrame, source: Source | None, 
                                                      choices=choices, sections=_items(report, lists, sections))
     path = folder / "report.html"
     path.write_text(page, encoding="utf-8")
-    info = core.drop_duplicates("key").set_index("key") if not core.empty else core
+    shown = [f for f in (core, parts.budgets, parts.prompt_variants) if not f.empty]
+    info = (pd.concat(shown) if shown else core).drop_duplicates("key").set_index("key")
     listing = env.get_template("list.html.j2")
     filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]
     for cell in lists.lists.values():
