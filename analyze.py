@@ -19,6 +19,7 @@ from mip.analysis.analyze import analyze
 from mip.tools.cli import check_overrides
 from mip.config import AnalyzeConfig
 from mip.tools.config_store import register
+from mip.tools.show import Rebuilder
 from mip.analysis.results import ResultsError
 from mip.analysis.slices import SliceError
 
@@ -33,7 +34,7 @@ def main(cfg: DictConfig) -> None:
     if config.coverage.model_dir is None:  # what each model's traces are: the model configs shipped here
         config.coverage.model_dir = str(CONF / "model")
     try:
-        path = analyze(config, show=print)
+        path = analyze(config, show=print, prompts=Rebuilder.maker(config.paths.cache_dir, CONF))
     except (ResultsError, SliceError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

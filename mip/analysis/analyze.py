@@ -7,8 +7,9 @@ from pathlib import Path
 
 from mip.config import AnalyzeConfig
 from mip.analysis.headline import headline, render
-from mip.analysis.report import write_report
+from mip.analysis.report import html, write_report
 from mip.analysis.report.model_sets import TracePool
+from mip.analysis.report.record_pages import Rebuild
 from mip.analysis.results import ResultsError, load_local, load_wandb_api, load_wandb_offline
 from mip.analysis.slices import restrict
 
@@ -23,16 +24,22 @@ def load(cfg: AnalyzeConfig):
     raise ResultsError(f"Unknown source {cfg.source!r}; choose local or wandb.")
 
 
-def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None) -> Path:
-    """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice."""
+def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None, prompts: Rebuild | None = None) -> Path:
+    """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice; ``prompts``
+    rebuilds a record's prompt for report.html (analyze.py: :class:`mip.tools.show.Rebuilder`)."""
     frame = load(cfg)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
-    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage))
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage), source(cfg, prompts))
     if show is not None:
         show(render(headline(restrict(frame, cfg.where))))
     if cfg.wandb.log_report:
         log_report(path.parent, cfg)
     return path
+
+
+def source(cfg: AnalyzeConfig, prompts: Rebuild | None = None) -> html.Source:
+    """Where the records were read, for report.html's record pages."""
+    return html.Source(cfg.source, tuple(map(str, cfg.results)), bool(cfg.wandb.project), prompts)
 
 
 def log_report(folder: Path, cfg: AnalyzeConfig) -> None:

@@ -59,9 +59,10 @@ def _word(ch: str) -> bool:
     return ch.isascii() and (ch.isalnum() or ch == "_")
 
 
-def mentioned_ids_regex(trace: str | None, n: int) -> set[int]:
-    """:func:`mentioned_ids` by the regex and the rules as written: the slow, obvious reference."""
-    trace, found = trace or "", set()
+def mention_spans(trace: str | None, n: int) -> list[tuple[int, int, tuple[int, ...]]]:
+    """Where ``trace`` mentions IDs 1..n by the module's rule: each numeral that counts, as
+    (start, end, its IDs) in the text; what the HTML report highlights in a trace."""
+    trace, spans = trace or "", []
     for m in NUMERAL.finditer(trace):
         before = trace[m.start() - 1] if m.start() else " "
         after = trace[m.end()] if m.end() < len(trace) else " "
@@ -72,8 +73,15 @@ def mentioned_ids_regex(trace: str | None, n: int) -> set[int]:
         text = m.group()
         if "." in text or THOUSANDS.fullmatch(text):  # rules 4 and 5
             continue
-        found |= {int(g) for g in text.split(",") if len(g) <= MAX_DIGITS}
-    return {v for v in found if 1 <= v <= n}
+        ids = tuple(v for g in text.split(",") if len(g) <= MAX_DIGITS and 1 <= (v := int(g)) <= n)
+        if ids:
+            spans.append((m.start(), m.end(), ids))
+    return spans
+
+
+def mentioned_ids_regex(trace: str | None, n: int) -> set[int]:
+    """:func:`mentioned_ids` by the regex and the rules as written: the slow, obvious reference."""
+    return {v for _, _, ids in mention_spans(trace, n) for v in ids}
 
 
 def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

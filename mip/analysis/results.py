@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -186,16 +186,24 @@ def _table_rows(table: dict) -> list[dict]:
     return rows
 
 
-def load_wandb_offline(paths: Sequence[str | Path]) -> pd.DataFrame:
-    """The experiment tables of W&B runs written without network (``offline-run-*`` folders)."""
-    rows: list[dict] = []
+#: Where :func:`load_wandb_api` puts the tables it downloads (one folder per run).
+WANDB_DOWNLOADS = Path("/tmp/mip-wandb")
+
+
+def wandb_rows(paths: Sequence[str | Path], tables: str = "*run-*/files/media/table/**/*.table.json") -> Iterator[dict]:
+    """The rows of the W&B experiment tables under ``paths`` (offline run folders, or
+    :data:`WANDB_DOWNLOADS` with ``tables="**/media/table/**/*.table.json"``), as dicts."""
     for root in map(Path, paths):
-        for table_file in sorted(root.rglob("*run-*/files/media/table/**/*.table.json")):
+        for table_file in sorted(root.rglob(tables)):
             try:
-                rows += _table_rows(json.loads(table_file.read_text(encoding="utf-8")))
+                yield from _table_rows(json.loads(table_file.read_text(encoding="utf-8")))
             except (OSError, ValueError) as e:
                 warnings.warn(f"Skipping unreadable W&B table {table_file}: {e}", stacklevel=2)
-    return _frame(rows, "W&B run folders under " + ", ".join(map(str, paths)))
+
+
+def load_wandb_offline(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """The experiment tables of W&B runs written without network (``offline-run-*`` folders)."""
+    return _frame(wandb_rows(paths), "W&B run folders under " + ", ".join(map(str, paths)))
 
 
 def load_wandb_api(project: str, entity: str | None = None, group: str | None = None,
@@ -213,6 +221,6 @@ def load_wandb_api(project: str, entity: str | None = None, group: str | None = 
     for run in api.runs(f"{entity}/{project}" if entity else project, filters=filters):
         for file in run.files():
             if file.name.endswith(".table.json") and "/table/" in file.name:
-                with file.download(replace=True, root=f"/tmp/mip-wandb/{run.id}") as handle:
+                with file.download(replace=True, root=str(WANDB_DOWNLOADS / run.id)) as handle:
                     rows += _table_rows(json.load(handle))
     return _frame(rows, f"W&B project {project}")

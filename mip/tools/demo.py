@@ -127,9 +127,11 @@ def simulated_models(results: Path, conf: Path) -> Path:
 
 def report(results: Path, conf: Path, out: str, core: str, models: str) -> Path:
     from mip.analysis.analyze import analyze
+    from mip.tools.show import Rebuilder
 
-    return analyze(compose(conf, "analyze", f"results=[{results / 'store'}]", f"out_dir={results / 'demo' / out}",
-                           f"core={core}", f"where.model={models}"))
+    cfg = compose(conf, "analyze", f"results=[{results / 'store'}]", f"out_dir={results / 'demo' / out}",
+                  f"core={core}", f"where.model={models}")
+    return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, conf))  # report.html's record pages
 
 
 def replay(results: Path, conf: Path) -> Path:
@@ -166,6 +168,7 @@ def summary(results: Path) -> str:
                      "Δ = 0. A real model's order effect looks like the first, more noisily.")
     lines += ["", f"Reports: {results / 'demo' / 'report' / 'report.md'}, "
                   f"{results / 'demo' / 'simulated' / 'report.md'}",
+              f"Click through them in a browser (from disk, offline): {results / 'demo' / 'simulated' / 'report.html'}",
               f"Attribution: {results / 'demo' / 'attribution'} (replays.jsonl, figures/)",
               "Read one record with its prompt: python -m mip.show <key from the report or job.json>",
               "Count the paper's grid without a call: python run.py -m +experiment=core model=gpt_oss_120b "

@@ -173,6 +173,33 @@ def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path
         raise ShowError(str(e)) from None
 
 
+class Rebuilder:
+    """Prompts rebuilt as mip.show rebuilds them, with each (task, pool version) loaded once:
+    report.html's record pages (``Rebuilder.maker(cache_dir, conf_dir)`` is what
+    :func:`mip.analysis.analyze.analyze` takes as ``prompts``)."""
+
+    @classmethod
+    def maker(cls, cache_dir: Path, conf_dir: Path):
+        return lambda tasks, results_dir: cls(tasks, Path(results_dir), Path(cache_dir), Path(conf_dir))
+
+    def __init__(self, tasks: dict[str, dict], results_dir: Path, cache_dir: Path, conf_dir: Path):
+        self.tasks, self.results_dir, self.cache_dir, self.conf_dir = tasks, results_dir, cache_dir, conf_dir
+        self.loaded: dict[tuple[str, str], tuple] = {}
+
+    def __call__(self, record: Record) -> tuple[str | None, str]:
+        from mip.data import DataError
+        from mip.strategies.rebuild import rebuild_prompt
+
+        try:
+            which = (record.experiment.task, record.pool_version)
+            if which not in self.loaded:
+                task = task_config(record.experiment.task, self.tasks, self.conf_dir)
+                self.loaded[which] = (task, pool_for(record, task, self.results_dir, self.cache_dir))
+            return rebuild_prompt(record, *self.loaded[which]), "rebuilt from the record and its pool; hash checked"
+        except (ShowError, ValueError, DataError) as e:
+            return None, f"not rebuilt: {e}"
+
+
 # ---------------------------------------------------------------------------- printing
 def clipped(text: str, full: bool, lines: int = 12) -> str:
     """The text, or its first and last ``lines`` lines with a count of what was left out."""

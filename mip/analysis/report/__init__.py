@@ -15,7 +15,7 @@ import pandas as pd
 
 from mip.analysis import inference, slices
 from mip.experiment.instances import PATTERNS
-from mip.analysis.report import figures, sections, strategy_section as strategies, metric_tables as tables
+from mip.analysis.report import figures, html, sections, strategy_section as strategies, metric_tables as tables
 from mip.analysis.report.model_sets import TracePool
 
 
@@ -71,8 +71,11 @@ class Report:
     section: str = "core"
     pool: TracePool = field(default_factory=TracePool)
     """The models pooled trace figures pool (mip.analysis.report.model_sets)."""
+    shown: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """Each table's and data file's frame by name, for report.html (mip.analysis.report.html)."""
 
     def table(self, frame: pd.DataFrame, name: str, how: str) -> None:
+        self.shown[name] = frame
         self.items.append((self.section, "table", tables.write_table(frame, self.folder / "tables", name), how))
 
     def data(self, frame: pd.DataFrame, name: str, how: str) -> None:
@@ -80,6 +83,7 @@ class Report:
         path = self.folder / "data" / f"{name}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(path, index=False)
+        self.shown[name] = frame
         self.items.append((self.section, "data", [path], how))
 
     def figure(self, fig, name: str, how: str) -> None:
@@ -135,7 +139,7 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
 
 def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
                  where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
-                 pool: TracePool | None = None) -> Path:
+                 pool: TracePool | None = None, source: html.Source | None = None) -> Path:
     """Write tables, figures and report.md under ``folder``; return the report's path.
 
     ``where`` restricts the records (:func:`mip.analysis.slices.restrict`); ``core`` is the core
@@ -187,6 +191,8 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
               "Core setting: " + parts.core_text, ""]
     path = report.folder / "report.md"
     path.write_text(report.markdown(header), encoding="utf-8")
+    html.write(report, header, parts, source, SECTIONS,
+               [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES])
     return path
 
 

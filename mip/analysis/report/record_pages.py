@@ -1,0 +1,157 @@
+"""One experiment as the HTML report shows it: its rebuilt prompt, every attempt, the verdict,
+and the trace's mentioned instance IDs marked by the report's coverage rule.
+
+Where the records come from follows analyze.py's ``source``:
+
+- ``local``: the records themselves (:mod:`mip.analysis.folders`), every attempt and stage;
+  the prompt rebuilt as ``python -m mip.show`` rebuilds it (:class:`mip.tools.show.Rebuilder`,
+  handed down by analyze.py) and its hash checked;
+- ``wandb``: the rows of the W&B experiment tables, which hold the prompt as it was sent and
+  the counted attempt only (W&B keeps no prompt hash and no other attempt; the page says so).
+
+>>> view = RecordView(key="k", line="m · t", verdict="correct", answer="a", n=20, counted=1,
+...                   attempts=[AttemptView("correct", "a", [StageView("s", "x", "Instance 3 and 1,2", None)])])
+>>> view.mentioned, [t for t, _ in marked("IDs 3 and 30", 20)]
+([1, 2, 3], ['IDs ', '3', ' and 30'])
+
+Exercised by ``pytest tests/test_html_report.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mip.analysis import coverage, folders
+from mip.experiment.records import Record, counted_attempt
+
+#: Lines of the prompt shown at its head and at its tail (a prompt at n = 2,000 runs to ~500 KB).
+PROMPT_LINES = 60
+
+
+@dataclass
+class StageView:
+    name: str
+    finish: str | None
+    reasoning: str | None
+    output: str | None
+    tokens: str = ""
+
+
+@dataclass
+class AttemptView:
+    verdict: str
+    answer: str | None
+    stages: list[StageView]
+    invalid_kind: str | None = None
+
+
+@dataclass
+class RecordView:
+    key: str
+    line: str
+    verdict: str
+    answer: str | None
+    n: int
+    counted: int | None
+    """The counted attempt, from 1 (None: none counted)."""
+    attempts: list[AttemptView]
+    prompt: str | None = None
+    prompt_note: str = ""
+    fields: dict = field(default_factory=dict)
+
+    @property
+    def trace(self) -> str | None:
+        """The counted attempt's last stage's reasoning: the trace coverage reads (mip.analysis.results)."""
+        if self.counted is None or not self.attempts[self.counted - 1].stages:
+            return None
+        return self.attempts[self.counted - 1].stages[-1].reasoning
+
+    @property
+    def mentioned(self) -> list[int]:
+        return sorted(coverage.mentioned_ids(self.trace, self.n))
+
+
+def marked(text: str | None, n: int) -> list[tuple[str, tuple[int, ...]]]:
+    """``text`` cut into pieces, each with the IDs it mentions (none for plain text)."""
+    text, out, at = text or "", [], 0
+    for start, end, ids in coverage.mention_spans(text, n):
+        out += [(text[at:start], ()), (text[start:end], ids)]
+        at = end
+    return [piece for piece in [*out, (text[at:], ())] if piece[0]]
+
+
+def clipped(prompt: str, lines: int = PROMPT_LINES) -> tuple[str, int]:
+    """The prompt's first and last ``lines`` lines, and how many lines were left out between."""
+    rows = prompt.splitlines()
+    if len(rows) <= 2 * lines + 1:
+        return prompt, 0
+    return "\n".join(rows[:lines] + ["[…]"] + rows[-lines:]), len(rows) - 2 * lines
+
+
+def _line(e: dict) -> str:
+    order = f" order_seed={e['order_seed']}" if e.get("order_seed") is not None and str(e["order_seed"]) != "<NA>" else ""
+    return (f"{e['model']} · {e['task']} · n={e['n']} p={e['p']} majority={e['majority_label']} · seed={e['seed']} "
+            f"pattern={e['pattern']}{order} · {e['prompt_variant']} · budget {e['budget']}")
+
+
+def view_of(record: Record, prompt: str | None, note: str) -> RecordView:
+    counted = counted_attempt(record.attempts)
+    attempts = []
+    for a in record.attempts:
+        stages = []
+        for s in a.stages:
+            usage = ", ".join(f"{k} {v}" for k, v in (("prompt", s.prompt_tokens), ("completion", s.completion_tokens),
+                                                     ("reasoning", s.reasoning_tokens)) if v is not None)
+            stages.append(StageView(s.name, s.finish_reason, s.reasoning, s.output, usage))
+        attempts.append(AttemptView(str(a.verdict), a.answer, stages, a.invalid_kind))
+    index = next((i for i, a in enumerate(record.attempts, 1) if a is counted), None)
+    e = record.experiment.model_dump()
+    return RecordView(record.key, _line(e), str(record.verdict), record.answer, record.experiment.n, index, attempts,
+                      prompt, note, e)
+
+
+#: Makes a record's prompt rebuilder from a folder's job task configs and its results folder:
+#: (prompt or None, what was done), as :class:`mip.tools.show.Rebuilder` does (it lives above
+#: analysis, which imports no tools and no strategies: analyze.py hands it down).
+Rebuild = Callable[[dict, Path], Callable[[Record], tuple[str | None, str]]]
+
+
+def local_views(paths: Iterable[str | Path], keys: set[str], rebuild: Rebuild | None) -> Iterator[RecordView]:
+    """The records of ``keys`` under the folders analyze.py read, each once; prompts rebuilt with ``rebuild``."""
+    import yaml
+
+    seen: set[tuple[str, str, str]] = set()
+    for folder in folders.open_folders(paths):
+        tasks: dict[str, dict] = {}
+        for job in folder.jobs:  # the task configs the jobs ran with (mip.show reads them so too)
+            config = Path(job["manifest"]).parent / "config.yaml"
+            if config.is_file():
+                tasks.update((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("task") or {})
+        store = folder.stores[0] if folder.stores else folder.path
+        prompt = rebuild(tasks, store.parent) if rebuild is not None else lambda r: (None, "not rebuilt here: "
+                                                                                        "python -m mip.show prints it")
+        for record in folder.records(None, seen):
+            if record.key in keys:
+                keys = keys - {record.key}
+                yield view_of(record, *prompt(record))
+
+
+def wandb_views(rows: Iterable[dict], keys: set[str]) -> Iterator[RecordView]:
+    """The W&B table rows of ``keys``: the prompt as logged and the counted attempt only."""
+    for row in rows:
+        key = str(row.get("key"))
+        if key not in keys:
+            continue
+        keys = keys - {key}
+        stages = [StageView(s["stage"], None, None, None) for s in json.loads(row.get("earlier_prompts") or "[]")]
+        stages.append(StageView("counted", None, row.get("reasoning"), row.get("output"),
+                                f"completion {row.get('completion_tokens')}, reasoning {row.get('reasoning_tokens')}"))
+        total = int(row.get("attempts") or 1)
+        note = (f"as logged to W&B; the W&B table keeps no prompt hash, so it is not checked, and of the {total} "
+                "attempt(s) only the counted one")
+        yield RecordView(key, _line(row), str(row.get("verdict")), row.get("answer"), int(row["n"]), 1,
+                         [AttemptView(str(row.get("verdict")), row.get("answer"), stages, row.get("invalid_kind"))],
+                         row.get("prompt"), note, dict(row))
