@@ -43,7 +43,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.attribution.profiles": _FIGURE,
     "mip.attribution.replay": "replays stored outputs through a model's weights",
     "mip.store.claims": _STORE,
-    "mip.tools.cli": _HYDRA,
     "mip.config": "registers the schemas with Hydra's ConfigStore",
     "mip.config.audit_config": "schemas whose fields say what they are",
     "mip.config.tool_config": "schemas whose fields say what they are",

@@ -119,6 +119,34 @@ def check_overrides(args: list[str], schema: type, program: str, refused: dict[s
             _refuse_if(values.value_error(schema, key, override))
 
 
+#: Hydra's flags that take the next argument as their value (``--cfg job``, ``-cn analyze`` …).
+_VALUED_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn", "--config-dir",
+                 "-cd", "--info", "-i", "--experimental-rerun"}
+
+
+def folders_as_results(args: list[str], program: str) -> list[str]:
+    """``args`` with bare folders (``python analyze.py results/sweeps/<day>/<time>``) turned
+    into the override they stand for, ``results=['<folder>',…]`` (quoted: any path reads
+    back as written); Hydra would read a bare path as an override and fail in its lexer.
+    A bare word that is no folder, or folders given both ways, is one line and exit 2.
+
+    >>> folders_as_results(["--cfg", "job", "."], "analyze.py")
+    ['--cfg', 'job', "results=['.']"]
+    """
+    bare = [i for i, a in enumerate(args)
+            if "=" not in a and not a.startswith("-") and not (i and args[i - 1] in _VALUED_FLAGS)]
+    if not bare:
+        return args
+    missing = [args[i] for i in bare if not os.path.isdir(os.path.expanduser(args[i]))]
+    if missing:
+        _refuse(f"{missing[0]!r} is no folder: pass a store, a job or a sweep folder (bare, or as "
+                f"results=[…]), or key=value settings; `python {program} --help` lists them.")
+    if any(a.split("=", 1)[0].lstrip("+") == "results" for a in args):
+        _refuse(f"give the folders to read either bare or as results=[…], not both (`python {program} --help`).")
+    quoted = ",".join("'" + args[i].replace("\\", "\\\\").replace("'", "\\'") + "'" for i in bare)
+    return [a for i, a in enumerate(args) if i not in bare] + [f"results=[{quoted}]"]
+
+
 def _chosen(args: list[str], group: str) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
