@@ -33,6 +33,7 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.tools.demo": "runs SmolLM2 end to end (minutes)",
     "mip.tools.serve": _MODEL,
     "mip.tools.config_store": _HYDRA,
+    "mip.tools.hydra_callbacks": _HYDRA,
     "mip.tools.schema_fields": _HYDRA,
     "mip.strategies.rebuild": "rebuilds a stored record's prompt from its pool: tests/test_records.py runs it",
     "mip.analysis.analyze": _STORE,

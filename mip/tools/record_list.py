@@ -7,8 +7,8 @@ A filter takes one value or several (``verdict=incorrect,invalid``: either); fil
 keys must all hold. Rows are sorted by model, task, pattern (in App. C.3's order), seed, order seed
 and majority label, so the experiments of one instance set sit together.
 
->>> filters(["verdict=incorrect", "seed=1,2"])
-{'verdict': {'incorrect'}, 'seed': {'1', '2'}}
+>>> filters(["verdict=incorrect", "seed=1,2"]) == {"verdict": {"incorrect"}, "seed": {"1", "2"}}
+True
 >>> filters(["colour=red"])
 Traceback (most recent call last):
 ...
