@@ -1,7 +1,7 @@
 """Tables, figures and report.md from stored records (default) or W&B.
 
     python analyze.py results=[results/store]
-    python analyze.py 'results=[results/sweeps/2026-11-30/10-00-00]'        # a sweep's (or job's) own experiments
+    python analyze.py results/sweeps/2026-11-30/10-00-00                     # a sweep's own experiments, into <sweep>/report
     python analyze.py results=[results/sweeps/2026-11-30/10-00-00,results/store] out_dir=paper/figs
     python analyze.py source=wandb results=[results/sweeps]                  # offline W&B run folders
     python analyze.py source=wandb wandb.project=mip wandb.group=sweeps/2026-11-30/10-00-00-3f9a1c
@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mip.analysis.analyze import analyze
-from mip.tools.cli import check_overrides
+from mip.tools.cli import check_overrides, folders_as_results
 from mip.config import AnalyzeConfig
 from mip.tools.config_store import register
 from mip.tools.show import Rebuilder
@@ -42,5 +42,6 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = folders_as_results(sys.argv[1:], "analyze.py")  # `python analyze.py <sweep folder>`
     check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py", conf_dir=CONF, config_name="analyze")
     main()

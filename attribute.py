@@ -8,7 +8,7 @@
 import sys
 from pathlib import Path
 
-from mip.tools.cli import check_overrides, quiet_library_bars
+from mip.tools.cli import check_overrides, folders_as_results, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
@@ -37,5 +37,6 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = folders_as_results(sys.argv[1:], "attribute.py")  # `python attribute.py <sweep folder>`
     check_overrides(sys.argv[1:], AttributeConfig, "attribute.py", conf_dir=CONF, config_name="attribute")
     main()

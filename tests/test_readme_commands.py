@@ -139,15 +139,19 @@ def tool_schema(program: str):
 
 
 @pytest.mark.parametrize("command", TOOL_COMMANDS, ids=words)
-def test_every_tool_command_passes_its_checks_and_composes(command):
+def test_every_tool_command_passes_its_checks_and_composes(command, tmp_path):
     """analyze.py, attribute.py, filter.py and audit.py lines: the entry point's own check of the
-    overrides (as its `__main__` runs it), then its config composed with them."""
-    from mip.tools.cli import check_overrides
+    overrides (as its `__main__` runs it: a bare folder, made here, becomes results=[…]), then its
+    config composed with them."""
+    from mip.tools.cli import check_overrides, folders_as_results
 
     program = command.split()[1]
     schema, refused = tool_schema(program)
     name = program.removesuffix(".py")
     args = [a for a in arguments(command) if a != "..."]  # `...`: "and the rest of your command"
+    for folder in (tmp_path / a for a in args if FOLDER.fullmatch(a)):
+        folder.mkdir(parents=True)
+    args = folders_as_results([str(tmp_path / a) if FOLDER.fullmatch(a) else a for a in args], program)
     check_overrides(args, schema, program, refused, conf_dir=REPO / "conf", config_name=name)
     overrides = [a for a in args if not a.startswith(("-", "hydra/"))]
     compose(*overrides, config_name=name)
@@ -212,7 +216,7 @@ def on(command: str, written) -> list[str]:
     results, sweep, key = written
     args = [FOLDER.sub(lambda m: str(sweep if m.group(1) == "sweeps" else sweep / "0"), a) for a in arguments(command)]
     args = [a.replace("store=/scratch/mip/results/store", f"store={results / 'store'}") for a in args]
-    args = [a.replace("out_dir=paper/report", f"out_dir={results / 'report'}") for a in args]
+    args = [a.replace("out_dir=paper/report", f"out_dir={results / 'paper-report'}") for a in args]
     return [key[: len(a)] if KEY.match(a) else a for a in args]
 
 
@@ -220,8 +224,7 @@ def on(command: str, written) -> list[str]:
 def test_reading_commands_run_on_a_folder_mip_wrote(command, written, figures_unencoded):
     results, _, _ = written
     args = on(command, written)
-    if command.startswith("python analyze.py"):
-        args = [*args, f"out_dir={results / 'report'}"] if not any(a.startswith("out_dir=") for a in args) else args
+    if command.startswith("python analyze.py"):  # each report where the line puts it, none over another
         ran = run_entry("analyze.py", *args, env={"MIP_RESULTS_DIR": str(results)})
     else:
         ran = run_entry("-m", command.split()[2], *args, env={"MIP_RESULTS_DIR": str(results)})

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from mip.config import AnalyzeConfig
+from mip.config import AnalyzeConfig, to_plain
+from mip.analysis.out_dirs import claim, inputs_of
 from mip.analysis.headline import headline, render
 from mip.analysis.report import html, write_report
 from mip.analysis.report.model_sets import TracePool
@@ -28,6 +29,11 @@ def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None, promp
     """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice; ``prompts``
     rebuilds a record's prompt for report.html (analyze.py: :class:`mip.tools.show.Rebuilder`)."""
     frame = load(cfg)
+    inputs = inputs_of(cfg.source, cfg.results if not cfg.wandb.project else [], where=to_plain(cfg.where),
+                       core=cfg.core, wandb=to_plain(cfg.wandb) if cfg.wandb.project else None)
+    restrict(frame, cfg.where)  # a folder without records, or slices that match none, are said first
+    if refusal := claim(cfg.out_dir, inputs):
+        raise ResultsError(refusal)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
     path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage), source(cfg, prompts))
     if show is not None:

@@ -13,8 +13,9 @@ import pandas as pd
 
 from mip.attribution.ixg import Attributor, ReplaySkip
 from mip.attribution.profiles import profile, region_shares
-from mip.config import AttributeConfig, HFModelConfig
+from mip.config import AttributeConfig, HFModelConfig, to_plain
 from mip.analysis import folders, slices
+from mip.analysis.out_dirs import claim, inputs_of
 from mip.data import build_pool
 from mip.data.pools import Pool, load_pool
 from mip.experiment.instances import PATTERNS, structured
@@ -125,6 +126,9 @@ def attribute(cfg: AttributeConfig) -> Path:
         raise AttributionError(f"No records of model {cfg.records_model or cfg.model.name} for tasks {list(cfg.task)} "
                                f"under {cfg.results}.")
     model, tokenizer = load_model(cfg)  # fails here, before any replay, when weights are missing
+    if refusal := claim(out, inputs_of("local", cfg.results, model=cfg.records_model or cfg.model.name,
+                                       tasks=sorted(cfg.task), where=to_plain(cfg.where), max_replays=cfg.max_replays)):
+        raise AttributionError(refusal)
     attributor = Attributor(model, tokenizer, checkpointing=cfg.checkpointing)
     skipped: Counter = Counter()
     usable = [r for r in records if replayable(r, cfg.task[r.experiment.task])]

@@ -109,6 +109,9 @@ class Config:
     results/preflight/; no job runs) | required (refuse, exit 2, unless a passing preflight of
     each model's body is on file); see mip.tools.preflight."""
     progress: bool = shaping.setting(True, why="a progress bar")
+    progress_interval_s: float = shaping.setting(30.0, why="how often progress is said")
+    """Off a terminal, a progress line at most this often; while requests are in flight, at least
+    this often (how many, the oldest's wait, experiments done and ETA: mip/tracking/in_flight.py)."""
     stop_grace_s: float = shaping.setting(20.0, why="how long a stopping job waits for replies in flight")
     """On SIGTERM, SIGINT or submitit's preemption signal, how long a job waits for the replies in
     flight before it stops (mip/job/stop.py); inside SLURM's KillWait (30 s by default)."""

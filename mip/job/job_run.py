@@ -171,7 +171,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
         write_manifest(output_dir, cfg, git, summary)
     if stop.requested:
         raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
-                         f"{summary.stored_now} stored now, {summary.unstored} left unstored; the manifest is in "
+                         f"{summary.stored_now} stored now, {summary.unstored} left unstored"
+                         f"{f' ({summary.dropped} request(s) in flight dropped)' if summary.dropped else ''}; the manifest is in "
                          f"{output_dir}. Run the same command again to carry on.", stop)
     return summary
 

@@ -61,6 +61,10 @@ class JobSummary:
     to run, as its strategy sends it; a run's, the output limits of the calls it sent."""
     left_to_other_jobs: int = 0
     """Experiments another running job had claimed: left to it, neither called nor failed here."""
+    dropped: int = 0
+    """Requests handed to the model and never answered: dropped when a stopped job's wait for the
+    replies in flight ended (the grace period, or a second signal). Counted in ``calls``; their
+    experiments are in ``unstored``, and the rerun asks them again."""
     resumed_attempts: int = 0
     """Attempts a killed earlier run had paid for, carried on from instead of paid again."""
     elapsed_s: float | None = None

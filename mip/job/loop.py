@@ -25,13 +25,14 @@ from mip.config import Config, to_plain
 from mip.experiment.planning import Planned
 from mip.job import collector
 from mip.job.provenance import GitState, now
-from mip.job.stop import Drain
+from mip.job.stop import Drain, Stopped
 from mip.job.job_summary import JobSummary, StoreError
 from mip.job.tokens import context_for, counted, overflows
 from mip.experiment.keys import KEY_SCHEME, attempts_allowed
 from mip.models import Backend, Completion, Request
 from mip.models.calls import CallStats, call_with_retries
 from mip.tracking import progress
+from mip.tracking.in_flight import Heartbeat, InFlight
 from mip.tracking.progress import Progress
 from mip.experiment.records import Attempt, Record, counted_attempt
 from mip.store import Store
@@ -55,6 +56,10 @@ class JobLoop:
         self.context = context_for(cfg, backend, generate=self.calls, attempt_log=self.attempts)
         """All the strategy sees of the job."""
         self.verdicts: Counter = Counter()
+        self.waiting = InFlight()
+        self.settled: set[str] = set()
+        """Experiments stored by this job, or left to another: the rest of a stopped job's are left unstored."""
+        """The requests sent and not yet answered, which the heartbeat tells of (mip.tracking.in_flight)."""
         self.record_config = {
             "model": to_plain(cfg.model),
             "budget": to_plain(cfg.budget),
@@ -67,26 +72,39 @@ class JobLoop:
         }
 
     def calls(self, requests: Iterable[Request]) -> Iterator[Completion]:
-        """Completions through the one retry wrapper; calls and errors go into the summary."""
-        stats = CallStats()
+        """Completions through the one retry wrapper; calls and errors go into the summary,
+        the requests waited on into ``waiting`` (the heartbeat's)."""
+        stats, sent, back = CallStats(), [], set()
         try:
-            yield from call_with_retries(self.backend, self._sent(requests), self.cfg.infra_retries, stats,
-                                         stopping=lambda: self.stop.requested)
+            for completion in call_with_retries(self.backend, self._sent(requests, sent), self.cfg.infra_retries, stats,
+                                                stopping=lambda: self.stop.requested):
+                self.waiting.landed(completion.id)
+                back.add(completion.id)
+                yield completion
+        except Stopped:  # the stop's wait ended: what was handed to the backend and not answered is dropped
+            dropped = len(set(sent) - back - set(stats.failed))
+            self.summary.dropped += dropped
+            self.summary.calls += dropped  # sent, or about to be: a provider may charge them; the rerun asks them again
+            raise
         finally:
+            self.waiting.forget(sent)
             self.summary.calls += stats.calls
             self.summary.errors += stats.errors
 
-    def _sent(self, requests: Iterable[Request]) -> Iterator[Request]:
+    def _sent(self, requests: Iterable[Request], sent: list[str]) -> Iterator[Request]:
         """``requests`` as they go out, their output limits added up in the summary."""
         for request in requests:
             self.summary.max_output_tokens += request.max_tokens
+            self.waiting.sent(request.id)
+            sent.append(request.id)
             yield request
 
     # ------------------------------------------------------------------ the rounds
     def run(self, todo: list[Planned]) -> None:
         """Call and keep ``todo``, round after round, the collector tuned for it (:mod:`mip.job.collector`)."""
-        bar = progress.bar(len(todo), f"{self.cfg.model.name}/{self.cfg.pattern.name}", "exp", self.cfg.progress)
-        with collector.calling():
+        desc, interval = f"{self.cfg.model.name}/{self.cfg.pattern.name}", self.cfg.progress_interval_s
+        bar = progress.bar(len(todo), desc, "exp", self.cfg.progress, interval)
+        with collector.calling(), Heartbeat(bar, self.waiting, interval if self.cfg.progress else 0, desc):
             self._rounds(todo, bar)
 
     def _rounds(self, todo: list[Planned], bar: Progress) -> None:
@@ -111,6 +129,8 @@ class JobLoop:
                     break
         finally:
             bar.close()
+            if self.stop.requested:  # what the stop kept from being stored is left for the rerun, whatever its state
+                self.summary.unstored = len({p.key for p in todo} - self.settled)
             self.summary.verdicts = dict(self.verdicts)
             with self.stop.shielded():
                 try:
@@ -142,6 +162,7 @@ class JobLoop:
                 return
             if not self.claim.holds(plan.key):
                 self.summary.left_to_other_jobs += 1
+                self.settled.add(plan.key)
                 self.attempts.pop(plan.key, None)
                 continue
             made.append((plan, n_tokens))
@@ -207,6 +228,7 @@ class JobLoop:
         plan.release()
         bar.update(1)
         self.summary.stored_now += 1
+        self.settled.add(plan.key)
         self.verdicts[scoring.outcome(record.verdict, record.invalid_kind)] += 1
 
     def _store_error(self, e: OSError) -> StoreError:

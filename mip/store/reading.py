@@ -3,6 +3,8 @@ each key once; damaged ones are listed, never moved (:mod:`mip.store.quarantine`
 
 >>> _skipped(("m", "t", "pack-1.jsonl")), _skipped(("demo", "attribution", "replays.jsonl"))
 (False, True)
+>>> _skipped(("attribution", "smollm2_135m", "summary.json"))
+True
 """
 
 from __future__ import annotations
@@ -38,13 +40,14 @@ def read_record(path: Path) -> Record | None:
 
 def _skipped(relative: tuple[str, ...]) -> bool:
     """Files under a store or results folder that are no records: hidden files and folders
-    (temporary files, attempts, quarantine, claims), job manifests, cached pools, W&B files
-    and JSON-lines files that are no packs (``replays.jsonl``). Judged on the path *below*
+    (temporary files, attempts, quarantine, claims), job manifests, cached pools, W&B files,
+    attribute.py's output (its ``summary.json``, beside a sweep's jobs) and JSON-lines files
+    that are no packs (``replays.jsonl``). Judged on the path *below*
     the folder being read, so a store that itself lies under a folder named ``wandb`` or
     ``pools`` is read like any other."""
     name = relative[-1]
     return (any(part.startswith(".") for part in relative) or name == "job.json"
-            or not (name.endswith(".json") or is_pack(name)) or bool({"pools", "wandb"} & set(relative[:-1])))
+            or not (name.endswith(".json") or is_pack(name)) or bool({"pools", "wandb", "attribution"} & set(relative[:-1])))
 
 
 def record_files(root: Path) -> list[Path]:

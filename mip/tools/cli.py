@@ -10,6 +10,7 @@ Exercised by ``pytest tests/test_cli.py``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import typing
@@ -27,13 +28,25 @@ def quiet_library_bars() -> None:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
+#: Flags after which run.py runs no sweep (it prints help, a config, or completion).
+_NO_RUN = {"--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc", "--version"}
+
+
+def say_sweep_starts(args: list[str]) -> None:
+    """A sweep's first line, on stdout within a second of the command (only the standard library and
+    this module are imported by then): its checks and Hydra's composition of every job's config
+    take seconds to minutes before the first job, which were silent."""
+    if {"-m", "--multirun"} & set(args) and not _NO_RUN & set(args):
+        print("Checking the sweep's settings and composing its jobs before launching them …", flush=True)
+
+
 def unknown_keys(cfg: Any, schema: type, prefix: str = "") -> list[str]:
     """Keys of a composed config that its dataclass schema does not have.
 
     Hydra lets ``+key=value`` add a key even to a structured config, so a typo such as
     ``+nn=10`` would otherwise be carried along and ignored.
     """
-    hints = typing.get_type_hints(schema)
+    hints = _hints(schema)
     found = []
     for key in cfg.keys():
         name = f"{prefix}{key}"
@@ -49,6 +62,13 @@ def unknown_keys(cfg: Any, schema: type, prefix: str = "") -> list[str]:
                 for k in value.keys():
                     found += unknown_keys(value[k], inner, f"{name}.{k}.")
     return found
+
+
+@functools.cache
+def _hints(schema: type) -> dict[str, Any]:
+    """A schema's field types, resolved once (a sweep checks every job's keys: typing's
+    resolution was a tenth of a second a job)."""
+    return typing.get_type_hints(schema)
 
 
 def _node_type(value: Any, hint: Any) -> Any:
@@ -117,6 +137,34 @@ def check_overrides(args: list[str], schema: type, program: str, refused: dict[s
             _refuse_if(values.model_key_error(conf, models, key, override))
         elif conf:
             _refuse_if(values.value_error(schema, key, override))
+
+
+#: Hydra's flags that take the next argument as their value (``--cfg job``, ``-cn analyze`` …).
+_VALUED_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn", "--config-dir",
+                 "-cd", "--info", "-i", "--experimental-rerun"}
+
+
+def folders_as_results(args: list[str], program: str) -> list[str]:
+    """``args`` with bare folders (``python analyze.py results/sweeps/<day>/<time>``) turned
+    into the override they stand for, ``results=['<folder>',…]`` (quoted: any path reads
+    back as written); Hydra would read a bare path as an override and fail in its lexer.
+    A bare word that is no folder, or folders given both ways, is one line and exit 2.
+
+    >>> folders_as_results(["--cfg", "job", "."], "analyze.py")
+    ['--cfg', 'job', "results=['.']"]
+    """
+    bare = [i for i, a in enumerate(args)
+            if "=" not in a and not a.startswith("-") and not (i and args[i - 1] in _VALUED_FLAGS)]
+    if not bare:
+        return args
+    missing = [args[i] for i in bare if not os.path.isdir(os.path.expanduser(args[i]))]
+    if missing:
+        _refuse(f"{missing[0]!r} is no folder: pass a store, a job or a sweep folder (bare, or as "
+                f"results=[…]), or key=value settings; `python {program} --help` lists them.")
+    if any(a.split("=", 1)[0].lstrip("+") == "results" for a in args):
+        _refuse(f"give the folders to read either bare or as results=[…], not both (`python {program} --help`).")
+    quoted = ",".join("'" + args[i].replace("\\", "\\\\").replace("'", "\\'") + "'" for i in bare)
+    return [a for i, a in enumerate(args) if i not in bare] + [f"results=[{quoted}]"]
 
 
 def _chosen(args: list[str], group: str) -> list[str]:

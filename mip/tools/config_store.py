@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 
 from mip.config import (AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig, StrategyConfig,
                         group_options)
+from mip.analysis import out_dirs
 from mip.models import backend_class, schemas
 from mip.strategies import STRATEGIES, strategy_class
 from mip.strategies import schemas as strategy_schemas
@@ -29,6 +30,8 @@ def register() -> None:
     OmegaConf.register_new_resolver("uid", lambda: secrets.token_hex(3), use_cache=True, replace=True)
     # `${options:model}` → the options of a config group, for the entry points' --help (conf/hydra/help/).
     OmegaConf.register_new_resolver("options", group_options, replace=True)
+    # `${out_dir:${results},${paths.results_dir},report}` → beside the folders read (mip.analysis.out_dirs).
+    OmegaConf.register_new_resolver("out_dir", out_dirs.out_dir, replace=True)
     store = ConfigStore.instance()
     store.store(name="config_schema", node=Config)
     store.store(name="analyze_schema", node=AnalyzeConfig)

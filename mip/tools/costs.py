@@ -72,18 +72,22 @@ def _frame(jobs: list[dict]) -> pd.DataFrame:
                           "elapsed": j.get("elapsed_s")} for j in jobs])
 
 
-def cost_lines(jobs: list[dict], took_s: float | None = None) -> list[str]:
+def cost_lines(jobs: list[dict], took_s: float | None = None, sweep_s: float | None = None) -> list[str]:
     """Per slice: experiments, prompt tokens, and the expected cost where prices are set, or
     for a model run on one's own GPU (or CPU) the time it takes at the config's throughput;
     for a dry run, the ceiling below it. After a real run, the time it took instead (``took_s``
     where the caller measured it, e.g. batches generated ahead of the jobs; else the jobs' own
-    wall times). Prompts a dry run found overflowing the context window
-    are never sent: they are named and left out of cost and time."""
+    wall times). ``sweep_s``: the wall time of the sweep these jobs made, from launch to end — its
+    one time: a sweep of one slice says it as the slice's, one of several after their own.
+    Prompts a dry run found overflowing the context window are never sent: they are named and
+    left out of cost and time."""
     import pandas as pd
 
     lines = []
     dry = all(j.get("dry_run") for j in jobs)
-    for where, g in _frame(jobs).groupby(list(SLICE), sort=False):
+    groups = list(_frame(jobs).groupby(list(SLICE), sort=False))
+    whole = sweep_s is not None and len(groups) == 1 and took_s is None and not dry
+    for where, g in groups:
         label, model = slice_label(dict(zip(SLICE, where))), str(where[0])
         done = g["experiments"].sum() - g["to run"].sum()
         what = (f"{g['to run'].sum()} to run, {done} already stored" if dry
@@ -97,13 +101,15 @@ def cost_lines(jobs: list[dict], took_s: float | None = None) -> list[str]:
             line += (f"; {overflow} overflow the context window (input_overflow without a call: not sent, not "
                      f"counted); for the {g['to run'].sum() - overflow} sent ({g['sent tokens'].sum():,} prompt "
                      f"tokens): {expected}")
-        elif (spent := None if dry else _spent(g, took_s)) and _timed(g):
+        elif (spent := None if dry else (sweep_s, 0) if whole else _spent(g, took_s)) and _timed(g):
             line += f"; {took(*spent, g['device'].iloc[0])}"  # what it took, not an estimate
         else:
             line += f"; {expected}" + (f"; {took(*spent)}" if spent else "")
         lines.append(line)
         if dry and pd.notna(g["ceiling calls"].sum(min_count=len(g))):
             lines.append(_ceiling(g))
+    if sweep_s is not None and not whole and not dry:
+        lines.append(f"  the sweep {took(sweep_s, 0)}")
     return lines
 
 
@@ -124,17 +130,20 @@ def _timed(g: pd.DataFrame) -> bool:
 
 
 def took(seconds: float, jobs: int, device: str | None = None) -> str:
-    """What jobs that ran took, measured: their wall time (added up over several jobs), which on
-    a shared machine is more than the CPU time the model used.
+    """What jobs that ran took, measured: their wall time (added up over several jobs; ``jobs=0``:
+    a sweep's own, launches included), which on a shared machine is more than the CPU time the model used.
 
     >>> took(175.2, 1, "CPU")
     'took 175 s on the CPU (measured wall time)'
     >>> print(took(5400, 3))
     took 1.5 h (measured: the 3 jobs' wall times added up)
+    >>> print(took(203, 0))
+    took 203 s (measured: the sweep's wall time, from launch to end)
     """
     text = f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
     where = f" on the {device}" if device else ""
-    how = f"measured: the {jobs} jobs' wall times added up" if jobs > 1 else "measured wall time"
+    how = ("measured: the sweep's wall time, from launch to end" if jobs == 0 else
+           f"measured: the {jobs} jobs' wall times added up" if jobs > 1 else "measured wall time")
     return f"took {text}{where} ({how})"
 
 

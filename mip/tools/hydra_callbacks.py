@@ -123,17 +123,6 @@ def _swept_settings_error(jobs: list[list[str]]) -> str | None:
     return None
 
 
-def _wall(seconds: float) -> str:
-    """A wall time as a person reads it.
-
-    >>> _wall(42.4), _wall(253), _wall(7260)
-    ('42 s', '4 min 13 s', '2 h 1 min')
-    """
-    minutes, sec = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min {sec} s" if minutes else f"{sec} s"
-
-
 def offline_runs(folder: Path) -> list[Path]:
     """The offline W&B runs the jobs under ``folder`` wrote (their manifests name them)."""
     import json
@@ -206,6 +195,8 @@ class SummaryCallback(Callback):
     sweep: tuple[int, int, float] | None = None
     """(process, jobs in the sweep, start time), set when a sweep starts in this process."""
     done = 0
+    first_done = 0.0
+    """When the sweep's first job ended: its ETA counts the jobs after it (mip.tracking.progress.sweep_eta)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         _check_writable(config)
@@ -262,14 +253,17 @@ class SummaryCallback(Callback):
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         """A sweep's progress, after each of its jobs that runs in the launching process
         (the basic launcher; a SLURM job runs elsewhere, and its array shows in squeue)."""
-        from mip.tracking.progress import rate_eta
+        from mip.tracking.progress import sweep_eta
 
         if self.sweep is None or self.sweep[0] != os.getpid():
             return
         self.done += 1
         _, total, start = self.sweep
+        now = time.monotonic()
+        if self.done == 1:
+            self.first_done = now
         logging.getLogger("mip.progress").info("sweep: %d/%d jobs (%s)", self.done, total,
-                                               rate_eta(self.done, total, time.monotonic() - start, "jobs"))
+                                               sweep_eta(self.done, total, start, self.first_done, now))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from mip.tools.summary import describe, unstored_jobs
@@ -277,9 +271,9 @@ class SummaryCallback(Callback):
 
         _CHECKED.clear()  # the sweep's checks that no job in this process took
         folder = Path(config.hydra.sweep.dir)
-        print("\n== sweep summary ==\n" + describe(folder), flush=True)
-        if self.sweep is not None and self.sweep[0] == os.getpid():  # launches included, which the jobs' own times leave out
-            print(f"The sweep took {_wall(time.monotonic() - self.sweep[2])} (wall time from launch to end).", flush=True)
+        here = self.sweep is not None and self.sweep[0] == os.getpid()  # its time: launches included, one time
+        print("\n== sweep summary ==\n" + describe(folder, sweep_s=time.monotonic() - self.sweep[2] if here else None),
+              flush=True)
         if hint := sync_hint(offline_runs(folder), sweep=folder):
             print(hint, flush=True)
         if unstored_jobs(folder):

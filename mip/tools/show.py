@@ -4,6 +4,7 @@ output, reasoning trace, finish reason and usage, and the verdict.
     python -m mip.show 3f2a9c0d                      # a key, or its first characters, in the store
     python -m mip.show results/runs/2026-12-01/10-00-00   # a job (or sweep) folder: its records
     python -m mip.show results/store --full          # a store folder; --full prints whole prompts
+    python -m mip.show results/runs/2026-12-01/10-00-00 verdict=incorrect pattern=majority_last seed=1   # some records
 
 Keys are looked up in ``store=`` (default: ``paths.store_dir`` of ``--conf``'s ``paths/default.yaml``,
 ``results/store`` unless ``MIP_RESULTS_DIR`` moves it; the pool cache likewise ``paths.cache_dir``).
@@ -30,6 +31,7 @@ from mip.experiment.records import Record
 from mip.models import backend_class
 from mip.store import Store, iter_records, read_record
 from mip.store.packs import is_pack
+from mip.tools import record_list
 
 
 class ShowError(Exception):
@@ -293,18 +295,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache_dir", help="pool cache (default: paths.cache_dir, ~/.cache/mip unless MIP_CACHE_DIR moves it)")
     parser.add_argument("--conf", default="conf", help="config folder whose task/ names a key's task when no job "
                         "folder is given (default: conf, in the repository folder you run from)")
+    parser.add_argument("filters", nargs="*", metavar="key=value", help="only the records whose field has this value "
+                        "(or one of key=a,b): " + ", ".join(record_list.FIELDS))
     parser.add_argument("--full", action="store_true", help="print whole prompts, outputs and traces")
     parser.add_argument("--all", action="store_true", help="print every record of a folder, not only the first")
     args = parser.parse_args(argv)
     paths = functools.cache(lambda: default_paths(Path(args.conf)))  # read only where a default is needed
     try:
         default_store = lambda: Path(args.store or paths()["store_dir"]).expanduser()  # noqa: E731
-        records, job_tasks, store, job_cache = find(args.target, default_store)
+        try:
+            wanted = record_list.filters(args.filters)
+        except ValueError as e:  # an unknown filter key
+            raise ShowError(str(e)) from None
+        found, job_tasks, store, job_cache = find(args.target, default_store)
+        records = record_list.matching(found, wanted)
+        if not records:
+            raise ShowError(f"none of the {len(found)} record(s) of {args.target} has {' '.join(args.filters)} (they hold "
+                            f"{record_list.why_none(found, wanted)}).")
         if len(records) > 1:
-            print(f"{len(records)} records:")
-            for r in records:
-                e = r.experiment
-                print(f"  {r.key}  {e.model}/{e.task}  {e.pattern:<20} maj={e.majority_label:<12} {r.verdict} {r.invalid_kind or ''}")
+            of = f" of {len(found)}, with {' '.join(args.filters)}" if wanted else ""
+            print(f"{len(records)} records{of}:\n{record_list.table(records)}")
             if not args.all:
                 print("The first one follows; --all prints each, `python -m mip.show <key>` any one.\n")
         for record in records if args.all else records[:1]:

@@ -107,17 +107,18 @@ def quarantine_lines(stores: list[str]) -> list[str]:
     return lines
 
 
-def describe(folder: Path, took_s: float | None = None) -> str:
+def describe(folder: Path, took_s: float | None = None, sweep_s: float | None = None) -> str:
     """What the jobs under a job or sweep folder did (or what a store holds), per slice;
-    ``took_s``: the wall time the caller measured, where it is not the jobs' own."""
+    ``took_s``: the wall time the caller measured, where it is not the jobs' own; ``sweep_s``:
+    the sweep's own wall time, from launch to end (:func:`mip.tools.costs.cost_lines`)."""
     try:
         opened = open_folder(folder)
     except FolderError as e:
         return str(e)
-    return summarise(opened, took_s)
+    return summarise(opened, took_s, sweep_s)
 
 
-def summarise(opened: Folder, took_s: float | None = None) -> str:
+def summarise(opened: Folder, took_s: float | None = None, sweep_s: float | None = None) -> str:
     jobs = [_with_backend(j) for j in opened.jobs]
     damaged: list[tuple[Path, str]] = []  # listed, never moved: a reader writes nothing
     records = list(opened.records(damaged))
@@ -128,7 +129,7 @@ def summarise(opened: Folder, took_s: float | None = None) -> str:
         estimated = any(j["tokens_estimated"] for j in jobs)
         lines.append(f"{len(jobs)} job(s), {experiments} experiments, {tokens:,} prompt tokens"
                      + (" (estimated)" if estimated else " (tokenizer-counted)"))
-        lines += cost_lines(jobs, took_s)
+        lines += cost_lines(jobs, took_s, sweep_s)
     else:
         lines.append(f"{len(records)} stored record(s) in {opened.path}")
     if jobs and all(j["dry_run"] for j in jobs):
@@ -137,8 +138,13 @@ def summarise(opened: Folder, took_s: float | None = None) -> str:
     else:
         lines += slice_tables(records)
         unstored = sum(j["unstored"] for j in jobs)
+        stopped = sum(j["unstored"] for j in jobs if j.get("stopped_by"))
         if unstored:
-            lines.append(f"{unstored} experiment(s) left unstored after infrastructure failures: rerun the same command.")
+            why = ("infrastructure failures" if not stopped else f"a stop ({stopped})" if stopped == unstored
+                   else f"a stop ({stopped}) and infrastructure failures")
+            dropped = sum(j.get("dropped", 0) for j in jobs)
+            lines.append(f"{unstored} experiment(s) left unstored after {why}"
+                         f"{f', {dropped} request(s) in flight dropped' if dropped else ''}: rerun the same command.")
         if left := sum(j.get("left_to_other_jobs", 0) for j in jobs):
             lines.append(f"{left} experiment(s) were left to another job that was running them: rerun the same "
                          "command after it ends to pick up any it leaves unstored.")

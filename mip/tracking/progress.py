@@ -57,6 +57,23 @@ def rate_eta(done: float, total: float, elapsed: float, unit: str) -> str:
     return f"{tqdm.format_interval(elapsed)}, {rate}, ETA {tqdm.format_interval(max(total - done, 0) / per_s)}"
 
 
+def sweep_eta(done: int, total: int, start: float, first_done: float, now: float) -> str:
+    """A sweep's progress after ``done`` of ``total`` jobs: elapsed since ``start``, and the rate and
+    ETA of the jobs after the first (finished at ``first_done``): the first job's time holds the
+    checks before launch and the pools it built, which the next jobs reuse (counted with it, a
+    sweep of 1:15 read "ETA 23:00" after its first job).
+
+    >>> sweep_eta(1, 21, 0.0, 25.0, 25.0)
+    '00:25, ETA after the next job'
+    >>> sweep_eta(3, 21, 0.0, 25.0, 27.0)
+    '00:27, 1.00 jobs/s, ETA 00:18'
+    """
+    if done < 2 or now <= first_done:
+        return f"{tqdm.format_interval(now - start)}, ETA after the next job"
+    after = rate_eta(done - 1, total - 1, now - first_done, "jobs").split(", ", 1)[1]
+    return f"{tqdm.format_interval(now - start)}, {after}"
+
+
 class Lines:
     """tqdm's ``update`` and ``close`` as log lines with done/total, rate and ETA: one when
     ``interval`` seconds have passed since the last, and a last one on close if any was written."""

@@ -1,0 +1,80 @@
+"""Where an analysis writes: beside the folders it reads, and never over another analysis.
+
+The default ``out_dir`` of analyze.py (``report``) and attribute.py (``attribution``) follows
+what is read (``results=[…]``, or a bare folder on the command line):
+
+- one job or sweep folder: ``<folder>/report`` — each sweep keeps its own report;
+- the default store alone (``<results_dir>/store``): ``<results_dir>/report``;
+- anything else (another store, several folders): ``<results_dir>/report/<names>-<hash>``, a
+  folder named after the inputs, so two analyses of different records never share one.
+
+>>> out_dir(["results/store"], "results", "report")
+'results/report'
+>>> out_dir(["results/store", "other/store"], "results", "report")  # doctest: +ELLIPSIS
+'results/report/store+store-...'
+
+An out_dir remembers what it was written from (``.inputs.json``: the source, the folders, the
+slices); an analysis of other inputs into it is refused (:func:`claim`), with what to do.
+
+Exercised by ``pytest tests/test_report_dirs.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: The note an out_dir keeps of the analysis written there (hidden: no reader takes it for a record).
+INPUTS = ".inputs.json"
+
+
+def is_jobs_folder(folder: Path) -> bool:
+    """A job folder (its ``job.json``) or a sweep folder (one job folder per job)."""
+    return (folder / "job.json").is_file() or any(folder.glob("*/job.json"))
+
+
+def out_dir(results: Sequence[Any], results_dir: str, name: str) -> str:
+    """The default out_dir for an analysis of ``results`` (see the module doc); ``name``:
+    ``report`` or ``attribution``. Used as the resolver ``${out_dir:${results},${paths.results_dir},report}``."""
+    inputs = [str(r) for r in results]
+    if len(inputs) == 1 and is_jobs_folder(Path(inputs[0]).expanduser()):
+        return str(Path(inputs[0]) / name)
+    base = Path(results_dir) / name
+    if [_same(i) for i in inputs] == [_same(str(Path(results_dir) / "store"))]:
+        return str(base)
+    names = "+".join(Path(os.path.normpath(i)).name or "root" for i in inputs)[:60]
+    digest = hashlib.sha256("\n".join(_same(i) for i in inputs).encode()).hexdigest()[:6]
+    return str(base / f"{names}-{digest}")
+
+
+def _same(path: str) -> str:
+    return os.path.normpath(os.path.abspath(os.path.expanduser(path)))
+
+
+def inputs_of(source: str, results: Sequence[str], **more: Any) -> dict[str, Any]:
+    """What an analysis reads and keeps, as :func:`claim` compares it: local folders by their
+    absolute paths, and any further settings (slices, the core, a W&B group) as given."""
+    return {"source": source, "results": [_same(str(r)) for r in results], **more}
+
+
+def claim(folder: str | Path, inputs: dict[str, Any]) -> str | None:
+    """Take ``folder`` for an analysis of ``inputs``: note them there, or return why not — the
+    folder holds the output of an analysis of other inputs (said with what to pass instead)."""
+    folder = Path(folder).expanduser()
+    note = folder / INPUTS
+    try:
+        before = json.loads(note.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        before = None
+    if before is not None and before != inputs:
+        shown = ",".join(before.get("results", [])) if before.get("source") == "local" else before.get("source")
+        return (f"{folder} holds the output of another analysis (results=[{shown}]"
+                f"{', other slices or core' if before.get('results') == inputs.get('results') else ''}); pass another "
+                f"out_dir=, or leave out_dir to write beside the folders read; remove {folder} to write there again.")
+    folder.mkdir(parents=True, exist_ok=True)
+    note.write_text(json.dumps(inputs, indent=1, default=str), encoding="utf-8")
+    return None

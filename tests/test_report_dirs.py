@@ -1,0 +1,90 @@
+"""Reports beside their inputs (issue 42, item 5), through the real entry points: an analysis
+of a sweep writes into that sweep's folder, analyze.py and attribute.py take a bare folder as
+well as ``results=[…]``, and no analysis silently replaces another's report."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from .conftest import compose, run_entry
+
+SWEEP = ("-m", "task=arith", "n=20", "p=0.6", "pattern=majority_first,majority_last", "seed=0", "budget=smoke",
+         "progress=false")
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):
+    """Two sweeps of two simulated models into one results folder: ``results``, ``a``, ``b``."""
+    results = tmp_path_factory.mktemp("reports") / "results"
+    env = {"MIP_RESULTS_DIR": str(results)}
+    for model in ("simulated_first_k", "simulated_unbiased"):
+        ran = run_entry("run.py", *SWEEP, f"model={model}", env=env)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+    a, b = sorted((results / "sweeps").glob("*/*"), key=lambda d: json.loads(next(d.rglob("job.json")).read_text())["model"])
+    return {"results": results, "a": a, "b": b, "env": env}
+
+
+def _models(report: Path) -> set[str]:
+    return set(re.findall(r"simulated_(?:first_k|unbiased)", report.read_text()))
+
+
+def test_two_analyses_of_two_sweeps_leave_two_reports(sweeps, figures_unencoded):
+    """`python analyze.py <sweep>` (a Hydra lexer traceback before) writes <sweep>/report, each
+    of its own sweep (before, both went to results/report, the second over the first)."""
+    for which in ("a", "b"):
+        ran = run_entry("analyze.py", str(sweeps[which]), env=sweeps["env"])
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        assert f"Report: {sweeps[which] / 'report' / 'report.md'}" in ran.stdout
+    assert _models(sweeps["a"] / "report" / "report.md") == {"simulated_first_k"}
+    assert _models(sweeps["b"] / "report" / "report.md") == {"simulated_unbiased"}
+    assert not (sweeps["results"] / "report").exists()
+    # the sweep with a report in it still reads back as its own two jobs' experiments
+    summary = run_entry("-m", "mip.summary", str(sweeps["a"]))
+    assert summary.returncode == 0 and summary.stdout.startswith("2 job(s)"), summary.stdout[:300]
+
+
+def test_an_analysis_of_other_inputs_into_the_same_out_dir_is_refused(sweeps, tmp_path, figures_unencoded):
+    out = tmp_path / "shared-out"
+    first = run_entry("analyze.py", f"results=[{sweeps['a']}]", f"out_dir={out}")
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = (out / "report.md").read_text()
+    again = run_entry("analyze.py", f"results=[{sweeps['a']}]", f"out_dir={out}")  # the same analysis: rewritten
+    assert again.returncode == 0, again.stderr[-2000:]
+    other = run_entry("analyze.py", str(sweeps["b"]), f"out_dir={out}")
+    assert other.returncode == 2 and other.stderr.count("\n") == 1, other.stderr
+    assert "holds the output of another analysis" in other.stderr and str(sweeps["a"]) in other.stderr
+    assert (out / "report.md").read_text() == before
+    sliced = run_entry("analyze.py", f"results=[{sweeps['a']}]", f"out_dir={out}", "where.pattern=majority_last")
+    assert sliced.returncode == 2 and "other slices" in sliced.stderr, sliced.stderr
+
+
+def test_stores_and_several_folders_get_an_out_dir_named_after_them(sweeps, tmp_path):
+    results = str(sweeps["results"])
+    default = compose(f"paths.results_dir={results}", config_name="analyze")
+    assert default.out_dir == f"{results}/report"  # the default store: where it always went
+    both = compose(f"paths.results_dir={results}", f"results=[{sweeps['a']},{sweeps['b']}]", config_name="analyze")
+    other = compose(f"paths.results_dir={results}", f"results=[{tmp_path / 'store'}]", config_name="analyze")
+    assert both.out_dir.startswith(f"{results}/report/{sweeps['a'].name}+{sweeps['b'].name}-")
+    assert other.out_dir.startswith(f"{results}/report/store-") and other.out_dir != both.out_dir
+    attribution = compose(f"results=[{sweeps['a']}]", "model=smollm2_135m", config_name="attribute")
+    assert attribution.out_dir == f"{sweeps['a']}/attribution/smollm2_135m"
+
+
+def test_attribute_takes_a_bare_folder(sweeps, tmp_path):
+    """The folder is read (the weights it is pointed at are missing, said only once it found records)."""
+    ran = run_entry("attribute.py", "model=smollm2_135m", "records_model=simulated_first_k", "task=arith",
+                    str(sweeps["a"]), f"weights={tmp_path / 'no-weights'}", env=sweeps["env"])
+    assert ran.returncode == 2 and "No weights for smollm2_135m" in ran.stderr, ran.stderr
+
+
+@pytest.mark.parametrize("args, said", [
+    (("no/such/folder",), "'no/such/folder' is no folder"),
+    (("{a}", "results=[{a}]"), "either bare or as results=[…], not both"),
+])
+def test_a_bare_word_that_is_no_folder_is_one_line(sweeps, args, said):
+    ran = run_entry("analyze.py", *(a.format(a=sweeps["a"]) for a in args))
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
