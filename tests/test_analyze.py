@@ -249,4 +249,18 @@ def test_the_generalisability_grid_keeps_the_seeds_every_cell_holds():
     parts = slices.sections(_frame(rows), core=(20, 0.6))
     assert sorted(set(parts.generalisability["seed"])) == [1] and len(parts.generalisability) == 2
     assert len(parts.core) == 3 and parts.rest.empty
-    assert any("seed(s) [1] only" in note for note in parts.notes)
+    assert any("(n=10, p=0.6): 1 held, 1 matched, 0 dropped; (n=20, p=0.6): 3 held, 1 matched, 2 dropped (t0 2)" in note
+               for note in parts.notes)
+
+
+def test_the_generalisability_grid_keeps_the_tasks_every_cell_holds():
+    """The core cell on two tasks beside a cell on one: the grid compares the task both hold."""
+    from mip.analysis import slices
+
+    from .test_stats import cell
+
+    rows = cell(1, "majority_first", ["correct", "incorrect"], n=20, p=0.6)  # tasks t0 and t1
+    rows += cell(1, "majority_first", ["correct"], n=10, p=0.6)  # t0 only
+    parts = slices.sections(_frame(rows), core=(20, 0.6))
+    assert sorted(set(parts.generalisability["task"])) == ["t0"] and len(parts.generalisability) == 2
+    assert any("2 held, 1 matched, 1 dropped (t1 1)" in note for note in parts.notes)

@@ -71,3 +71,28 @@ def table2(models: pd.DataFrame) -> pd.DataFrame:
         "Sets": models["sets"],
         "Rests on": models["rests on"] if "rests on" in models else None,
     })
+
+
+def side_by_side(models: pd.DataFrame, column: str, order: list[str]) -> pd.DataFrame:
+    """Conditions (budgets) side by side: one row per model and metric, a column per value of
+    ``column`` in ``order``, then each one's change from the first (pp): 20K vs 100K in one table.
+
+    The rows of ``models`` (:func:`mip.analysis.stats.model_table` by model and ``column``) must
+    stand on matched experiments (:func:`mip.analysis.pairs.matched`) for a change to mean anything."""
+    rows = []
+    metrics = [(f"acc{m.suffix}", f"acc{m.suffix}_sd", m.label) for m in stats.METRICS.values()]
+    metrics += [(f"delta{m.suffix}", f"delta{m.suffix}_sd", f"Δ π⁺ − π⁻ ({m.label})") for m in stats.METRICS.values()]
+    metrics += [("invalid_rate", "invalid_rate_sd", "invalid rate"), ("experiments", None, "experiments")]
+    for model, group in models.groupby("model", sort=True):
+        at = group.set_index(column)
+        for value, sd, label in metrics:
+            row = {"model": model, "metric": label}
+            for c in order:
+                x = at[value].get(c)
+                row[c] = (str(int(x)) if pd.notna(x) else MISSING) if sd is None else pct(x, at[sd].get(c))
+            for c in order[1:]:
+                a, b = at[value].get(c), at[value].get(order[0])
+                change = a - b if pd.notna(a) and pd.notna(b) else None
+                row[f"{c} − {order[0]}"] = MISSING if change is None else (f"{int(change):+d}" if sd is None else f"{100 * change:+.1f}")
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mip.analysis import coverage, inference, slices, stats
+from mip.analysis import coverage, inference, pairs, slices, stats
 from mip.experiment.instances import PATTERNS
 from mip.analysis.report import figures, metric_tables as tables, trace_figures, variant_figures
 
@@ -162,12 +162,23 @@ def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
 
 
 def budgets(report, frame: pd.DataFrame) -> None:
-    """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget)."""
+    """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget), each on the
+    experiments every budget of a model holds (:func:`mip.analysis.pairs.matched`)."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
+        both = pairs.matched(group, "budget", order=slices.budget_order(group["budget"]))
+        if both.empty:
+            report.figure(figures.Missing(f"Budgets at {name}: no experiment was run at two budgets. {both.note()}"),
+                          f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+            continue
+        group = both.frame
         table = model_rows(group, ["model", "budget"])
-        report.table(table.round(4), f"budgets_{tag}", f"Budgets side by side at {name} (Table 6, App. C.5).")
-        report.figure(figures.budgets(table), f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+        report.table(tables.side_by_side(table, "budget", slices.budget_order(table["budget"])), f"budgets_{tag}",
+                     f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric at each budget and its "
+                     f"change from the smallest (pp; accuracy mean ± sd over selection seeds). {both.note()}")
+        report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and budget.")
+        report.figure(figures.budgets(table), f"budgets_by_model_{tag}", f"Budgets compared per model at {name}, on the "
+                      "matched experiments of the table above.")
         for model, sub in group.groupby("model"):
             acc = stats.accuracy(sub, ["budget", "pattern"])
             report.figure(figures.budget_outcomes(sub, acc, f"{model}, {name}: outcomes per pattern and budget (Fig. 9)"),
@@ -213,50 +224,39 @@ def generalisability(report, frame: pd.DataFrame) -> None:
 
 
 def prompt_variants(report, frame: pd.DataFrame) -> None:
-    """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4, Fig. 20."""
+    """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4 on the experiments every
+    variant of a model holds; Fig. 20 per variant on those it shares with the standard prompt
+    (:func:`mip.analysis.pairs.matched`); what was left out is counted beside each."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        table = model_rows(group, ["model", "prompt_variant", "budget"])
-        report.table(table.round(4), f"table5_prompt_variants_{tag}",
-                     f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each.")
-        per_budget = []
+        every = pairs.matched(group, "prompt_variant", within=["base_model", "budget"], order=["standard"])
+        if every.empty:
+            report.figure(figures.Missing(f"Prompt variants at {name}: no experiment was run under every variant. "
+                                          f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
+        else:
+            table = model_rows(every.frame, ["model", "prompt_variant", "budget"])
+            report.table(table.round(4), f"table5_prompt_variants_{tag}",
+                         f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
+                         + every.note())
+            report.figure(variant_figures.variant_panels(table), f"fig4_prompt_variants_{tag}",
+                          f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
+                          "matched experiments of Table 5.")
         for budget, sub in group.groupby("budget"):
+            where = f"{name}, budget {budget}"
+            notes = " ".join(m.note() for m in pairs.against(sub, "prompt_variant", "standard").values())
             deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
                                 stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
-            per_budget.append((budget, deltas, disagreement(sub, deltas) if not deltas.empty else ""))
-        report.figure(variant_figures.variant_panels(table), f"fig4_prompt_variants_{tag}",
-                      f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds."
-                      + "".join(note for _, _, note in per_budget))
-        for budget, deltas, note in per_budget:
             if deltas.empty:
+                report.figure(figures.Missing(f"Prompt-variant changes at {where}: no variant shares an experiment with "
+                                              f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget}",
+                              f"Fig. 20 at {where}.")
                 continue
-            where = f"{name}, budget {budget}"
             report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget}", f"Accuracy minus the standard "
-                         f"prompt's per model, variant and pattern ('overall': all patterns), paired by seed, at {where}.")
+                         f"prompt's per model, variant and pattern ('overall': all patterns), per selection seed on the "
+                         f"experiments both prompts hold, at {where}. {notes}")
             report.figure(variant_figures.variant_deltas(deltas, where), f"fig20_prompt_variants_{tag}_{budget}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
-                          "selection seeds both prompts have." + note)
-
-
-def disagreement(frame: pd.DataFrame, deltas: pd.DataFrame) -> str:
-    """Where Fig. 4 (each prompt's accuracy over its own seeds) and Fig. 20 (the change paired
-    on the seeds both prompts have) point in opposite directions, the sentence that says so."""
-    acc = stats.accuracy(frame, ["model", "prompt_variant"]).set_index(["model", "prompt_variant"])
-    seeds = frame[frame["valid"]].groupby(["model", "prompt_variant"])["seed"].unique()
-    out, budget = [], frame["budget"].iloc[0]
-    for row in deltas[deltas["pattern"] == variant_figures.OVERALL].itertuples():
-        try:
-            pooled = acc.loc[(row.model, row.prompt_variant), "acc_mean"] - acc.loc[(row.model, "standard"), "acc_mean"]
-        except KeyError:
-            continue
-        if pd.notna(pooled) and pd.notna(row.delta_mean) and pooled * row.delta_mean < 0:
-            own = lambda v: sorted(int(s) for s in seeds.get((row.model, v), []))  # noqa: E731
-            out.append(f" Fig. 4 and Fig. 20 disagree for {row.model}, {row.prompt_variant} (budget {budget}): Fig. 4 "
-                       f"(accuracy over each prompt's own seeds — standard {own('standard')}, {row.prompt_variant} {own(row.prompt_variant)}) shows {100 * pooled:+.1f} pp, "
-                       f"Fig. 20 (paired on the {int(row.seeds)} seed(s) both have) {100 * row.delta_mean:+.1f} pp: "
-                       "they point in opposite directions because Fig. 4 pools unpaired seeds; the paired change "
-                       "compares like with like.")
-    return "".join(out)
+                          "selection seeds, on matched experiments (counts under the table above).")
 
 
 def expanded(report, frame: pd.DataFrame) -> None:
