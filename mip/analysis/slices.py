@@ -31,6 +31,7 @@ Exercised by ``pytest tests/test_analyze.py``.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, fields
 from typing import Optional
 
@@ -219,9 +220,21 @@ def unassigned(rest: pd.DataFrame) -> pd.DataFrame:
     return rest.groupby(SLICE, dropna=False).size().rename("experiments").reset_index()
 
 
+def _sortable(value) -> tuple:
+    """Numbers by value, then words: n = 100 after n = 20."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value:
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
 def of(frame: pd.DataFrame, keys: list[str] = SLICE):
     """Iterate ``(slice row, records)`` over the slices (or settings) of ``frame``."""
     if frame.empty:
         return
-    for values, group in frame.groupby(keys, dropna=False, sort=True):
-        yield dict(zip(keys, values if isinstance(values, tuple) else (values,))), group
+    groups = [(dict(zip(keys, v if isinstance(v, tuple) else (v,))), g) for v, g in frame.groupby(keys, dropna=False, sort=True)]
+    if "budget" in keys:  # budgets by their value (20k before 100k); groupby's order otherwise
+        rank = {b: i for i, b in enumerate(budget_order(frame["budget"]))}
+        first = {k: {v: i for i, v in enumerate(sorted({row[k] for row, _ in groups}, key=_sortable))} for k in keys}
+        groups.sort(key=lambda item: tuple(rank.get(str(item[0][k]), -1) if k == "budget" else first[k][item[0][k]]
+                                           for k in keys))
+    yield from groups

@@ -125,6 +125,25 @@ class Gap:
     """Every other pattern tied for the worst, π⁻ first."""
 
 
+#: Short pattern names for cells and printed tables (soft_majority_edges → s.edges); a legend says which.
+SHORT = {p: p.replace("soft_majority_", "s.").replace("majority_", "") for p in PATTERNS}
+
+
+def legend(patterns=PATTERNS) -> str:
+    """``first = majority_first, …, s.middle = soft_majority_middle``: the short names in use."""
+    return ", ".join(f"{SHORT[p]} = {p}" for p in patterns if p in SHORT and SHORT[p] != p)
+
+
+def worse(best_tied, worst_tied) -> list[str]:
+    """π⁻ and its ties as a reader should see them: none ('–') where every pattern ties for the
+    best (π⁻ is then chosen among equals, and no pattern is worse).
+
+    >>> worse(["random", "majority_first"], ["majority_first"]), worse(["random"], ["majority_last", "majority_middle"])
+    ([], ['majority_last', 'majority_middle'])
+    """
+    return [] if set(worst_tied) <= set(best_tied) else list(worst_tied)
+
+
 def _paper_order(patterns) -> list[str]:
     rank = {p: i for i, p in enumerate(PATTERNS)}
     return sorted(patterns, key=lambda p: (rank.get(p, len(rank)), p))

@@ -40,7 +40,8 @@ CHOICES = [
     "valid experiment of either pattern drop out; † marks one paired seed, ‡ two (the paper's notation). Among tied "
     "patterns π⁺ is the first in the paper's pattern order (random, majority-first, majority-last, majority-edges, "
     "majority-middle, soft-majority-edges, soft-majority-middle), π⁻ the first of the tied worst; 'π⁺ / π⁻' names "
-    "every tied pattern (`a = b`).",
+    "every tied pattern (`a = b`) by short names (first = majority_first, s.edges = soft_majority_edges, …), and "
+    "π⁻ reads '–' where every pattern ties, none being worse.",
     "'Sets' counts instance sets (seed × task × majority label) with a valid experiment: the evidence behind a row.",
     "Beyond the paper: 95 % cluster-bootstrap intervals over instance sets (2,000 resamples) and paired tests of π⁺ "
     "against π⁻ (exact McNemar; sign-flip permutation where random has several orders) need at least "

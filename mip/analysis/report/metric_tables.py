@@ -28,13 +28,27 @@ def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
     return text + marker
 
 
-def tied(chosen: str | None, ties: str | None) -> str:
+def tied(chosen: str | None, ties: str | None, names: dict[str, str] | None = None) -> str:
     """π⁺ or π⁻ with the patterns tied with it: ``random = majority_first`` (mip.analysis.stats: the first
-    in the paper's pattern order is chosen); ``–`` when undefined."""
+    in the paper's pattern order is chosen), by ``names`` where given (stats.SHORT); ``–`` when undefined."""
     if not isinstance(chosen, str) or not chosen:
         return MISSING
     others = [t for t in (ties if isinstance(ties, str) else "").split(", ") if t and t != chosen]
-    return " = ".join([chosen, *others])
+    return " = ".join((names or {}).get(p, p) for p in [chosen, *others])
+
+
+def best_worst(best, worst, best_tied, worst_tied) -> str:
+    """Table 2's ``π⁺ / π⁻`` cell by short names (stats.SHORT; the table's text gives the legend),
+    every tie named, π⁻ ``–`` where no pattern is worse than π⁺.
+
+    >>> best_worst("majority_first", "majority_last", "majority_first, majority_edges", "majority_last")
+    'first = edges / last'
+    >>> best_worst("random", "majority_first", "random, majority_first", "majority_first")
+    'random = first / –'
+    """
+    ties = lambda t: [p for p in (t if isinstance(t, str) else "").split(", ") if p]  # noqa: E731
+    shown_worst = worst if stats.worse(ties(best_tied) or [best], ties(worst_tied) or [worst]) else None
+    return f"{tied(best, best_tied, stats.SHORT)} / {tied(shown_worst, worst_tied, stats.SHORT)}"
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
@@ -60,7 +74,7 @@ def table2(models: pd.DataFrame) -> pd.DataFrame:
         metrics[f"Δ{x} (pp)"] = [pct(d, s, k) for d, s, k in zip(models[f"delta{x}"], models[f"delta{x}_sd"],
                                                                  models[f"delta{x}_marker"])]
         if i == 0:
-            metrics["π⁺ / π⁻"] = [f"{tied(b, bt)} / {tied(w, wt)}" for b, w, bt, wt in
+            metrics["π⁺ / π⁻"] = [best_worst(b, w, bt, wt) for b, w, bt, wt in
                                   zip(models["best"], models["worst"], models["best_tied"], models["worst_tied"])]
     return pd.DataFrame({
         "Model": models["model"],

@@ -50,7 +50,8 @@ def core(report, frame: pd.DataFrame) -> None:
         report.table(tables.table2(models), f"table2_{tag}",
                      f"Tables 2 and 6 at {name}: one row per slice (model × budget × pool). Valid-only and "
                      "all-experiment accuracy (mean ± sd over selection seeds), Δ with π⁺/π⁻ († one paired seed, ‡ "
-                     "two), invalid rate; 'Sets' is the instance sets with a valid experiment behind each row.")
+                     "two), invalid rate; 'Sets' is the instance sets with a valid experiment behind each row. π⁺ / π⁻ by "
+                     f"short names, every tie named (a = b), π⁻ '–' where no pattern is worse: {stats.legend()}.")
         report.table(models.round(6), f"table2_numbers_{tag}", "The numbers behind the table above, unrounded for reuse.")
         report.table(intervals(group), f"intervals_and_tests_{tag}",
                      f"Beyond the paper, at {name}: 95 % bootstrap intervals of accuracy and Δ and a paired test of π⁺ "
