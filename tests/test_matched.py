@@ -83,7 +83,7 @@ def test_variant_and_budget_deltas_are_zero_with_the_dropped_counted(partial, tm
 
 
 def test_a_budget_is_its_value_not_its_name(tmp_path):
-    """``budget.max_tokens=999`` over smoke is a slice of its own; 20k set to smoke's 320 is smoke."""
+    """``budget.max_tokens=999`` over smoke is a slice of its own; 20k set to smoke's 320 is smoke's slice."""
     for i, extra in enumerate([(), ("budget.max_tokens=999",)]):
         base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", "budget=smoke", *extra, "progress=false",
                        f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
@@ -92,4 +92,10 @@ def test_a_budget_is_its_value_not_its_name(tmp_path):
                    "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
     run_job(vary(base, pattern="majority_first", seed=1), tmp_path / "jobs" / "2")
     frame = load_local([tmp_path / "store"])
-    assert frame.groupby("budget")["seed"].apply(sorted).to_dict() == {"999 tokens": [0, 0], "smoke": [0, 0, 1, 1]}
+    # smoke ran at two limits here, so neither is "smoke"; each is its number, 20k at 320 with smoke at 320.
+    assert frame.groupby("budget")["seed"].apply(sorted).to_dict() == {"320 tokens": [0, 0, 1, 1], "999 tokens": [0, 0]}
+    assert sorted(set(zip(frame["budget_name"], frame["budget_tokens"]))) == [("20k", 320), ("smoke", 320), ("smoke", 999)]
+    alone = frame[frame["budget_tokens"] == 320].drop(columns="budget")
+    from mip.config.budgets import labels
+
+    assert set(labels(alone["budget_name"].tolist(), alone["budget_tokens"].tolist())) == {"smoke"}

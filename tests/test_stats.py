@@ -191,3 +191,15 @@ def test_reference_calculation_of_app_c4():
     assert ref["p_reversed"] < ref["p_reversed_or_tied"]
     # A tiny case checked by enumeration: n = 4, p = 0.75 (3 + 1), q = 0.5 → Z ~ Bin(4, 0.5); P(Z ≤ 2) = 11/16.
     assert inference.reference_calculation(4, 0.75, 0.5)["p_reversed_or_tied"] == pytest.approx(11 / 16)
+
+
+def test_an_exact_mcnemar_p_keeps_its_significant_digits():
+    """31 discordant pairs: p = 2 / 2^31 ≈ 9.3e-10, which the intervals table printed as 0."""
+    from mip.analysis import slices
+    from mip.analysis.report.sections import intervals
+
+    rows = []
+    for seed in range(31):
+        rows += cell(seed, "majority_first", [C]) + cell(seed, "majority_last", [I])
+    table = intervals(slices.add_columns(frame(rows)))
+    assert table.loc[0, "test"] == "exact McNemar" and table.loc[0, "p_value"] == float(f"{2 / 2**31:.3g}") > 0

@@ -30,7 +30,7 @@ from mip.store.quarantine import moved_what
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
 COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
-           "family", "budget_tokens", "verdict", "invalid_kind", "answer", "valid",
+           "family", "budget_name", "budget_tokens", "verdict", "invalid_kind", "answer", "valid",
            "correct", "reasoning", "output", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts",
            "calls", "count_error_majority", "count_error_minority", "instance_accuracy", "missing_share", "position_errors"]
 
@@ -61,12 +61,12 @@ def _strategy_columns(record: Record) -> dict:
 
 
 def _budget(record: Record) -> dict:
-    """The budget as its value (:func:`mip.config.budgets.label`): ``budget.max_tokens=999`` over
-    ``smoke`` is a slice of its own; a named budget and a number that equal it are one."""
+    """The limits a record ran under, from its config (the slice label is set over the whole
+    table: :func:`mip.config.budgets.labels`)."""
     budget = record.config.get("budget") if isinstance(record.config.get("budget"), dict) else {}
-    split = ((record.config.get("model") or {}).get("budget_split") or {}) if isinstance(record.config.get("model"), dict) else {}
-    tokens = budget.get("max_tokens")
-    return {"budget": budgets.label(record.experiment.budget, tokens, split.get("answer_tokens")), "budget_tokens": tokens}
+    model = record.config.get("model") if isinstance(record.config.get("model"), dict) else {}
+    split = model.get("budget_split") if isinstance(model.get("budget_split"), dict) else {}
+    return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens")}
 
 
 def record_row(record: Record) -> dict:
@@ -128,6 +128,11 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame["valid"] = frame["verdict"].isin(VALID_VERDICTS)
     frame["correct"] = frame["verdict"] == Verdict.CORRECT
     frame["order_seed"] = frame["order_seed"].astype("Int64")
+    # A budget is its value: budget.max_tokens=999 over smoke is a slice of its own (mip.config.budgets).
+    frame["budget_name"] = frame["budget"]
+    answers = frame["budget_answer"] if "budget_answer" in frame else None
+    frame["budget"] = budgets.labels(frame["budget"].tolist(), frame["budget_tokens"].tolist(),
+                                     None if answers is None else answers.tolist())
     frame = slices.add_columns(frame)[COLUMNS]
     frame.attrs["notes"] = notes
     return frame

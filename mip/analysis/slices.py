@@ -92,7 +92,8 @@ def label(row: pd.Series | dict, keys: list[str] = SETTING) -> str:
 
 
 def budget_order(values) -> list[str]:
-    """Budget labels by their output-token limit, smallest first (20k before 100k), then by name."""
+    """Budget labels by the output-token limit they state, smallest first (20k before 100k), then
+    names that state none (smoke), by name."""
     from mip.config.budgets import tokens_of
 
     return sorted({str(v) for v in values}, key=lambda b: (tokens_of(b) is None, tokens_of(b) or 0, b))

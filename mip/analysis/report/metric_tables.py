@@ -51,13 +51,23 @@ def best_worst(best, worst, best_tied, worst_tied) -> str:
     return f"{tied(best, best_tied, stats.SHORT)} / {tied(shown_worst, worst_tied, stats.SHORT)}"
 
 
+#: Columns that name patterns (π⁺, π⁻ and their ties): short names in report.md and LaTeX.
+PATTERN_COLUMNS = ("best", "worst", "best_tied", "worst_tied")
+
+
 def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
     """``name.md``, ``name.csv`` and ``name.tex`` under ``folder``; a missing value reads ``–``
     in the Markdown and LaTeX tables (an empty field in the CSV)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.md", folder / f"{name}.csv", folder / f"{name}.tex"]
     shown = frame.astype(object).where(frame.notna(), MISSING)
-    paths[0].write_text(shown.to_markdown(index=False) + "\n", encoding="utf-8")
+    legend = ""
+    named = [c for c in PATTERN_COLUMNS if c in shown.columns]
+    if named:  # tied patterns by short names, so that a cell stays narrow; the CSV keeps the full names
+        shown[named] = shown[named].map(lambda v: ", ".join(stats.SHORT.get(p, p) for p in v.split(", "))
+                                        if isinstance(v, str) else v)
+        legend = f"\nPatterns: {stats.legend()}.\n"
+    paths[0].write_text(shown.to_markdown(index=False) + "\n" + legend, encoding="utf-8")
     frame.to_csv(paths[1], index=False)
     paths[2].write_text(shown.to_latex(index=False, escape=True), encoding="utf-8")
     return paths

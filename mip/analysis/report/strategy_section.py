@@ -115,6 +115,7 @@ def strategies(report, frame: pd.DataFrame, baseline: pd.DataFrame | None = None
     errors = frame.dropna(subset=["position_errors"])
     for setting, group in slices.of(errors, slices.SLICE):
         tag = slices.file_tag(setting, slices.SLICE)
-        title = f"Decomposed strategy: instance error rate by position, {slices.label(setting, slices.SLICE)}"
+        title = (f"Decomposed strategy: instance error rate by position, {slices.label(setting, slices.SLICE)}; "
+                 f"{sections.holds(group)}")
         report.figure(position_errors(group, title), f"position_error_rates_{tag}",
                       "Decomposed strategy: per-instance error rate against relative position, per pattern, in one slice.")
