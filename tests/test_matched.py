@@ -99,3 +99,16 @@ def test_a_budget_is_its_value_not_its_name(tmp_path):
     from mip.config.budgets import labels
 
     assert set(labels(alone["budget_name"].tolist(), alone["budget_tokens"].tolist())) == {"smoke"}
+
+
+def test_a_filtered_pool_is_compared_with_the_unfiltered_on_matched_experiments(tmp_path, figures_unencoded):
+    from mip.analysis import slices
+
+    from .test_stats import cell, frame
+
+    rows = [r for seed in (0, 1) for r in cell(seed, "majority_first", ["correct", "incorrect"], pool_filtered=False)]
+    rows += cell(0, "majority_first", ["correct", "incorrect"], pool_filtered=True)  # seed 0 only, same tasks
+    text = write_report(slices.add_columns(frame(rows)), tmp_path / "report", core=(20, 0.6)).read_text()
+    table = pd.read_csv(tmp_path / "report" / "tables" / "pools_n20_p0.6.csv").set_index("metric")
+    assert float(table.loc["valid-only accuracy", "filtered − unfiltered"]) == 0
+    assert "unfiltered: 4 held, 2 matched, 2 dropped (t0 1, t1 1); filtered: 2 held, 2 matched, 0 dropped" in text

@@ -96,7 +96,25 @@ def core(report, frame: pd.DataFrame) -> None:
                                       f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
                                       counts=per_task.pivot(index="model", columns="task", values="valid")),
                       f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and labels.")
+        pools(report, group, tag, name)
         coverage_of(report, group, setting, tag, name)
+
+
+def pools(report, group: pd.DataFrame, tag: str, name: str) -> None:
+    """A filtered pool beside the unfiltered one (App. C.1), per model and budget, on the experiments
+    both hold (:func:`mip.analysis.pairs.matched`); nothing where no model ran both."""
+    several = group.groupby(["base_model", "budget"])["pool"].transform("nunique") > 1
+    if not several.any():
+        return
+    both = pairs.matched(group[several], "pool", within=["base_model", "budget"], order=["unfiltered"])
+    if both.empty:
+        report.notes.append(f"Filtered and unfiltered pools at {name} are not compared: {both.note()}")
+        return
+    rows = both.frame.assign(model=both.frame["model"] + " · " + both.frame["budget"].astype(str))
+    order = [p for p in ("unfiltered", "filtered") if p in set(rows["pool"])] + sorted(set(rows["pool"]) - {"unfiltered", "filtered"})
+    report.table(tables.side_by_side(model_rows(rows, ["model", "pool"]), "pool", order), f"pools_{tag}",
+                 f"The filtered pool beside the unfiltered one at {name} (App. C.1), per model and budget, each "
+                 f"metric and its change. {both.note()}")
 
 
 def intervals(group: pd.DataFrame) -> pd.DataFrame:
