@@ -264,3 +264,12 @@ def test_the_generalisability_grid_keeps_the_tasks_every_cell_holds():
     parts = slices.sections(_frame(rows), core=(20, 0.6))
     assert sorted(set(parts.generalisability["task"])) == ["t0"] and len(parts.generalisability) == 2
     assert any("2 held, 1 matched, 1 dropped (t1 1)" in note for note in parts.notes)
+
+
+def test_the_grid_says_beside_its_table_what_it_matched(tmp_path, figures_unencoded):
+    from .test_stats import cell
+
+    rows = cell(1, "majority_first", ["correct", "incorrect"], n=20, p=0.6) + cell(1, "majority_first", ["correct"], n=10, p=0.6)
+    text = write_report(_frame(rows), tmp_path / "report", core=(20, 0.6)).read_text()
+    beside = text.split("### generalisability_cells_20k_unknown (table)")[1].split("###")[0]
+    assert "(n=20, p=0.6): 2 held, 1 matched, 1 dropped (t1 1)" in beside

@@ -80,6 +80,9 @@ def test_variant_and_budget_deltas_are_zero_with_the_dropped_counted(partial, tm
     assert "standard: 72 held, 36 matched, 36 dropped (ner 36)" in text
     assert "20k: 72 held, 36 matched, 36 dropped (ner 36)" in text
     assert "100k: 36 held, 36 matched, 0 dropped" in text
+    # report.md's tied-pattern cells by short names, with the legend under the table (230 characters before).
+    table5 = (tables / "table5_prompt_variants_n20_p0.6_unfiltered.md").read_text()
+    assert "| first, edges, middle, s.edges, s.middle |" in table5 and "s.middle = soft_majority_middle" in table5
 
 
 def test_a_budget_is_its_value_not_its_name(tmp_path):

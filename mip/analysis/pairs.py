@@ -94,10 +94,11 @@ def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[s
     if frame.empty:
         return Matched(frame, pd.DataFrame(columns=[*within, *factor, "task", "held", "matched", "dropped"]), factor, within,
                        list(order))
-    # One hashable value per column: a missing order seed (structured patterns) is a value like any other.
-    ident = frame[key].astype(object).where(frame[key].notna(), "∅").astype(str).agg("\x1f".join, axis=1)
-    cond = frame[factor].astype(str).agg("\x1f".join, axis=1)
-    group = frame[within].astype(str).agg("\x1f".join, axis=1)
+    # Group numbers, not strings joined per row (50,000 records): a missing order seed (structured
+    # patterns) is a value like any other (dropna=False).
+    ident = frame.groupby(key, dropna=False, sort=False).ngroup()
+    cond = frame.groupby(factor, dropna=False, sort=False).ngroup()
+    group = frame.groupby(within, dropna=False, sort=False).ngroup()
     conditions = cond.groupby(group).transform("nunique")
     holding = cond.groupby(ident).transform("nunique")
     keep = (holding == conditions) & (conditions > 1)

@@ -211,7 +211,9 @@ def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     every = pairs.matched(grid, ["n", "p"], within=["base_model", "budget", "pool"], order=order)
     if int(every.counts["dropped"].sum()):
         notes.append("Generalisability grid: " + every.note() + " The dropped experiments stay in their own sections.")
-    return every.frame
+    kept = every.frame.copy()
+    kept.attrs["matched"] = every.note()  # said beside the section's tables (mip.analysis.report.sections)
+    return kept
 
 
 def unassigned(rest: pd.DataFrame) -> pd.DataFrame:

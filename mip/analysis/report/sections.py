@@ -228,7 +228,8 @@ def generalisability(report, frame: pd.DataFrame) -> None:
         tag, name = slices.file_tag(setting, ["budget", "pool"]), slices.label(setting, ["budget", "pool"])
         cells = stats.accuracy(group, ["model", "pattern", "n", "p"])
         report.table(cells.round(4), f"generalisability_cells_{tag}",
-                     f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds.")
+                     f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds. "
+                     + frame.attrs.get("matched", ""))
         order_sd = stats.random_order_sd(group, ["model", "n", "p"])
         for (model, pattern), sub in cells.groupby(["model", "pattern"]):
             if pattern not in figures.REPRESENTATIVE:
