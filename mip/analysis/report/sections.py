@@ -44,6 +44,10 @@ def rests_on(sets: int, paired_seeds: int) -> str:
 def model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     models = stats.model_table(group, by)
     models["rests on"] = [rests_on(s, k) for s, k in zip(models["sets"], models["paired_seeds"])]
+    if "budget" in by and not models.empty:  # budgets by value: 20k before 100k
+        rank = {b: i for i, b in enumerate(slices.budget_order(models["budget"]))}
+        models = models.sort_values([c for c in by if c != "budget"] + ["budget"], key=lambda c: c.map(rank) if c.name == "budget" else c,
+                                    kind="stable").reset_index(drop=True)
     return models
 
 
