@@ -228,3 +228,6 @@ def test_item_5_cosmetics_widths_axes_and_small_values(tmp_path):
     assert [t.get_text() for t in legend.get_texts()] == ["20k", "100k"]  # 100k was listed first
     small = figures.heatmap(pd.DataFrame([[0.0045]]), "coverage", "coverage (%)")
     assert "0.45" in [t.get_text().split("\n")[0] for t in small.axes[0].texts]
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

@@ -51,7 +51,8 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
                      "Δ (pp)": _pp(model["delta"]) + (model["delta_marker"] or ""),
                      "Δ 95 % CI": f"[{_pp(low)}, {_pp(high)}]" if not math.isnan(low) else
                      "not testable" if best and worst else "–",
-                     "π⁺": " = ".join(best_tied) or "–", "π⁻": " = ".join(worst_tied) or "–", "sets": int(model["sets"])})
+                     "π⁺": " = ".join(best_tied) or "–", "π⁻": " = ".join(worst_tied) or "–",
+                     "sets": int(model["sets"])})
     return pd.DataFrame(rows)
 
 

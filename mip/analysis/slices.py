@@ -191,7 +191,8 @@ def single_call_twins(frame: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
     single = frame[frame["strategy"] == "single_call"]
     twins = [pairs.matched(pd.concat([single, part]), "strategy").frame for _, part in other.groupby("strategy")]
     kept = pd.concat(twins) if twins else single.iloc[0:0]
-    return kept[kept["strategy"] == "single_call"].drop_duplicates("key") if "key" in kept else kept[kept["strategy"] == "single_call"]
+    single = kept[kept["strategy"] == "single_call"]
+    return single.drop_duplicates("key") if "key" in single else single
 
 
 def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:

@@ -43,7 +43,7 @@ def profile_figure(curve: np.ndarray, bin_size: int, pattern: str, n: int, p: fl
     share_axis(ax)
     ax.set_xlim(0.5, n + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # instance positions are whole numbers
-    ax.set_xlabel(f"instance position (points average {bin_size} consecutive instances)")
+    ax.set_xlabel(f"instance position (points average {plural(bin_size, 'consecutive instance')})")
     accuracy = 100 * replays["correct"].mean()
     records = ", ".join(sorted(map(str, replays["model"].unique()))) if "model" in replays else "?"
     who = f"{records} records, attributed with {weights}'s weights" if weights else f"{records} records"

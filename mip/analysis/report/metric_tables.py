@@ -117,6 +117,7 @@ def side_by_side(models: pd.DataFrame, column: str, order: list[str]) -> pd.Data
             for c in order[1:]:
                 a, b = at[value].get(c), at[value].get(order[0])
                 change = a - b if pd.notna(a) and pd.notna(b) else None
-                row[f"{c} − {order[0]}"] = MISSING if change is None else (f"{int(change):+d}" if sd is None else f"{100 * change:+.1f}")
+                shown = MISSING if change is None else f"{int(change):+d}" if sd is None else f"{100 * change:+.1f}"
+                row[f"{c} − {order[0]}"] = shown
             rows.append(row)
     return pd.DataFrame(rows)

@@ -46,8 +46,8 @@ def model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     models["rests on"] = [rests_on(s, k) for s, k in zip(models["sets"], models["paired_seeds"])]
     if "budget" in by and not models.empty:  # budgets by value: 20k before 100k
         rank = {b: i for i, b in enumerate(slices.budget_order(models["budget"]))}
-        models = models.sort_values([c for c in by if c != "budget"] + ["budget"], key=lambda c: c.map(rank) if c.name == "budget" else c,
-                                    kind="stable").reset_index(drop=True)
+        models = models.sort_values([c for c in by if c != "budget"] + ["budget"], kind="stable",
+                                    key=lambda c: c.map(rank) if c.name == "budget" else c).reset_index(drop=True)
     return models
 
 
@@ -71,7 +71,8 @@ def core(report, frame: pd.DataFrame) -> None:
         patterns = stats.pattern_table(rows)
         report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), f"patterns_by_model_{tag}",
                      f"Valid-only accuracy per slice and pattern at {name}, mean and sd over selection seeds.")
-        report.figure(figures.pattern_bars(patterns, _representative(patterns), f"Representative patterns, {name}; {holds(group)}"),
+        report.figure(figures.pattern_bars(patterns, _representative(patterns),
+                                           f"Representative patterns, {name}; {holds(group)}"),
                       f"fig2_representative_patterns_{tag}", f"Fig. 2 at {name}; error bars: sd over seeds; n/a: no "
                       "valid experiment.")
         report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"), f"fig17_all_patterns_{tag}",
@@ -82,7 +83,8 @@ def core(report, frame: pd.DataFrame) -> None:
                       f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
                       "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
                       "error bars: sd over selection seeds.")
-        report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"), f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.")
+        report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
+                      f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.")
         cell = rows.assign(cell=rows["task"] + " / " + rows["pattern"])
         order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))]
         invalid = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc=lambda v: int((~v).sum()))
@@ -115,7 +117,8 @@ def pools(report, group: pd.DataFrame, tag: str, name: str) -> None:
         report.notes.append(f"Filtered and unfiltered pools at {name} are not compared: {both.note()}")
         return
     rows = both.frame.assign(model=both.frame["model"] + " · " + both.frame["budget"].astype(str))
-    order = [p for p in ("unfiltered", "filtered") if p in set(rows["pool"])] + sorted(set(rows["pool"]) - {"unfiltered", "filtered"})
+    held = set(rows["pool"])
+    order = [p for p in ("unfiltered", "filtered") if p in held] + sorted(held - {"unfiltered", "filtered"})
     report.table(tables.side_by_side(model_rows(rows, ["model", "pool"]), "pool", order), f"pools_{tag}",
                  f"The filtered pool beside the unfiltered one at {name} (App. C.1), per model and budget, each "
                  f"metric and its change. {both.note()}")
@@ -213,11 +216,12 @@ def budgets(report, frame: pd.DataFrame) -> None:
                      f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric at each budget and its "
                      f"change from the smallest (pp; accuracy mean ± sd over selection seeds). {both.note()}")
         report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and budget.")
-        report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}", f"Budgets compared per model at {name}, on the "
-                      "matched experiments of the table above.")
+        report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
+                      f"Budgets compared per model at {name}, on the matched experiments of the table above.")
         for model, sub in group.groupby("model"):
             acc = stats.accuracy(sub, ["budget", "pattern"])
-            report.figure(figures.budget_outcomes(sub, acc, f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"),
+            title = f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"
+            report.figure(figures.budget_outcomes(sub, acc, title),
                           f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
                           "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
         by_budget = coverage.coverage_table(group, ["model", "budget"])
@@ -243,7 +247,8 @@ def generalisability(report, frame: pd.DataFrame) -> None:
                 sd = order_sd[order_sd["model"] == model].pivot(index="p", columns="n", values="order_sd")
             report.figure(figures.heatmap(sub.pivot(index="p", columns="n", values="acc_mean"),
                                           f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p; "
-                                          f"{holds(group[(group['model'] == model) & (group['pattern'] == pattern)])}", "accuracy (%)",
+                                          f"{holds(group[(group['model'] == model) & (group['pattern'] == pattern)])}",
+                                          "accuracy (%)",
                                           counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
                           f"fig3_np_{model}_{pattern}_{tag}", f"Fig. 3 for {model} under {pattern}; random shows ± sd "
                           "over order seeds (the paper's), the structured patterns none.")
@@ -251,7 +256,8 @@ def generalisability(report, frame: pd.DataFrame) -> None:
             acc = stats.accuracy(sub, ["n", "p"])
             inv = stats.invalid_rates(sub, ["n", "p"])
             report.figure(figures.heatmap(acc.pivot(index="p", columns="n", values="acc_mean"),
-                                          f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10); {holds(sub)}", "accuracy (%)",
+                                          f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10); {holds(sub)}",
+                                          "accuracy (%)",
                                           counts=acc.pivot(index="p", columns="n", values="valid")),
                           f"fig10_np_accuracy_{model}_{tag}", "Valid-only accuracy pooled over patterns (Fig. 10).")
             report.figure(figures.heatmap(inv.pivot(index="p", columns="n", values="invalid_rate"),
@@ -295,7 +301,8 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
             report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget}", f"Accuracy minus the standard "
                          f"prompt's per model, variant and pattern ('overall': all patterns), per selection seed on the "
                          f"experiments both prompts hold, at {where}. {notes}")
-            report.figure(variant_figures.variant_deltas(deltas, f"{where}; {tasks_of(kept)}"), f"fig20_prompt_variants_{tag}_{budget}",
+            report.figure(variant_figures.variant_deltas(deltas, f"{where}; {tasks_of(kept)}"),
+                          f"fig20_prompt_variants_{tag}_{budget}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
                           "selection seeds, on matched experiments (counts under the table above).")
 

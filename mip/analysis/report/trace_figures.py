@@ -25,7 +25,8 @@ STYLES = ("-", "--", ":", "-.")
 
 def mention_rates(rates: pd.DataFrame, n: int, p: float, who: str = "") -> plt.Figure:
     """Fig. 5 / Fig. 21: per-ID mention rate against position, one panel per pattern,
-    block boundaries of the structured patterns as grey bands (the curves take the dash styles); ``who`` names the models in the title."""
+    block boundaries of the structured patterns as grey bands (the curves take the dash styles);
+    ``who`` names the models in the title."""
     present = set(rates["pattern"])
     patterns = [x for x in ("all patterns", *PATTERNS) if x in present]
     if not patterns:
