@@ -33,6 +33,12 @@ CHOICES = [
     "Every table and figure is computed inside one slice: model × (n, p) × budget × prompt variant × strategy × "
     "pool (filtered or not) × ordering family (core orderings, or the expanded shuffles). A table lists slices as "
     "rows, each labelled; nothing pools two slices.",
+    "Comparisons are made on matched experiments only (mip.analysis.pairs): a prompt variant against the standard "
+    "prompt, one budget against another, one (n, p) cell against another, a strategy against the single call, a "
+    "filtered pool against the unfiltered one use the experiments both conditions hold (same model, task, pattern, n, "
+    "p, majority label, selection and order seeds, and every other field but the compared one); beside each, the "
+    "experiments held, matched and dropped per condition and task. A budget is its value (the output-token limit a "
+    "record ran under), not its name.",
     "Accuracy is valid-only unless marked 'all' (invalid counts as wrong; a parsed tie −1 is valid and incorrect); "
     "per selection seed, pooled over tasks, majority labels and patterns (random over its order seeds); mean ± sd "
     "(ddof = 1) over seeds.",
