@@ -210,7 +210,7 @@ def test_settings_are_never_pooled_and_strays_are_listed(tmp_path, figures_unenc
     rows += cell(0, "majority_first", ["correct"] * 3, prompt_variant="hint", shuffle_seed=4)  # expanded
     path = write_report(_frame(rows), tmp_path / "report", core=(20, 0.6))
     table = pd.read_csv(tmp_path / "report" / "tables" / "table2_n20_p0.6.csv")
-    assert sorted(table["Budget"]) == ["100k", "20k"] and set(table["Experiments"]) == {12}
+    assert table["Budget"].tolist() == ["20k", "100k"] and set(table["Experiments"]) == {12}  # by value
     stray = pd.read_csv(tmp_path / "report" / "tables" / "unassigned.csv")
     assert stray[["n", "experiments"]].values.tolist() == [[10, 3]]
     assert (tmp_path / "report" / "tables" / "expanded_orderings.csv").is_file()
@@ -249,4 +249,27 @@ def test_the_generalisability_grid_keeps_the_seeds_every_cell_holds():
     parts = slices.sections(_frame(rows), core=(20, 0.6))
     assert sorted(set(parts.generalisability["seed"])) == [1] and len(parts.generalisability) == 2
     assert len(parts.core) == 3 and parts.rest.empty
-    assert any("seed(s) [1] only" in note for note in parts.notes)
+    assert any("(n=10, p=0.6): 1 held, 1 matched, 0 dropped; (n=20, p=0.6): 3 held, 1 matched, 2 dropped (t0 2)" in note
+               for note in parts.notes)
+
+
+def test_the_generalisability_grid_keeps_the_tasks_every_cell_holds():
+    """The core cell on two tasks beside a cell on one: the grid compares the task both hold."""
+    from mip.analysis import slices
+
+    from .test_stats import cell
+
+    rows = cell(1, "majority_first", ["correct", "incorrect"], n=20, p=0.6)  # tasks t0 and t1
+    rows += cell(1, "majority_first", ["correct"], n=10, p=0.6)  # t0 only
+    parts = slices.sections(_frame(rows), core=(20, 0.6))
+    assert sorted(set(parts.generalisability["task"])) == ["t0"] and len(parts.generalisability) == 2
+    assert any("2 held, 1 matched, 1 dropped (t1 1)" in note for note in parts.notes)
+
+
+def test_the_grid_says_beside_its_table_what_it_matched(tmp_path, figures_unencoded):
+    from .test_stats import cell
+
+    rows = cell(1, "majority_first", ["correct", "incorrect"], n=20, p=0.6) + cell(1, "majority_first", ["correct"], n=10, p=0.6)
+    text = write_report(_frame(rows), tmp_path / "report", core=(20, 0.6)).read_text()
+    beside = text.split("### generalisability_cells_20k_unknown (table)")[1].split("###")[0]
+    assert "(n=20, p=0.6): 2 held, 1 matched, 1 dropped (t1 1)" in beside

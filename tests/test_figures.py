@@ -79,8 +79,8 @@ def test_a_long_title_is_wrapped_to_the_figure_and_a_short_one_kept():
     fit(fig)
     assert outside(fig) == [] and "\n" in fig.axes[0].get_title()
     assert fig.axes[0].get_title().replace("\n", " ") == long
-    # Each model's "n=" above its stack lies inside the axes (one outside them is not drawn).
-    assert [t.get_text() for t in fig.axes[0].texts] == ["n=2"] and fig.axes[0].texts[0].xy[1] < fig.axes[0].get_ylim()[1]
+    # Each model's "n=" is under its name (the axis stops at 100; a label above the axes was not drawn).
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["M\n(n=2)"] and fig.axes[0].get_ylim()[1] == 100
     short = figures.heatmap(pd.DataFrame({"a": [1.0]}), "Short", "accuracy (%)")
     fit(short)
     assert short.axes[0].get_title() == "Short"
@@ -203,3 +203,31 @@ def test_fig20_is_per_model_and_pattern_with_sd_over_seeds():
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["majority-first", "majority-middle"]
     assert "-16.7\n± 28.9\n(3 seeds)" in [t.get_text() for t in ax.texts]
+
+
+def test_item_5_cosmetics_widths_axes_and_small_values(tmp_path):
+    """Figs. 15 and 20 were 6,150 and 4,950 px wide; rate axes ran to 110; 0.45 % coverage read "0"."""
+    from PIL import Image
+
+    from mip.experiment.instances import PATTERNS
+
+    rows = [dict(r, model=m, task=t) for m in ("A", "B") for t in ("math", "ner", "occurrence", "sentiment", "wsd")
+            for r in cell(0, "majority_first", ["correct", "invalid"], invalid_kind=None)]
+    wide = figures.heatmap(pd.DataFrame(np.ones((2, 35))), "35 columns", "count", scale=1.0)
+    [png, _] = figures.save(wide, tmp_path, "wide")
+    assert Image.open(png).size[0] <= figures.MAX_WIDTH_PX
+    deltas = pd.DataFrame([{"model": "A", "prompt_variant": v, "pattern": p, "delta_mean": 0.0, "delta_sd": 0.0, "seeds": 1}
+                           for v in ("hint", "strategy", "self_prompt") for p in (*PATTERNS, "overall")])
+    [png, _] = figures.save(variant_figures.variant_deltas(deltas, "Fig. 20"), tmp_path, "fig20")
+    assert Image.open(png).size[0] <= figures.MAX_WIDTH_PX
+    for fig in (figures.error_types(frame(rows)), figures.budgets(pd.DataFrame(
+            [{"model": "A", "budget": b, "acc": 1.0, "acc_all": 1.0, "invalid_rate": 0.0} for b in ("100k", "20k")]))):
+        assert all(ax.get_ylim()[1] == 100 for ax in fig.axes if ax.get_ylabel().endswith("(%)"))
+    legend = figures.budgets(pd.DataFrame([{"model": "A", "budget": b, "acc": 1.0, "acc_all": 1.0, "invalid_rate": 0.0}
+                                           for b in ("100k", "20k")])).axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["20k", "100k"]  # 100k was listed first
+    small = figures.heatmap(pd.DataFrame([[0.0045]]), "coverage", "coverage (%)")
+    assert "0.45" in [t.get_text().split("\n")[0] for t in small.axes[0].texts]
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

@@ -77,3 +77,19 @@ def test_attribute_writes_the_pooled_figures_and_their_numbers(tmp_path):
     assert any(n.startswith("fig33_") for n in names) and any(n.startswith("fig34_") for n in names)
     table = pd.read_csv(tmp_path / "pooled_profiles.csv")
     assert set(table["figure"]) == {"fig33", "fig34"} and np.isfinite(table["share"]).all()
+
+
+def test_attribution_titles_name_the_weights_beside_the_records_and_what_each_holds():
+    """Figs. 33/34 named the records' model only; a profile named neither model nor task and said "1 replays"."""
+    from mip.attribution.profile_figures import profile_figure
+
+    [(_, fig, _), *_] = pooled_figures(grid_replays(), bins=2, weights="smollm2_135m")
+    title = fig._suptitle.get_text()
+    assert "M records, attributed with smollm2_135m's weights" in title and "6 replays" in title
+    one = pd.DataFrame([replay("ner", 20, 0.6, 3.0, True)])
+    (ax,) = profile_figure(np.ones(20), 1, "majority_first", 20, 0.6, one, weights="smollm2_135m").axes
+    text = ax.get_title()
+    assert "M records, attributed with smollm2_135m's weights; task ner; majority-first" in text and "1 replay," in text
+    pooled = pd.concat([one, pd.DataFrame([replay("math", 20, 0.6, 3.0, True)])])
+    (ax,) = profile_figure(np.ones(20), 1, "majority_first", 20, 0.6, pooled).axes
+    assert "tasks math, ner pooled" in ax.get_title() and "2 replays" in ax.get_title()

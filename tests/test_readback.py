@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mip.analysis import stats
 from mip.experiment.instances import PATTERNS
 from mip.store import iter_records
 
@@ -188,14 +189,18 @@ def test_analysis_off_the_core_takes_each_cell_and_prints_the_headline(ran, tmp_
     assert [b.splitlines()[0].split(" budget")[0] for b in blocks] == ["n=10 p=0.7", "n=20 p=0.6"]
     rows = {line.split()[0]: line for line in blocks[1].splitlines()[1:] if line.startswith("simulated")}
     header = blocks[1].splitlines()[1].split()
-    assert header[:7] == list(PATTERNS) and header[7:] == ["Δ", "(pp)", "Δ", "95", "%", "CI", "π⁺", "π⁻", "sets"]
+    short = [stats.SHORT[p] for p in PATTERNS]
+    assert header[:7] == short and header[7:] == ["Δ", "(pp)", "Δ", "95", "%", "CI", "π⁺", "π⁻", "sets"]
     accuracy = _accuracy(ran["results"] / "store", _keys(ran["sweep"]))
     for model, row in rows.items():
         cells = row.split()
         assert [float(c) for c in cells[1:8]] == [accuracy[model][p] for p in PATTERNS]
         delta = numbers.loc[model]
         assert cells[8].rstrip("†‡") == f"{100 * delta['delta']:.1f}" and cells[-1] == str(delta["sets"])
-        assert cells[-3:-1] == [delta["best"], delta["worst"]]
+        worst = stats.worse(delta["best_tied"].split(", "), delta["worst_tied"].split(", "))
+        assert cells[-3:-1] == [stats.SHORT[delta["best"]] + ("*" if ", " in delta["best_tied"] else ""),
+                                stats.SHORT[worst[0]] + ("*" if len(worst) > 1 else "") if worst else "–"]
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 120
     assert "not testable" in rows["simulated_first_k"]  # two instance sets: no interval
 
 

@@ -294,6 +294,13 @@ def test_a_budget_larger_than_the_context_window_is_refused_before_any_work(tmp_
     assert not (tmp_path / "job").exists()
 
 
+def test_a_budget_given_as_a_number_is_refused_by_that_number(tmp_path):
+    """budget.max_tokens=300000 keeps the name 20k in the config; the refusal names what was given."""
+    cfg = config(tmp_path, "pattern=majority_first", "model.context_window=8192", "budget=20k", "budget.max_tokens=300000")
+    with pytest.raises(ValueError, match=r"^Budget budget.max_tokens=300000 \(300000 output tokens\) is larger"):
+        run_job(cfg, tmp_path / "job")
+
+
 def test_expanded_orderings_shuffle_each_label_then_arrange(tmp_path):
     cfg = compose("+experiment=expanded_orderings", "model=mock", "task=arith", "n=20", "p=0.6", "pattern=majority_middle")
     assert cfg.shuffle_seeds == list(range(1, 51))

@@ -173,11 +173,13 @@ def test_ties_follow_the_paper_pattern_order_and_are_all_named():
     assert gap.best_tied == ("majority_first", "majority_edges")
     assert gap.worst_tied == ("majority_middle", "soft_majority_middle")
     shown = tables.table2(stats.model_table(frame(rows)))["π⁺ / π⁻"].iloc[0]
-    assert shown == "majority_first = majority_edges / majority_middle = soft_majority_middle"
+    assert shown == "first = edges / middle = s.middle"  # short names; the table's text gives the legend
     # Every pattern tied: random (first in the paper's order) is π⁺, majority_first π⁻.
     even = cell(0, "majority_last", [C]) + cell(0, "random", [C], order_seed=0) + cell(0, "majority_first", [C])
     gap = stats.best_worst_gap(frame(even))
     assert (gap.best, gap.worst, gap.best_tied) == ("random", "majority_first", ("random", "majority_first", "majority_last"))
+    # … and no pattern is worse: π⁻ reads "–" (docs/planted-models.md's unbiased row).
+    assert tables.table2(stats.model_table(frame(even)))["π⁺ / π⁻"].iloc[0] == "random = first = last / –"
 
 
 def test_reference_calculation_of_app_c4():
@@ -189,3 +191,15 @@ def test_reference_calculation_of_app_c4():
     assert ref["p_reversed"] < ref["p_reversed_or_tied"]
     # A tiny case checked by enumeration: n = 4, p = 0.75 (3 + 1), q = 0.5 → Z ~ Bin(4, 0.5); P(Z ≤ 2) = 11/16.
     assert inference.reference_calculation(4, 0.75, 0.5)["p_reversed_or_tied"] == pytest.approx(11 / 16)
+
+
+def test_an_exact_mcnemar_p_keeps_its_significant_digits():
+    """31 discordant pairs: p = 2 / 2^31 ≈ 9.3e-10, which the intervals table printed as 0."""
+    from mip.analysis import slices
+    from mip.analysis.report.sections import intervals
+
+    rows = []
+    for seed in range(31):
+        rows += cell(seed, "majority_first", [C]) + cell(seed, "majority_last", [I])
+    table = intervals(slices.add_columns(frame(rows)))
+    assert table.loc[0, "test"] == "exact McNemar" and table.loc[0, "p_value"] == float(f"{2 / 2**31:.3g}") > 0

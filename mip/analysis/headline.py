@@ -1,7 +1,8 @@
 """The headline table analyze.py prints: per slice (:data:`mip.analysis.slices.SLICE`), valid-only
-accuracy per pattern, Δ with its 95 % bootstrap interval, π⁺ and π⁻, and the instance sets
-behind them. Every number comes from :mod:`mip.analysis.stats` and :mod:`mip.analysis.inference`, as in the
-report; no two slices are pooled.
+accuracy per pattern, Δ with its 95 % bootstrap interval, π⁺ and π⁻ with every pattern tied with
+them, and the instance sets behind them. Every number comes from :mod:`mip.analysis.stats` and
+:mod:`mip.analysis.inference`, as in the report; no two slices are pooled. Printed, it fits
+:data:`WIDTH` columns: patterns by short names (a legend says which), ties listed under the table.
 
     python analyze.py 'results=[results/sweeps/2026-12-01/10-00-00]'
 
@@ -13,18 +14,24 @@ Exercised by ``pytest tests/test_readback.py``.
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
 
 from mip.analysis import inference, slices, stats
+from mip.experiment.instances import PATTERNS
 
 #: The columns after the patterns' accuracies.
 GAP = ["Δ (pp)", "Δ 95 % CI", "π⁺", "π⁻", "sets"]
+#: The printed headline's width (a terminal's), in characters.
+WIDTH = 120
+SHORT = stats.SHORT
 
 
 def headline(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per slice: its :data:`~mip.analysis.slices.SLICE` columns, accuracy (%) per pattern in
-    the paper's order, then :data:`GAP`."""
+    the paper's order, then :data:`GAP`; π⁺ and π⁻ name every tied pattern (``a = b``), π⁻ is '–'
+    where no pattern is worse."""
     if frame.empty:
         return pd.DataFrame(columns=[*slices.SLICE, *GAP])
     models = stats.model_table(frame, slices.SLICE).set_index(slices.SLICE)
@@ -38,11 +45,14 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
         low = high = math.nan
         if best and worst and best != worst:
             low, high = inference.bootstrap_gap(sub, best, worst)
+        best_tied = [p for p in str(model["best_tied"] or "").split(", ") if p]
+        worst_tied = stats.worse(best_tied, [p for p in str(model["worst_tied"] or "").split(", ") if p])
         rows.append({**row, **(100 * accuracy.loc[key]).round(1).to_dict(),
                      "Δ (pp)": _pp(model["delta"]) + (model["delta_marker"] or ""),
                      "Δ 95 % CI": f"[{_pp(low)}, {_pp(high)}]" if not math.isnan(low) else
                      "not testable" if best and worst else "–",
-                     "π⁺": best or "–", "π⁻": worst or "–", "sets": int(model["sets"])})
+                     "π⁺": " = ".join(best_tied) or "–", "π⁻": " = ".join(worst_tied) or "–",
+                     "sets": int(model["sets"])})
     return pd.DataFrame(rows)
 
 
@@ -50,15 +60,44 @@ def _pp(value) -> str:
     return "–" if value is None or pd.isna(value) else f"{100 * value:.1f}"
 
 
-def render(table: pd.DataFrame) -> str:
-    """The headline as text: one block per setting (a slice less its model), one row per model."""
+def _short(cell: str) -> str:
+    """A π cell printed: the chosen pattern's short name, ``*`` where others tie with it."""
+    names = [p for p in str(cell).split(" = ") if p and p != "–"]
+    return "–" if not names else SHORT.get(names[0], names[0]) + ("*" if len(names) > 1 else "")
+
+
+def _columns(shown: pd.DataFrame, width: int) -> list[str]:
+    """``shown`` as text columns one space apart, the models left-aligned, the rest right-aligned;
+    a model name longer than the room the other columns leave is cut with '…' (it is whole in the
+    ties listed under the table and in the report)."""
+    cells = {c: [str(v) for v in shown[c]] for c in shown.columns}
+    sizes = {c: max(len(str(c)), *(len(v) for v in values)) for c, values in cells.items()}
+    room = max(12, width - sum(sizes.values()) - len(sizes))
+    names = [m if len(m) <= room else m[:room - 1] + "…" for m in map(str, shown.index)]
+    left = max(len(m) for m in names)
+    out = [" ".join(["".ljust(left), *(str(c).rjust(sizes[c]) for c in cells)])]
+    for i, name in enumerate(names):
+        out.append(" ".join([name.ljust(left), *(cells[c][i].rjust(sizes[c]) for c in cells)]))
+    return out
+
+
+def render(table: pd.DataFrame, width: int = WIDTH) -> str:
+    """The headline as text, at most ``width`` columns: one block per setting (a slice less its
+    model), one row per model; patterns by short names, ties listed under each block."""
     if table.empty:
         return "Headline: no records."
-    lines = ["Headline: valid-only accuracy (%) per pattern, mean over selection seeds; Δ = Acc(π⁺) − Acc(π⁻) "
-             f"with its 95 % cluster-bootstrap interval over instance sets (needs {inference.MIN_PAIRS} pairs); "
-             "sets: instance sets with a valid experiment."]
+    wrap = lambda text: textwrap.wrap(text, width, subsequent_indent="  ")  # noqa: E731
+    lines = wrap("Headline: valid-only accuracy (%) per pattern, mean over selection seeds; Δ = Acc(π⁺) − Acc(π⁻) "
+                 f"with its 95 % cluster-bootstrap interval over instance sets (needs {inference.MIN_PAIRS} pairs); "
+                 "sets: instance sets with a valid experiment; * a tie, named under the table.")
+    present = [p for p in PATTERNS if p in table.columns]
+    lines += wrap("Patterns: " + stats.legend(present) + ".")
     for setting, block in slices.of(table, slices.SETTING):
         shown = block.drop(columns=slices.SETTING).dropna(axis=1, how="all").set_index("model")
-        shown = shown.map(lambda v: "–" if isinstance(v, float) and math.isnan(v) else v)
-        lines += [f"== {slices.label(setting)}", shown.to_string(), ""]
+        ties = [f"  * {model} {side}: {shown.at[model, side]}" for model in shown.index for side in ("π⁺", "π⁻")
+                if " = " in str(shown.at[model, side])]
+        shown = shown.assign(**{side: shown[side].map(_short) for side in ("π⁺", "π⁻")})
+        shown = shown.rename(columns=SHORT).map(lambda v: "–" if isinstance(v, float) and math.isnan(v) else v)
+        lines += wrap(f"== {slices.label(setting)}") + _columns(shown, width)
+        lines += [t for tie in ties for t in wrap(tie)] + [""]
     return "\n".join(lines).rstrip()

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from mip.analysis import folders, slices
+from mip.config import budgets
 from mip.experiment.records import Record, counted_attempt
 from mip.experiment.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, quarantined
@@ -29,7 +30,7 @@ from mip.store.quarantine import moved_what
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
 COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
-           "family", "verdict", "invalid_kind", "answer", "valid",
+           "family", "budget_name", "budget_tokens", "verdict", "invalid_kind", "answer", "valid",
            "correct", "reasoning", "output", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts",
            "calls", "count_error_majority", "count_error_minority", "instance_accuracy", "missing_share", "position_errors"]
 
@@ -59,6 +60,15 @@ def _strategy_columns(record: Record) -> dict:
     return out
 
 
+def _budget(record: Record) -> dict:
+    """The limits a record ran under, from its config (the slice label is set over the whole
+    table: :func:`mip.config.budgets.labels`)."""
+    budget = record.config.get("budget") if isinstance(record.config.get("budget"), dict) else {}
+    model = record.config.get("model") if isinstance(record.config.get("model"), dict) else {}
+    split = model.get("budget_split") if isinstance(model.get("budget_split"), dict) else {}
+    return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens")}
+
+
 def record_row(record: Record) -> dict:
     counted = counted_attempt(record.attempts)
     stage = counted.stages[-1] if counted and counted.stages else None
@@ -70,6 +80,7 @@ def record_row(record: Record) -> dict:
         "calls": len(stages),
         "key": record.key,
         **record.experiment.model_dump(),
+        **_budget(record),
         "pool_filtered": record.pool_filtered,
         "pool_version": record.pool_version,
         "verdict": record.verdict,
@@ -117,6 +128,11 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame["valid"] = frame["verdict"].isin(VALID_VERDICTS)
     frame["correct"] = frame["verdict"] == Verdict.CORRECT
     frame["order_seed"] = frame["order_seed"].astype("Int64")
+    # A budget is its value: budget.max_tokens=999 over smoke is a slice of its own (mip.config.budgets).
+    frame["budget_name"] = frame["budget"]
+    answers = frame["budget_answer"] if "budget_answer" in frame else None
+    frame["budget"] = budgets.labels(frame["budget"].tolist(), frame["budget_tokens"].tolist(),
+                                     None if answers is None else answers.tolist())
     frame = slices.add_columns(frame)[COLUMNS]
     frame.attrs["notes"] = notes
     return frame

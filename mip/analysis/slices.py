@@ -31,6 +31,7 @@ Exercised by ``pytest tests/test_analyze.py``.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, fields
 from typing import Optional
 
@@ -88,6 +89,14 @@ class SliceError(ValueError):
 def label(row: pd.Series | dict, keys: list[str] = SETTING) -> str:
     """``n=2000 p=0.55 budget=20k …`` for the slice (or setting) of ``row``."""
     return " ".join(f"{k}={row[k]}" for k in keys)
+
+
+def budget_order(values) -> list[str]:
+    """Budget labels by the output-token limit they state, smallest first (20k before 100k), then
+    names that state none (smoke), by name."""
+    from mip.config.budgets import tokens_of
+
+    return sorted({str(v) for v in values}, key=lambda b: (tokens_of(b) is None, tokens_of(b) or 0, b))
 
 
 def file_tag(row: pd.Series | dict, keys: list[str]) -> str:
@@ -175,31 +184,37 @@ def _cells(frame: pd.DataFrame) -> str:
 
 
 def single_call_twins(frame: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
-    """The single-call records of the slices (other than the strategy) that ``other`` holds:
-    the paper's setting beside each strategy, for its cost and counts."""
-    keys = ["base_model", "n", "p", "budget", "prompt_variant", "pool", "family"]
-    wanted = set(other[keys].drop_duplicates().itertuples(index=False, name=None))
+    """The single-call experiments each strategy of ``other`` is compared with: those it holds too
+    (:func:`mip.analysis.pairs.matched` on ``strategy``), for its cost and counts."""
+    from mip.analysis import pairs
+
     single = frame[frame["strategy"] == "single_call"]
-    return single[[t in wanted for t in single[keys].itertuples(index=False, name=None)]]
+    twins = [pairs.matched(pd.concat([single, part]), "strategy").frame for _, part in other.groupby("strategy")]
+    kept = pd.concat(twins) if twins else single.iloc[0:0]
+    single = kept[kept["strategy"] == "single_call"]
+    return single.drop_duplicates("key") if "key" in single else single
 
 
 def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
-    """Standard-prompt slices of models with more than one (n, p) cell at a budget and pool,
-    on the selection seeds that every cell of the grid holds (§4.2 runs seed 1 only; the
-    core's extra seeds at its own cell would otherwise weigh that cell differently)."""
+    """Standard-prompt slices of models with more than one (n, p) cell at a budget and pool, on the
+    experiments every cell of the grid holds (:func:`mip.analysis.pairs.matched`: the same task,
+    label, selection and order seeds; §4.2 runs seed 1 only, and the core cell's other seeds and
+    tasks would otherwise weigh it differently). What a cell holds beyond them is counted in a note."""
+    from mip.analysis import pairs
+
     if standard.empty:
         return standard
     cells = standard["n"].astype(str) + "/" + standard["p"].astype(str)
-    keys = [standard["base_model"], standard["budget"], standard["pool"]]
-    grid = standard[cells.groupby(keys).transform("nunique") > 1]
-    keep = []
-    for (model, budget, pool), group in grid.groupby(["base_model", "budget", "pool"]):
-        seeds = set.intersection(*(set(g["seed"]) for _, g in group.groupby(["n", "p"])))
-        if len(seeds) < group["seed"].nunique():
-            notes.append(f"Generalisability grid of {model} at {budget} ({pool} pool): selection seed(s) {sorted(seeds)} "
-                         f"only, the seeds every (n, p) cell holds; the others stay in their own sections.")
-        keep.append(group[group["seed"].isin(seeds)])
-    return pd.concat(keep) if keep else grid
+    grid = standard[cells.groupby([standard["base_model"], standard["budget"], standard["pool"]]).transform("nunique") > 1]
+    if grid.empty:
+        return grid
+    order = [pairs.condition_label(["n", "p"], c) for c in sorted(set(zip(grid["n"], grid["p"])))]
+    every = pairs.matched(grid, ["n", "p"], within=["base_model", "budget", "pool"], order=order)
+    if int(every.counts["dropped"].sum()):
+        notes.append("Generalisability grid: " + every.note() + " The dropped experiments stay in their own sections.")
+    kept = every.frame.copy()
+    kept.attrs["matched"] = every.note()  # said beside the section's tables (mip.analysis.report.sections)
+    return kept
 
 
 def unassigned(rest: pd.DataFrame) -> pd.DataFrame:
@@ -209,9 +224,21 @@ def unassigned(rest: pd.DataFrame) -> pd.DataFrame:
     return rest.groupby(SLICE, dropna=False).size().rename("experiments").reset_index()
 
 
+def _sortable(value) -> tuple:
+    """Numbers by value, then words: n = 100 after n = 20."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value:
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
 def of(frame: pd.DataFrame, keys: list[str] = SLICE):
     """Iterate ``(slice row, records)`` over the slices (or settings) of ``frame``."""
     if frame.empty:
         return
-    for values, group in frame.groupby(keys, dropna=False, sort=True):
-        yield dict(zip(keys, values if isinstance(values, tuple) else (values,))), group
+    groups = [(dict(zip(keys, v if isinstance(v, tuple) else (v,))), g) for v, g in frame.groupby(keys, dropna=False, sort=True)]
+    if "budget" in keys:  # budgets by their value (20k before 100k); groupby's order otherwise
+        rank = {b: i for i, b in enumerate(budget_order(frame["budget"]))}
+        first = {k: {v: i for i, v in enumerate(sorted({row[k] for row, _ in groups}, key=_sortable))} for k in keys}
+        groups.sort(key=lambda item: tuple(rank.get(str(item[0][k]), -1) if k == "budget" else first[k][item[0][k]]
+                                           for k in keys))
+    yield from groups

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from mip.analysis import pairs
 from mip.experiment.instances import PATTERNS
 from mip.experiment.scoring import ACCURACIES, InvalidKind
 
@@ -124,6 +125,25 @@ class Gap:
     """Every other pattern tied for the worst, π⁻ first."""
 
 
+#: Short pattern names for cells and printed tables (soft_majority_edges → s.edges); a legend says which.
+SHORT = {p: p.replace("soft_majority_", "s.").replace("majority_", "") for p in PATTERNS}
+
+
+def legend(patterns=PATTERNS) -> str:
+    """``first = majority_first, …, s.middle = soft_majority_middle``: the short names in use."""
+    return ", ".join(f"{SHORT[p]} = {p}" for p in patterns if p in SHORT and SHORT[p] != p)
+
+
+def worse(best_tied, worst_tied) -> list[str]:
+    """π⁻ and its ties as a reader should see them: none ('–') where every pattern ties for the
+    best (π⁻ is then chosen among equals, and no pattern is worse).
+
+    >>> worse(["random", "majority_first"], ["majority_first"]), worse(["random"], ["majority_last", "majority_middle"])
+    ([], ['majority_last', 'majority_middle'])
+    """
+    return [] if set(worst_tied) <= set(best_tied) else list(worst_tied)
+
+
 def _paper_order(patterns) -> list[str]:
     rank = {p: i for i, p in enumerate(PATTERNS)}
     return sorted(patterns, key=lambda p: (rank.get(p, len(rank)), p))
@@ -212,18 +232,22 @@ def pattern_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.Dat
 
 def variant_deltas(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
     """Per group ``by`` (a model, or a model and pattern: Fig. 20) and prompt variant: accuracy
-    minus the standard prompt's, paired by selection seed, mean and sd over the seeds both have."""
+    minus the standard prompt's on the experiments both prompts hold (:func:`mip.analysis.pairs.matched`),
+    per selection seed; mean and sd over the seeds, and the matched experiments behind them."""
     by = list(by)
-    columns = [*by, "prompt_variant", "delta_mean", "delta_sd", "seeds"]
-    seeds = per_seed(frame, [*by, "prompt_variant"])
-    table = seeds.pivot_table(index=[*by, "seed"], columns="prompt_variant", values="acc")
-    if "standard" not in table.columns:
+    columns = [*by, "prompt_variant", "delta_mean", "delta_sd", "seeds", "matched"]
+    if "standard" not in set(frame["prompt_variant"]):
         return pd.DataFrame(columns=columns)
     rows = []
-    for variant in [c for c in table.columns if c != "standard"]:
+    for variant, both in pairs.against(frame, "prompt_variant", "standard").items():
+        seeds = per_seed(both.frame, [*by, "prompt_variant"])
+        table = seeds.pivot_table(index=[*by, "seed"], columns="prompt_variant", values="acc", dropna=False)
+        if both.empty or variant not in table.columns or "standard" not in table.columns:
+            continue
         diff = (table[variant] - table["standard"]).dropna()
+        size = both.frame[both.frame["prompt_variant"] == variant].groupby(by).size()
         for key, d in diff.groupby(level=by if len(by) > 1 else by[0]):
             key = key if isinstance(key, tuple) else (key,)
             rows.append({**dict(zip(by, key)), "prompt_variant": variant, "delta_mean": d.mean(),
-                         "delta_sd": d.std(ddof=1), "seeds": len(d)})
+                         "delta_sd": d.std(ddof=1), "seeds": len(d), "matched": int(size.get(key if len(by) > 1 else key[0], 0))})
     return pd.DataFrame(rows, columns=columns)

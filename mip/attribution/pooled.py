@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mip.analysis import slices  # noqa: E402
+from mip.analysis.report.titles import plural  # noqa: E402
 from mip.attribution.profile_figures import share_axis  # noqa: E402
 from mip.attribution.profiles import profile  # noqa: E402
 from mip.experiment.instances import PATTERNS  # noqa: E402
@@ -63,9 +64,10 @@ def _inset(replays: pd.DataFrame, pooling: Pooling) -> pd.DataFrame:
     return table
 
 
-def pooled_figures(replays: pd.DataFrame, bins: int = 20) -> list[tuple[str, plt.Figure, list[dict]]]:
+def pooled_figures(replays: pd.DataFrame, bins: int = 20, weights: str | None = None) -> list[tuple[str, plt.Figure, list[dict]]]:
     """Each (figure name, figure, curve rows) of Figs. 33–35 the replays support: a group of
-    fixed conditions with at least two values of the compared one."""
+    fixed conditions with at least two values of the compared one. Titles name the records'
+    model and, where given, the model whose ``weights`` attributed them."""
     out = []
     frame = slices.add_columns(replays)
     for pooling in POOLINGS:
@@ -77,9 +79,11 @@ def pooled_figures(replays: pd.DataFrame, bins: int = 20) -> list[tuple[str, plt
             tag = slices.file_tag(setting, _fixed(pooling))
             rows = [{**setting, pooling.compare: v, "bin": b + 1, "share": float(s), "replays": int((group[pooling.compare] == v).sum())}
                     for v, curve in curves.items() for b, s in enumerate(curve)]
-            title = (f"IxG profiles {pooling.words} (Fig. {pooling.figure[3:]}), {slices.label(setting, _fixed(pooling))}; "
-                     f"tasks {', '.join(sorted(group['task'].unique()))} averaged equally, patterns "
-                     f"{', '.join(p for p in PATTERNS if p in set(group['pattern']))}")
+            fixed = [c for c in _fixed(pooling) if c != "model"]
+            who = f"{setting['model']} records" + (f", attributed with {weights}'s weights" if weights else "")
+            title = (f"IxG profiles {pooling.words} (Fig. {pooling.figure[3:]}): {who}; {slices.label(setting, fixed)}; "
+                     f"tasks {', '.join(sorted(group['task'].unique()))} averaged equally; patterns "
+                     f"{', '.join(p for p in PATTERNS if p in set(group['pattern']))}; {plural(len(group), 'replay')}")
             out.append((f"{pooling.figure}_profiles_{tag}", _draw(curves, group, pooling, title), rows))
     return out
 
@@ -90,7 +94,7 @@ def _draw(curves: dict, group: pd.DataFrame, pooling: Pooling, title: str) -> pl
         x = (np.arange(len(curve)) + 0.5) / len(curve) * 100
         count = int((group[pooling.compare] == value).sum())
         ax.plot(x, curve, marker="o", markersize=3, linewidth=1, linestyle=("-", "--", "-.", ":")[k % 4],
-                label=f"{pooling.compare} = {value} ({count} replays)")
+                label=f"{pooling.compare} = {value} ({plural(count, 'replay')})")
     share_axis(ax)
     ax.set_xlim(0, 100)
     ax.set_xlabel(f"relative instance position (%; {len(next(iter(curves.values())))} equal bins)")

@@ -11,6 +11,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
+from mip.analysis.report.titles import plural, tasks_of  # noqa: E402
 from mip.experiment.instances import regions, split_counts, structured  # noqa: E402
 
 COLOURS = {"majority": "#9ecae1", "minority": "#fdae6b", "alternating": "#d9d9d9", "mixed": "#ffffff"}
@@ -28,7 +29,10 @@ def share_axis(ax: plt.Axes) -> None:
     ax.set_ylabel("share (× uniform)")
 
 
-def profile_figure(curve: np.ndarray, bin_size: int, pattern: str, n: int, p: float, replays: pd.DataFrame) -> plt.Figure:
+def profile_figure(curve: np.ndarray, bin_size: int, pattern: str, n: int, p: float, replays: pd.DataFrame,
+                   weights: str | None = None) -> plt.Figure:
+    """One pattern's IxG profile; the title names the records' model, the model whose ``weights``
+    attributed them (where given), the tasks, the pattern, n, p and the replays behind the curve."""
     fig, ax = plt.subplots(figsize=(8, 3))
     x = (np.arange(len(curve)) * bin_size) + (bin_size + 1) / 2
     if structured(pattern):  # a registered pattern with a block layout: its regions shaded
@@ -39,10 +43,12 @@ def profile_figure(curve: np.ndarray, bin_size: int, pattern: str, n: int, p: fl
     share_axis(ax)
     ax.set_xlim(0.5, n + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # instance positions are whole numbers
-    ax.set_xlabel(f"instance position (points average {bin_size} consecutive instances)")
+    ax.set_xlabel(f"instance position (points average {plural(bin_size, 'consecutive instance')})")
     accuracy = 100 * replays["correct"].mean()
-    ax.set_title(f"IxG profile — {pattern.replace('_', '-')}, n = {n}, p = {p}: {len(replays)} replays, "
-                 f"accuracy {accuracy:.0f} %", fontsize=9)
+    records = ", ".join(sorted(map(str, replays["model"].unique()))) if "model" in replays else "?"
+    who = f"{records} records, attributed with {weights}'s weights" if weights else f"{records} records"
+    ax.set_title(f"IxG profile — {who}; {tasks_of(replays)}; {pattern.replace('_', '-')}, n = {n}, p = {p}: "
+                 f"{plural(len(replays), 'replay')}, accuracy {accuracy:.0f} %", fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     ax.legend(unique.values(), unique.keys(), fontsize=7, loc="upper right")

@@ -198,14 +198,15 @@ def write_outputs(replays: pd.DataFrame, out: Path, skipped: Counter, cfg: Attri
             bin_size = cfg.bin_size if n >= 10 * cfg.bin_size else 1
             for pattern, sub in group.groupby("pattern"):
                 curve = profile(sub, "binned", bin_size)
-                save(profile_figure(curve, bin_size, pattern, n, p, sub), out / "figures", f"profile_{pattern}_{tag}")
+                save(profile_figure(curve, bin_size, pattern, n, p, sub, weights=cfg.model.name), out / "figures",
+                     f"profile_{pattern}_{tag}")
             pooled = group[group["pattern"].map(structured)]
             if not pooled.empty:
                 curve = profile(pooled, "binned", bin_size)
-                save(profile_figure(curve, bin_size, "structured patterns pooled", n, p, pooled),
+                save(profile_figure(curve, bin_size, "structured patterns pooled", n, p, pooled, weights=cfg.model.name),
                      out / "figures", f"profile_pooled_{tag}")
         pooled = []
-        for name, fig, rows in pooled_figures(replays, cfg.relative_bins):  # Figs. 33–35 (App. F.3, F.4)
+        for name, fig, rows in pooled_figures(replays, cfg.relative_bins, weights=cfg.model.name):  # Figs. 33–35 (App. F.3, F.4)
             save(fig, out / "figures", name)
             pooled += [{"figure": name.split("_")[0], **row} for row in rows]
         if pooled:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mip.experiment import prompts
 from mip.config import HFModelConfig, ModelConfig
+from mip.config.budgets import given
 from mip.job.notices import first_time
 from mip.models import Backend, backend_class
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer, tokenizer_names
@@ -101,7 +102,8 @@ def budget_error(model: str, context_window: int, budget: str, max_tokens: int) 
     window), or None. Checked on the login node before a sweep launches and again per job."""
     if max_tokens <= context_window:
         return None
-    return (f"Budget {budget} ({max_tokens} output tokens) is larger than the context window of {model} "
+    # The budget as the user gave it: a number set over a name is the number (mip.config.budgets).
+    return (f"Budget {given(budget, max_tokens)} ({max_tokens} output tokens) is larger than the context window of {model} "
             f"({context_window}); choose a smaller budget (e.g. budget=smoke) or another model.")
 
 

@@ -33,6 +33,12 @@ CHOICES = [
     "Every table and figure is computed inside one slice: model × (n, p) × budget × prompt variant × strategy × "
     "pool (filtered or not) × ordering family (core orderings, or the expanded shuffles). A table lists slices as "
     "rows, each labelled; nothing pools two slices.",
+    "Comparisons are made on matched experiments only (mip.analysis.pairs): a prompt variant against the standard "
+    "prompt, one budget against another, one (n, p) cell against another, a strategy against the single call, a "
+    "filtered pool against the unfiltered one use the experiments both conditions hold (same model, task, pattern, n, "
+    "p, majority label, selection and order seeds, and every other field but the compared one); beside each, the "
+    "experiments held, matched and dropped per condition and task. A budget is its value (the output-token limit a "
+    "record ran under), not its name.",
     "Accuracy is valid-only unless marked 'all' (invalid counts as wrong; a parsed tie −1 is valid and incorrect); "
     "per selection seed, pooled over tasks, majority labels and patterns (random over its order seeds); mean ± sd "
     "(ddof = 1) over seeds.",
@@ -40,7 +46,8 @@ CHOICES = [
     "valid experiment of either pattern drop out; † marks one paired seed, ‡ two (the paper's notation). Among tied "
     "patterns π⁺ is the first in the paper's pattern order (random, majority-first, majority-last, majority-edges, "
     "majority-middle, soft-majority-edges, soft-majority-middle), π⁻ the first of the tied worst; 'π⁺ / π⁻' names "
-    "every tied pattern (`a = b`).",
+    "every tied pattern (`a = b`) by short names (first = majority_first, s.edges = soft_majority_edges, …), and "
+    "π⁻ reads '–' where every pattern ties, none being worse.",
     "'Sets' counts instance sets (seed × task × majority label) with a valid experiment: the evidence behind a row.",
     "Beyond the paper: 95 % cluster-bootstrap intervals over instance sets (2,000 resamples) and paired tests of π⁺ "
     "against π⁻ (exact McNemar; sign-flip permutation where random has several orders) need at least "

@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from mip.analysis import stats  # noqa: E402
+from mip.analysis.slices import budget_order  # noqa: E402
 from mip.experiment.instances import COUNTERPARTS, PATTERNS  # noqa: E402
 from mip.analysis.report.titles import fit  # noqa: E402
 from mip.experiment.scoring import InvalidKind, Verdict  # noqa: E402
@@ -23,12 +24,19 @@ from mip.experiment.scoring import InvalidKind, Verdict  # noqa: E402
 REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
 
 
+#: Resolution of the PNGs, and the widest a figure may be at it (its default size).
+DPI, MAX_WIDTH_PX = 150, 2400
+
+
 def save(fig: plt.Figure, folder: Path, name: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
+    width = fig.get_figwidth()
+    if width * DPI > MAX_WIDTH_PX:  # a figure laid out wider than a page: its height scales with it
+        fig.set_size_inches(MAX_WIDTH_PX / DPI, fig.get_figheight() * MAX_WIDTH_PX / DPI / width)
     fit(fig)  # tight layout, long titles wrapped so that none is cut off
     for path in paths:
-        fig.savefig(path, dpi=150)
+        fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return paths
 
@@ -81,7 +89,7 @@ def counterpart_pairs(by_task: pd.DataFrame, title: str = "Counterpart pairs") -
     models, tasks = sorted(by_task["model"].unique()), sorted(by_task["task"].unique())
     slots = [("random",), *COUNTERPARTS]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, axes = plt.subplots(len(models), len(tasks), figsize=(3 * len(tasks) + 3, 2.4 * len(models) + 0.9),
+    fig, axes = plt.subplots(len(models), len(tasks), figsize=(2.5 * len(tasks) + 2.5, 2.4 * len(models) + 0.9),
                              sharey=True, squeeze=False)
     for r, model in enumerate(models):
         for c, task in enumerate(tasks):
@@ -142,7 +150,7 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
         if np.isnan(v):
             ax.text(c, r, "n/a", ha="center", va="center", fontsize=6, color="grey")
         else:
-            label = fmt.format(v)
+            label = _shown(v, fmt, scale)
             if sd is not None and pd.notna(sd.iat[r, c]):
                 label += f" ± {sd.iat[r, c] * scale:.0f}"
             if extra is not None and pd.notna(extra.iat[r, c]):
@@ -162,7 +170,18 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
     return fig
 
 
-def error_types(frame: pd.DataFrame) -> plt.Figure:
+def _shown(value: float, fmt: str, scale: float) -> str:
+    """A cell's value; a percentage between 0 and 1 keeps two significant digits (0.45 % is not "0").
+
+    >>> _shown(0.45, "{:.0f}", 100.0), _shown(0.02, "{:.0f}", 100.0), _shown(0.0, "{:.0f}", 100.0), _shown(63.2, "{:.0f}", 100.0)
+    ('0.45', '0.02', '0', '63')
+    """
+    if scale == 100.0 and 0 < abs(value) < 1:
+        return f"{value:.2g}"
+    return fmt.format(value)
+
+
+def error_types(frame: pd.DataFrame, title: str = "Error types per model (mistakes and invalid outputs by kind)") -> plt.Figure:
     """Fig. 14: share of experiments per model that are mistakes or invalid, by kind."""
     kinds = {Verdict.INCORRECT: frame["verdict"] == Verdict.INCORRECT,
              **{k: frame["invalid_kind"] == k for k in (InvalidKind.PARSE, InvalidKind.TRUNCATED, InvalidKind.INPUT_OVERFLOW)}}
@@ -173,12 +192,11 @@ def error_types(frame: pd.DataFrame) -> plt.Figure:
     for kind in shares.columns:
         ax.bar(shares.index, 100 * shares[kind], bottom=bottom, label=kind)
         bottom += 100 * shares[kind].to_numpy()
-    for i, model in enumerate(shares.index):
-        ax.annotate(f"n={counts[model]}", (i, bottom[i] + 1), ha="center", fontsize=7)
-    ax.set_ylim(0, 110)  # a rate axis runs 0–100, with room for each "n=" (one outside the axes is not drawn)
+    ax.set_xticks(range(len(shares)), [f"{model}\n(n={counts[model]})" for model in shares.index])
+    ax.set_ylim(0, 100)  # a rate axis runs 0–100; the experiments behind each bar are under its name
     ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("share of experiments (%)")
-    ax.set_title("Error types per model (mistakes and invalid outputs by kind)")
+    ax.set_title(title)
     ax.legend(fontsize=7)
     ax.tick_params(axis="x", rotation=30)
     return fig
@@ -191,7 +209,7 @@ def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> 
         return no_data(title)
     present = set(frame["pattern"])
     names = [p for p in PATTERNS if p in present]
-    budgets_ = sorted(frame["budget"].unique())
+    budgets_ = budget_order(frame["budget"])
     width = 0.8 / len(budgets_)
     fig, ax = plt.subplots(figsize=(max(7, 0.8 * len(names) * len(budgets_) + 2), 4))
     outcome = frame["verdict"].where(frame["valid"], Verdict.INVALID)
@@ -207,23 +225,23 @@ def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> 
                    label=f"{kind} ({budget})")
             bottom += values
         acc = accuracy[accuracy["budget"] == budget].set_index("pattern").reindex(names)["acc_mean"]
-        for xi, a in zip(x, acc):
-            ax.annotate("n/a" if pd.isna(a) else f"{100 * a:.0f}", (xi, 101), ha="center", fontsize=6)
+        for xi, a in zip(x, acc):  # just above the frame: the axis itself stops at 100
+            ax.annotate("n/a" if pd.isna(a) else f"{100 * a:.0f}", (xi, 101), ha="center", fontsize=6, annotation_clip=False)
     ax.set_xticks(range(len(names)), [n.replace("_", "-") for n in names], rotation=30, ha="right")
     ax.set_ylabel("share of all experiments (%)")
-    ax.set_ylim(0, 110)
+    ax.set_ylim(0, 100)
     ax.set_title(textwrap.fill(title + " (numbers: mean valid-only accuracy over seeds)", 110), fontsize=9)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
-def budgets(table: pd.DataFrame) -> plt.Figure:
+def budgets(table: pd.DataFrame, title: str = "Output-token budgets compared") -> plt.Figure:
     """Fig. 9–11: each metric's accuracy (valid-only, all-experiment, …) and the invalid rate per budget."""
     metrics = [(f"acc{m.suffix}", m.label) for m in stats.METRICS.values()] + [("invalid_rate", "invalid rate")]
     if table.empty:
         return no_data("Output-token budgets compared")
     fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.5))
-    budgets_ = sorted(table["budget"].unique())
+    budgets_ = budget_order(table["budget"])
     models = sorted(table["model"].unique())
     width = 0.8 / len(budgets_)
     for ax, (column, label) in zip(axes, metrics):
@@ -234,11 +252,11 @@ def budgets(table: pd.DataFrame) -> plt.Figure:
                           label=budget)
             # The value above each bar: a 0 % bar is then told apart from a missing one ("n/a").
             ax.bar_label(bars, labels=["n/a" if pd.isna(v) else f"{v:.1f}" for v in values], fontsize=6)
-        ax.set_ylim(0, 110)
+        ax.set_ylim(0, 100)  # a rate axis runs 0–100; a label over a full bar sits just above the frame
         ax.set_xticks(range(len(models)), models, rotation=30, ha="right")
         ax.set_ylabel(f"{label} (%)")
         ax.legend(fontsize=7)
-    fig.suptitle("Output-token budgets compared (experiments per bar in the table of the same name)")
+    fig.suptitle(f"{title} (experiments per bar in the table of the same name)", fontsize=9)
     return fig
 
 

@@ -28,13 +28,31 @@ def pct(mean: float | None, sd: float | None = None, marker: str = "") -> str:
     return text + marker
 
 
-def tied(chosen: str | None, ties: str | None) -> str:
+def tied(chosen: str | None, ties: str | None, names: dict[str, str] | None = None) -> str:
     """π⁺ or π⁻ with the patterns tied with it: ``random = majority_first`` (mip.analysis.stats: the first
-    in the paper's pattern order is chosen); ``–`` when undefined."""
+    in the paper's pattern order is chosen), by ``names`` where given (stats.SHORT); ``–`` when undefined."""
     if not isinstance(chosen, str) or not chosen:
         return MISSING
     others = [t for t in (ties if isinstance(ties, str) else "").split(", ") if t and t != chosen]
-    return " = ".join([chosen, *others])
+    return " = ".join((names or {}).get(p, p) for p in [chosen, *others])
+
+
+def best_worst(best, worst, best_tied, worst_tied) -> str:
+    """Table 2's ``π⁺ / π⁻`` cell by short names (stats.SHORT; the table's text gives the legend),
+    every tie named, π⁻ ``–`` where no pattern is worse than π⁺.
+
+    >>> best_worst("majority_first", "majority_last", "majority_first, majority_edges", "majority_last")
+    'first = edges / last'
+    >>> best_worst("random", "majority_first", "random, majority_first", "majority_first")
+    'random = first / –'
+    """
+    ties = lambda t: [p for p in (t if isinstance(t, str) else "").split(", ") if p]  # noqa: E731
+    shown_worst = worst if stats.worse(ties(best_tied) or [best], ties(worst_tied) or [worst]) else None
+    return f"{tied(best, best_tied, stats.SHORT)} / {tied(shown_worst, worst_tied, stats.SHORT)}"
+
+
+#: Columns that name patterns (π⁺, π⁻ and their ties): short names in report.md and LaTeX.
+PATTERN_COLUMNS = ("best", "worst", "best_tied", "worst_tied")
 
 
 def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
@@ -43,7 +61,13 @@ def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.md", folder / f"{name}.csv", folder / f"{name}.tex"]
     shown = frame.astype(object).where(frame.notna(), MISSING)
-    paths[0].write_text(shown.to_markdown(index=False) + "\n", encoding="utf-8")
+    legend = ""
+    named = [c for c in PATTERN_COLUMNS if c in shown.columns]
+    if named:  # tied patterns by short names, so that a cell stays narrow; the CSV keeps the full names
+        shown[named] = shown[named].map(lambda v: ", ".join(stats.SHORT.get(p, p) for p in v.split(", "))
+                                        if isinstance(v, str) else v)
+        legend = f"\nPatterns: {stats.legend()}.\n"
+    paths[0].write_text(shown.to_markdown(index=False) + "\n" + legend, encoding="utf-8")
     frame.to_csv(paths[1], index=False)
     paths[2].write_text(shown.to_latex(index=False, escape=True), encoding="utf-8")
     return paths
@@ -60,7 +84,7 @@ def table2(models: pd.DataFrame) -> pd.DataFrame:
         metrics[f"Δ{x} (pp)"] = [pct(d, s, k) for d, s, k in zip(models[f"delta{x}"], models[f"delta{x}_sd"],
                                                                  models[f"delta{x}_marker"])]
         if i == 0:
-            metrics["π⁺ / π⁻"] = [f"{tied(b, bt)} / {tied(w, wt)}" for b, w, bt, wt in
+            metrics["π⁺ / π⁻"] = [best_worst(b, w, bt, wt) for b, w, bt, wt in
                                   zip(models["best"], models["worst"], models["best_tied"], models["worst_tied"])]
     return pd.DataFrame({
         "Model": models["model"],
@@ -71,3 +95,29 @@ def table2(models: pd.DataFrame) -> pd.DataFrame:
         "Sets": models["sets"],
         "Rests on": models["rests on"] if "rests on" in models else None,
     })
+
+
+def side_by_side(models: pd.DataFrame, column: str, order: list[str]) -> pd.DataFrame:
+    """Conditions (budgets) side by side: one row per model and metric, a column per value of
+    ``column`` in ``order``, then each one's change from the first (pp): 20K vs 100K in one table.
+
+    The rows of ``models`` (:func:`mip.analysis.stats.model_table` by model and ``column``) must
+    stand on matched experiments (:func:`mip.analysis.pairs.matched`) for a change to mean anything."""
+    rows = []
+    metrics = [(f"acc{m.suffix}", f"acc{m.suffix}_sd", m.label) for m in stats.METRICS.values()]
+    metrics += [(f"delta{m.suffix}", f"delta{m.suffix}_sd", f"Δ π⁺ − π⁻ ({m.label})") for m in stats.METRICS.values()]
+    metrics += [("invalid_rate", "invalid_rate_sd", "invalid rate"), ("experiments", None, "experiments")]
+    for model, group in models.groupby("model", sort=True):
+        at = group.set_index(column)
+        for value, sd, label in metrics:
+            row = {"model": model, "metric": label}
+            for c in order:
+                x = at[value].get(c)
+                row[c] = (str(int(x)) if pd.notna(x) else MISSING) if sd is None else pct(x, at[sd].get(c))
+            for c in order[1:]:
+                a, b = at[value].get(c), at[value].get(order[0])
+                change = a - b if pd.notna(a) and pd.notna(b) else None
+                shown = MISSING if change is None else f"{int(change):+d}" if sd is None else f"{100 * change:+.1f}"
+                row[f"{c} − {order[0]}"] = shown
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mip.analysis import coverage, inference, slices, stats
+from mip.analysis import coverage, inference, pairs, slices, stats
 from mip.experiment.instances import PATTERNS
 from mip.analysis.report import figures, metric_tables as tables, trace_figures, variant_figures
+from mip.analysis.report.titles import plural, tasks_of
 
 #: What a core-section table row is: one slice of the setting (model × budget × pool).
 ROW = ["model", "budget", "pool"]
@@ -26,6 +27,11 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def holds(frame: pd.DataFrame) -> str:
+    """What a figure's records are, for its title: ``task ner, 36 experiments`` or ``tasks a, b pooled, …``."""
+    return f"{tasks_of(frame)}, {plural(len(frame), 'experiment')}"
+
+
 def rests_on(sets: int, paired_seeds: int) -> str:
     """The evidence behind a row, in words.
 
@@ -38,6 +44,10 @@ def rests_on(sets: int, paired_seeds: int) -> str:
 def model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     models = stats.model_table(group, by)
     models["rests on"] = [rests_on(s, k) for s, k in zip(models["sets"], models["paired_seeds"])]
+    if "budget" in by and not models.empty:  # budgets by value: 20k before 100k
+        rank = {b: i for i, b in enumerate(slices.budget_order(models["budget"]))}
+        models = models.sort_values([c for c in by if c != "budget"] + ["budget"], kind="stable",
+                                    key=lambda c: c.map(rank) if c.name == "budget" else c).reset_index(drop=True)
     return models
 
 
@@ -50,7 +60,8 @@ def core(report, frame: pd.DataFrame) -> None:
         report.table(tables.table2(models), f"table2_{tag}",
                      f"Tables 2 and 6 at {name}: one row per slice (model × budget × pool). Valid-only and "
                      "all-experiment accuracy (mean ± sd over selection seeds), Δ with π⁺/π⁻ († one paired seed, ‡ "
-                     "two), invalid rate; 'Sets' is the instance sets with a valid experiment behind each row.")
+                     "two), invalid rate; 'Sets' is the instance sets with a valid experiment behind each row. π⁺ / π⁻ by "
+                     f"short names, every tie named (a = b), π⁻ '–' where no pattern is worse: {stats.legend()}.")
         report.table(models.round(6), f"table2_numbers_{tag}", "The numbers behind the table above, unrounded for reuse.")
         report.table(intervals(group), f"intervals_and_tests_{tag}",
                      f"Beyond the paper, at {name}: 95 % bootstrap intervals of accuracy and Δ and a paired test of π⁺ "
@@ -60,34 +71,57 @@ def core(report, frame: pd.DataFrame) -> None:
         patterns = stats.pattern_table(rows)
         report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), f"patterns_by_model_{tag}",
                      f"Valid-only accuracy per slice and pattern at {name}, mean and sd over selection seeds.")
-        report.figure(figures.pattern_bars(patterns, _representative(patterns), f"Representative patterns, {name}"),
+        report.figure(figures.pattern_bars(patterns, _representative(patterns),
+                                           f"Representative patterns, {name}; {holds(group)}"),
                       f"fig2_representative_patterns_{tag}", f"Fig. 2 at {name}; error bars: sd over seeds; n/a: no "
                       "valid experiment.")
-        report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}"), f"fig17_all_patterns_{tag}",
+        report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"), f"fig17_all_patterns_{tag}",
                       f"All seven patterns per slice (Fig. 17) at {name}.")
         by_task = stats.pattern_table(rows, ["model", "task"])
         report.figure(figures.counterpart_pairs(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
-                                                         f"{name}"), f"fig18_counterparts_{tag}",
+                                                         f"{name}; {holds(group)}"), f"fig18_counterparts_{tag}",
                       f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
                       "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
                       "error bars: sd over selection seeds.")
-        report.figure(figures.error_types(rows), f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.")
+        report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
+                      f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.")
         cell = rows.assign(cell=rows["task"] + " / " + rows["pattern"])
         order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))]
         invalid = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc=lambda v: int((~v).sum()))
         total = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc="size")
         order = [c for c in order if c in invalid.columns]
-        invalid, total = invalid[order], total[order]
-        report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}",
+        # Task × pattern cells as rows (35 on the paper's grid), slices as columns: a figure as tall as it needs, never too wide.
+        invalid, total = invalid[order].T, total[order].T
+        report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
                                       "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
                       f"fig15_invalid_counts_{tag}",
-                      "Invalid experiments per slice × task × pattern; under each count, (n=…) the experiments of that cell.")
+                      "Invalid experiments per task × pattern (rows) and slice (columns); under each count, (n=…) the "
+                      "experiments of that cell.")
         per_task = stats.accuracy(rows, ["model", "task"])
         report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean"),
-                                      f"Valid-only accuracy per task (Fig. 16), {name}", "accuracy (%)",
+                                      f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
                                       counts=per_task.pivot(index="model", columns="task", values="valid")),
                       f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and labels.")
+        pools(report, group, tag, name)
         coverage_of(report, group, setting, tag, name)
+
+
+def pools(report, group: pd.DataFrame, tag: str, name: str) -> None:
+    """A filtered pool beside the unfiltered one (App. C.1), per model and budget, on the experiments
+    both hold (:func:`mip.analysis.pairs.matched`); nothing where no model ran both."""
+    several = group.groupby(["base_model", "budget"])["pool"].transform("nunique") > 1
+    if not several.any():
+        return
+    both = pairs.matched(group[several], "pool", within=["base_model", "budget"], order=["unfiltered"])
+    if both.empty:
+        report.notes.append(f"Filtered and unfiltered pools at {name} are not compared: {both.note()}")
+        return
+    rows = both.frame.assign(model=both.frame["model"] + " · " + both.frame["budget"].astype(str))
+    held = set(rows["pool"])
+    order = [p for p in ("unfiltered", "filtered") if p in held] + sorted(held - {"unfiltered", "filtered"})
+    report.table(tables.side_by_side(model_rows(rows, ["model", "pool"]), "pool", order), f"pools_{tag}",
+                 f"The filtered pool beside the unfiltered one at {name} (App. C.1), per model and budget, each "
+                 f"metric and its change. {both.note()}")
 
 
 def intervals(group: pd.DataFrame) -> pd.DataFrame:
@@ -104,7 +138,12 @@ def intervals(group: pd.DataFrame) -> pd.DataFrame:
         if out["test"] in ("not testable", "none"):
             out["test"] = f"not testable ({out['pairs']} pairs < {inference.MIN_PAIRS})"
         rows.append(out)
-    return pd.DataFrame(rows).round(4)
+    table = pd.DataFrame(rows)
+    p_values = table["p_value"]
+    table = table.round(4)
+    # An exact p of 1.9e-9 is not 0: p-values keep three significant digits.
+    table["p_value"] = [None if pd.isna(v) else float(f"{v:.3g}") for v in p_values]
+    return table
 
 
 def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str) -> None:
@@ -128,12 +167,12 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
                       if not members.empty else figures.Missing(f"Fig. 5 at {where}: {who}"),
                       f"fig5_mention_rates_{suffix}", f"Fig. 5 at {where}: per-ID mention rate over the valid experiments "
                       "with a trace, all patterns, over the models its title names (§5.1: full reasoning traces).")
-        report.figure(trace_figures.mention_rates(rates[rates["pattern"] == coverage.POOLED], n, p, "per model"),
+        report.figure(trace_figures.mention_rates(rates[rates["pattern"] == coverage.POOLED], n, p, f"per model, {holds(sub)}"),
                       f"fig5_mention_rates_per_model_{suffix}", f"Fig. 5 per model at {where}: each model's own curve, "
                       "never averaged with another's.")
         report.data(pd.concat([pooled, rates]), f"mention_rates_{suffix}", "Per-ID mention rates behind Figs. 5 and "
                     f"21: per model ('pooled': {who}) and pattern ('all patterns' pooled), per position.")
-        report.figure(trace_figures.mention_rates(rates[rates["pattern"] != coverage.POOLED], n, p, "per model"),
+        report.figure(trace_figures.mention_rates(rates[rates["pattern"] != coverage.POOLED], n, p, f"per model, {holds(sub)}"),
                       f"fig21_mention_rates_{suffix}", "Per pattern with block boundaries (Fig. 21), one curve per model.")
 
 
@@ -152,7 +191,7 @@ def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
         cell = sub.groupby(["n", "p"]).agg(coverage=("coverage", "mean"), mentioned=("mentioned", "mean"),
                                            size=("coverage", "size")).reset_index()
         fig = "fig22" if label == "pooled" else "fig23"
-        title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]})"
+        title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]}); {holds(sub)}"
         report.figure(figures.heatmap(cell.pivot(index="p", columns="n", values="coverage"), title, "coverage (%)",
                                       counts=cell.pivot(index="p", columns="n", values="size"),
                                       extra=cell.pivot(index="p", columns="n", values="mentioned")),
@@ -162,15 +201,27 @@ def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
 
 
 def budgets(report, frame: pd.DataFrame) -> None:
-    """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget)."""
+    """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget), each on the
+    experiments every budget of a model holds (:func:`mip.analysis.pairs.matched`)."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
+        both = pairs.matched(group, "budget", order=slices.budget_order(group["budget"]))
+        if both.empty:
+            report.figure(figures.Missing(f"Budgets at {name}: no experiment was run at two budgets. {both.note()}"),
+                          f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+            continue
+        group = both.frame
         table = model_rows(group, ["model", "budget"])
-        report.table(table.round(4), f"budgets_{tag}", f"Budgets side by side at {name} (Table 6, App. C.5).")
-        report.figure(figures.budgets(table), f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+        report.table(tables.side_by_side(table, "budget", slices.budget_order(table["budget"])), f"budgets_{tag}",
+                     f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric at each budget and its "
+                     f"change from the smallest (pp; accuracy mean ± sd over selection seeds). {both.note()}")
+        report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and budget.")
+        report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
+                      f"Budgets compared per model at {name}, on the matched experiments of the table above.")
         for model, sub in group.groupby("model"):
             acc = stats.accuracy(sub, ["budget", "pattern"])
-            report.figure(figures.budget_outcomes(sub, acc, f"{model}, {name}: outcomes per pattern and budget (Fig. 9)"),
+            title = f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"
+            report.figure(figures.budget_outcomes(sub, acc, title),
                           f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
                           "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
         by_budget = coverage.coverage_table(group, ["model", "budget"])
@@ -185,7 +236,8 @@ def generalisability(report, frame: pd.DataFrame) -> None:
         tag, name = slices.file_tag(setting, ["budget", "pool"]), slices.label(setting, ["budget", "pool"])
         cells = stats.accuracy(group, ["model", "pattern", "n", "p"])
         report.table(cells.round(4), f"generalisability_cells_{tag}",
-                     f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds.")
+                     f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds. "
+                     + frame.attrs.get("matched", ""))
         order_sd = stats.random_order_sd(group, ["model", "n", "p"])
         for (model, pattern), sub in cells.groupby(["model", "pattern"]):
             if pattern not in figures.REPRESENTATIVE:
@@ -194,7 +246,9 @@ def generalisability(report, frame: pd.DataFrame) -> None:
             if pattern == "random":
                 sd = order_sd[order_sd["model"] == model].pivot(index="p", columns="n", values="order_sd")
             report.figure(figures.heatmap(sub.pivot(index="p", columns="n", values="acc_mean"),
-                                          f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p", "accuracy (%)",
+                                          f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p; "
+                                          f"{holds(group[(group['model'] == model) & (group['pattern'] == pattern)])}",
+                                          "accuracy (%)",
                                           counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
                           f"fig3_np_{model}_{pattern}_{tag}", f"Fig. 3 for {model} under {pattern}; random shows ± sd "
                           "over order seeds (the paper's), the structured patterns none.")
@@ -202,61 +256,55 @@ def generalisability(report, frame: pd.DataFrame) -> None:
             acc = stats.accuracy(sub, ["n", "p"])
             inv = stats.invalid_rates(sub, ["n", "p"])
             report.figure(figures.heatmap(acc.pivot(index="p", columns="n", values="acc_mean"),
-                                          f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10)", "accuracy (%)",
+                                          f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10); {holds(sub)}",
+                                          "accuracy (%)",
                                           counts=acc.pivot(index="p", columns="n", values="valid")),
                           f"fig10_np_accuracy_{model}_{tag}", "Valid-only accuracy pooled over patterns (Fig. 10).")
             report.figure(figures.heatmap(inv.pivot(index="p", columns="n", values="invalid_rate"),
-                                          f"{model}, {name}: invalid rate over n × p (Fig. 11)", "invalid (%)",
+                                          f"{model}, {name}: invalid rate over n × p (Fig. 11); {holds(sub)}", "invalid (%)",
                                           counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
                           f"fig11_np_invalid_{model}_{tag}", "Invalid rate pooled over patterns (Fig. 11).")
         coverage_grids(report, group, name, tag)
 
 
 def prompt_variants(report, frame: pd.DataFrame) -> None:
-    """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4, Fig. 20."""
+    """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4 on the experiments every
+    variant of a model holds; Fig. 20 per variant on those it shares with the standard prompt
+    (:func:`mip.analysis.pairs.matched`); what was left out is counted beside each."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        table = model_rows(group, ["model", "prompt_variant", "budget"])
-        report.table(table.round(4), f"table5_prompt_variants_{tag}",
-                     f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each.")
-        per_budget = []
+        every = pairs.matched(group, "prompt_variant", within=["base_model", "budget"], order=["standard"])
+        if every.empty:
+            report.figure(figures.Missing(f"Prompt variants at {name}: no experiment was run under every variant. "
+                                          f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
+        else:
+            table = model_rows(every.frame, ["model", "prompt_variant", "budget"])
+            report.table(table.round(4), f"table5_prompt_variants_{tag}",
+                         f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
+                         + every.note())
+            report.figure(variant_figures.variant_panels(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
+                          f"fig4_prompt_variants_{tag}",
+                          f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
+                          "matched experiments of Table 5.")
         for budget, sub in group.groupby("budget"):
+            where = f"{name}, budget {budget}"
+            both = pairs.against(sub, "prompt_variant", "standard")
+            notes = " ".join(m.note() for m in both.values())
+            kept = pd.concat([m.frame for m in both.values()]) if both else sub.iloc[0:0]
             deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
                                 stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
-            per_budget.append((budget, deltas, disagreement(sub, deltas) if not deltas.empty else ""))
-        report.figure(variant_figures.variant_panels(table), f"fig4_prompt_variants_{tag}",
-                      f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds."
-                      + "".join(note for _, _, note in per_budget))
-        for budget, deltas, note in per_budget:
             if deltas.empty:
+                report.figure(figures.Missing(f"Prompt-variant changes at {where}: no variant shares an experiment with "
+                                              f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget}",
+                              f"Fig. 20 at {where}.")
                 continue
-            where = f"{name}, budget {budget}"
             report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget}", f"Accuracy minus the standard "
-                         f"prompt's per model, variant and pattern ('overall': all patterns), paired by seed, at {where}.")
-            report.figure(variant_figures.variant_deltas(deltas, where), f"fig20_prompt_variants_{tag}_{budget}",
+                         f"prompt's per model, variant and pattern ('overall': all patterns), per selection seed on the "
+                         f"experiments both prompts hold, at {where}. {notes}")
+            report.figure(variant_figures.variant_deltas(deltas, f"{where}; {tasks_of(kept)}"),
+                          f"fig20_prompt_variants_{tag}_{budget}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
-                          "selection seeds both prompts have." + note)
-
-
-def disagreement(frame: pd.DataFrame, deltas: pd.DataFrame) -> str:
-    """Where Fig. 4 (each prompt's accuracy over its own seeds) and Fig. 20 (the change paired
-    on the seeds both prompts have) point in opposite directions, the sentence that says so."""
-    acc = stats.accuracy(frame, ["model", "prompt_variant"]).set_index(["model", "prompt_variant"])
-    seeds = frame[frame["valid"]].groupby(["model", "prompt_variant"])["seed"].unique()
-    out, budget = [], frame["budget"].iloc[0]
-    for row in deltas[deltas["pattern"] == variant_figures.OVERALL].itertuples():
-        try:
-            pooled = acc.loc[(row.model, row.prompt_variant), "acc_mean"] - acc.loc[(row.model, "standard"), "acc_mean"]
-        except KeyError:
-            continue
-        if pd.notna(pooled) and pd.notna(row.delta_mean) and pooled * row.delta_mean < 0:
-            own = lambda v: sorted(int(s) for s in seeds.get((row.model, v), []))  # noqa: E731
-            out.append(f" Fig. 4 and Fig. 20 disagree for {row.model}, {row.prompt_variant} (budget {budget}): Fig. 4 "
-                       f"(accuracy over each prompt's own seeds — standard {own('standard')}, {row.prompt_variant} {own(row.prompt_variant)}) shows {100 * pooled:+.1f} pp, "
-                       f"Fig. 20 (paired on the {int(row.seeds)} seed(s) both have) {100 * row.delta_mean:+.1f} pp: "
-                       "they point in opposite directions because Fig. 4 pools unpaired seeds; the paired change "
-                       "compares like with like.")
-    return "".join(out)
+                          "selection seeds, on matched experiments (counts under the table above).")
 
 
 def expanded(report, frame: pd.DataFrame) -> None:

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mip.analysis import slices  # noqa: E402
+from mip.analysis import pairs, slices  # noqa: E402
 from mip.experiment.instances import PATTERNS  # noqa: E402
 from mip.analysis.report import sections  # noqa: E402
 from mip.analysis.report.figures import Missing  # noqa: E402
@@ -102,12 +102,20 @@ def strategies(report, frame: pd.DataFrame, baseline: pd.DataFrame | None = None
     table also shows the single call on the same slices (``baseline``): the price of robustness."""
     table = sections.model_rows(frame, slices.SLICE)
     report.table(table.round(4), "strategies", "Strategies other than the single call, one row per slice.")
-    compared = frame if baseline is None or baseline.empty else pd.concat([baseline, frame])
+    compared, note = frame, ""
+    if baseline is not None and not baseline.empty:
+        # Each strategy beside the single call on the experiments both hold (mip.analysis.pairs).
+        both = [pairs.matched(pd.concat([baseline, part]), "strategy", order=["single_call"])
+                for _, part in frame.groupby("strategy")]
+        kept = [m.frame for m in both if not m.empty]
+        compared = pd.concat(kept).drop_duplicates("key") if kept else frame
+        note = " " + " ".join(m.note() for m in both)
     for table, name, how in strategy_tables(compared):
-        report.table(table, name, how)
+        report.table(table, name, how + note)
     errors = frame.dropna(subset=["position_errors"])
     for setting, group in slices.of(errors, slices.SLICE):
         tag = slices.file_tag(setting, slices.SLICE)
-        title = f"Decomposed strategy: instance error rate by position, {slices.label(setting, slices.SLICE)}"
+        title = (f"Decomposed strategy: instance error rate by position, {slices.label(setting, slices.SLICE)}; "
+                 f"{sections.holds(group)}")
         report.figure(position_errors(group, title), f"position_error_rates_{tag}",
                       "Decomposed strategy: per-instance error rate against relative position, per pattern, in one slice.")

@@ -3,6 +3,9 @@ then the layout is tightened again, so that no title is cut off at the figure's 
 
 >>> fit(fig)    # what mip.analysis.report.figures.save does before it writes   # doctest: +SKIP
 
+Also the words titles share: a count with its noun (:func:`plural`), the tasks a figure holds
+(:func:`tasks_of`).
+
 Checked for every figure of a report by tests/test_figures.py.
 """
 
@@ -15,6 +18,23 @@ import matplotlib.pyplot as plt
 from matplotlib.text import Text
 
 PAD_PX = 4  # room kept between a title and the figure's edge
+
+
+def plural(count: int, word: str) -> str:
+    """``1 replay``, ``3 replays``: a count with its noun in the right number.
+
+    >>> plural(1, "replay"), plural(0, "experiment"), plural(2, "seed")
+    ('1 replay', '0 experiments', '2 seeds')
+    """
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def tasks_of(frame) -> str:
+    """``task ner`` or ``tasks math, ner pooled``: what a figure's records hold."""
+    tasks = sorted(map(str, frame["task"].dropna().unique())) if "task" in frame else []
+    if len(tasks) == 1:
+        return f"task {tasks[0]}"
+    return f"tasks {', '.join(tasks)} pooled" if tasks else "no task"
 
 
 def titles(fig: plt.Figure) -> list[Text]:

@@ -25,7 +25,8 @@ STYLES = ("-", "--", ":", "-.")
 
 def mention_rates(rates: pd.DataFrame, n: int, p: float, who: str = "") -> plt.Figure:
     """Fig. 5 / Fig. 21: per-ID mention rate against position, one panel per pattern,
-    block boundaries of the structured patterns dotted; ``who`` names the models in the title."""
+    block boundaries of the structured patterns as grey bands (the curves take the dash styles);
+    ``who`` names the models in the title."""
     present = set(rates["pattern"])
     patterns = [x for x in ("all patterns", *PATTERNS) if x in present]
     if not patterns:
@@ -41,8 +42,8 @@ def mention_rates(rates: pd.DataFrame, n: int, p: float, who: str = "") -> plt.F
                     label=f"{model} ({int(sub['experiments'].iloc[0])} experiments)")
             marked = sub[sub["position"] % MARK_EVERY == 0]
             ax.plot(marked["position"], 100 * marked["rate"], "o", color="red", markersize=2)
-        for b in bounds.get(pattern, []):
-            ax.axvline(b + 0.5, linestyle=":", color="grey")
+        for b in bounds.get(pattern, []):  # solid and faint: the model curves take the dash styles
+            ax.axvline(b + 0.5, linestyle="-", linewidth=2.5, color="grey", alpha=0.3)
         ax.set_ylim(-3, 103)  # 0–100 %, a curve on 0 or 100 drawn clear of the frame
         ax.set_yticks([0, 25, 50, 75, 100])
         ax.set_xlim(0.5, n + 0.5)
@@ -52,6 +53,6 @@ def mention_rates(rates: pd.DataFrame, n: int, p: float, who: str = "") -> plt.F
         ax.legend(fontsize=6, loc="upper right")
     axes[-1, 0].set_xlabel("instance ID (position in the prompt)")
     marks = f"; red: multiples of {MARK_EVERY}" if n >= MARK_EVERY else ""  # no such ID below n = 50
-    fig.suptitle(f"Per-ID mention rate in reasoning traces (n = {n}, p = {p}; dotted: block boundaries{marks})"
+    fig.suptitle(f"Per-ID mention rate in reasoning traces (n = {n}, p = {p}; grey bands: block boundaries{marks})"
                  + (f", {who}" if who else ""), fontsize=9)
     return fig

@@ -27,7 +27,7 @@ def _ordered(values, first) -> list[str]:
     return [v for v in first if v in present] + sorted(present - set(first))
 
 
-def variant_panels(table: pd.DataFrame) -> plt.Figure:
+def variant_panels(table: pd.DataFrame, title: str = "Prompt variants") -> plt.Figure:
     """Fig. 4: accuracy (top) and Δ (bottom) per model and prompt variant, one bar group per
     model and budget; sd over selection seeds; "n/a" where a value is undefined."""
     if table.empty:
@@ -52,7 +52,7 @@ def variant_panels(table: pd.DataFrame) -> plt.Figure:
         ax.set_ylim(0, 105)
     axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes[1].set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=7)
-    axes[0].set_title("Prompt variants: accuracy (top) and best–worst gap (bottom); error bars: sd over seeds", fontsize=9)
+    axes[0].set_title(f"{title}: accuracy (top) and best–worst gap (bottom); error bars: sd over seeds", fontsize=9)
     return fig
 
 
@@ -66,11 +66,12 @@ def variant_deltas(deltas: pd.DataFrame, name: str = "") -> plt.Figure:
     models = sorted(deltas["model"].unique())
     columns = _ordered(deltas["pattern"], (*PATTERNS, OVERALL))
     limit = max(1.0, float(np.nanmax(np.abs(100 * deltas["delta_mean"].to_numpy(float)))))
-    # The colour bar in an axes of its own, so that the tight layout keeps it clear of the heatmaps.
-    fig, axes = plt.subplots(1, len(variants) + 1, figsize=(1.25 * len(columns) * len(variants) + 3,
-                                                            0.6 * len(models) + 2.2), squeeze=False,
-                             gridspec_kw={"width_ratios": [len(columns)] * len(variants) + [0.25]})
-    for ax, variant in zip(axes[0][:-1], variants):
+    # One variant per row, so that the figure stays a page wide however many variants there are.
+    fig = plt.figure(figsize=(1.1 * len(columns) + 3, (0.6 * len(models) + 1.6) * len(variants) + 0.6))
+    # The colour bar in a column of its own, so that the tight layout keeps it clear of the heatmaps.
+    grid_spec = fig.add_gridspec(len(variants), 2, width_ratios=[len(columns), 0.25])
+    axes = [fig.add_subplot(grid_spec[i, 0]) for i in range(len(variants))]
+    for ax, variant in zip(axes, variants):
         sub = deltas[deltas["prompt_variant"] == variant]
         grid = {c: sub.pivot(index="model", columns="pattern", values=c).reindex(index=models, columns=columns)
                 for c in ("delta_mean", "delta_sd", "seeds")}
@@ -79,12 +80,12 @@ def variant_deltas(deltas: pd.DataFrame, name: str = "") -> plt.Figure:
         for (r, c), v in np.ndenumerate(values):
             sd, seeds = grid["delta_sd"].iat[r, c], grid["seeds"].iat[r, c]
             label = "n/a" if np.isnan(v) else f"{v:+.1f}" + (f"\n± {100 * sd:.1f}" if pd.notna(sd) else "")
-            label += f"\n({int(seeds)} seeds)" if pd.notna(seeds) else ""
+            label += f"\n({int(seeds)} seed{'' if int(seeds) == 1 else 's'})" if pd.notna(seeds) else ""
             ax.text(c, r, label, ha="center", va="center", fontsize=6, color="black" if abs(v) < 0.6 * limit else "white")
         ax.set_xticks(range(len(columns)), [c.replace("_", "-") for c in columns], rotation=35, ha="right", fontsize=7)
         ax.set_yticks(range(len(models)), models, fontsize=7)
         ax.set_title(f"{variant} − standard", fontsize=9)
-    fig.colorbar(image, cax=axes[0][-1], label="accuracy change (pp)")
+    fig.colorbar(image, cax=fig.add_subplot(grid_spec[:, 1]), label="accuracy change (pp)")
     fig.suptitle(f"Per-model accuracy change from the standard prompt per pattern (Fig. 20), {name}; "
                  "mean ± sd over selection seeds", fontsize=9)
     return fig

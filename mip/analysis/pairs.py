@@ -1,0 +1,118 @@
+"""Matched experiments: the one rule by which the report compares two conditions.
+
+A prompt variant against the standard prompt, 100k against 20k, one (n, p) cell against another,
+a strategy against the single call: each comparison is made on the experiments that every
+compared condition holds — the same model, task, pattern, n, p, majority label, selection seed,
+order seed, shuffle seed, budget, prompt variant, strategy, pool and ordering family
+(:data:`IDENTITY`), less the compared factor. Means, deltas, intervals and tests of a comparison
+use only these; what a condition holds beyond them is counted (:attr:`Matched.counts`) and said
+beside the comparison (:meth:`Matched.note`), never pooled in. A partial grid (the variants run
+on one task of five) thus never reads a difference between tasks as an effect of the prompt.
+
+>>> frame = pd.DataFrame({"base_model": "m", "task": ["a", "b", "a"], "prompt_variant": ["standard", "standard", "hint"],
+...                       "correct": [True, False, True]})
+>>> kept = matched(frame, "prompt_variant")
+>>> kept.frame["task"].tolist(), kept.counts["dropped"].tolist()
+(['a', 'a'], [0, 0, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+#: What makes two experiments the same but for the compared factor (``base_model``: a strategy
+#: row's model is shown as ``m [strategy]``; the model asked is the same).
+IDENTITY = ["base_model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "shuffle_seed",
+            "budget", "prompt_variant", "strategy", "pool", "family"]
+
+#: How the note names the identity fields.
+WORDS = {"base_model": "model", "majority_label": "majority label", "seed": "selection seed", "order_seed": "order seed",
+         "shuffle_seed": "shuffle seed", "prompt_variant": "prompt variant", "family": "ordering family"}
+
+
+@dataclass
+class Matched:
+    """The experiments of a comparison that every compared condition holds, and the counts of
+    those held, matched and dropped per group, condition and task."""
+
+    frame: pd.DataFrame
+    counts: pd.DataFrame
+    """Columns: the ``within`` groups, the factor's columns, ``task``, ``held``, ``matched``, ``dropped``."""
+    factor: list[str]
+    within: list[str] = field(default_factory=lambda: ["base_model"])
+    order: list[str] = field(default_factory=list)
+    """Conditions in the order the note names them (the reference first); others after, sorted."""
+
+    @property
+    def empty(self) -> bool:
+        return self.frame.empty
+
+    def note(self) -> str:
+        """The counts in words, per group: ``Matched on … but prompt_variant: m — standard: 28 held,
+        14 matched, 14 dropped (ner 14); hint: 14 held, 14 matched, 0 dropped.``"""
+        if self.counts.empty:
+            return ""
+        groups = []
+        for key, group in self.counts.groupby(self.within, dropna=False, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            parts = {}
+            for cond, rows in group.groupby(self.factor, dropna=False, sort=True):
+                cond = condition_label(self.factor, cond if isinstance(cond, tuple) else (cond,))
+                held, kept = int(rows["held"].sum()), int(rows["matched"].sum())
+                where = ", ".join(f"{t} {int(d)}" for t, d in zip(rows["task"], rows["dropped"]) if d)
+                parts[cond] = f"{cond}: {held} held, {kept} matched, {held - kept} dropped" + (f" ({where})" if where else "")
+            rank = {c: i for i, c in enumerate(self.order)}
+            text = "; ".join(parts[c] for c in sorted(parts, key=lambda c: (rank.get(c, len(rank)), c)))
+            if not group["matched"].any():
+                text += " — no matched pair, so this comparison is not made"
+            groups.append(f"{' · '.join(map(str, key))} — {text}")
+        same = ", ".join(WORDS.get(c, c) for c in IDENTITY if c not in self.factor)
+        return (f"Compared on matched experiments only (same {same}; {' and '.join(self.factor)} compared): "
+                + ". ".join(groups) + ".")
+
+
+def condition_label(factor: Sequence[str], values: Sequence) -> str:
+    """``hint``; ``(n=2000, p=0.55)`` for a factor of several columns."""
+    if len(factor) == 1:
+        return str(values[0])
+    return "(" + ", ".join(f"{c}={v:g}" if isinstance(v, float) else f"{c}={v}" for c, v in zip(factor, values)) + ")"
+
+
+def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[str] = ("base_model",),
+            order: Sequence[str] = ()) -> Matched:
+    """The rows of ``frame`` whose experiment every value of ``factor`` present in its ``within``
+    group holds (a group with one condition has nothing to compare: all of it is dropped).
+    ``order``: the conditions as the note names them first (the reference)."""
+    factor, within = [factor] if isinstance(factor, str) else list(factor), list(within)
+    if "base_model" not in frame.columns:  # a table built without results.py's columns: its model is the model asked
+        within = ["model" if c == "base_model" else c for c in within]
+    identity = [("model" if c == "base_model" and "base_model" not in frame.columns else c) for c in IDENTITY]
+    key = [c for c in identity if c in frame.columns and c not in factor]
+    if frame.empty:
+        return Matched(frame, pd.DataFrame(columns=[*within, *factor, "task", "held", "matched", "dropped"]), factor, within,
+                       list(order))
+    # Group numbers, not strings joined per row (50,000 records): a missing order seed (structured
+    # patterns) is a value like any other (dropna=False).
+    ident = frame.groupby(key, dropna=False, sort=False).ngroup()
+    cond = frame.groupby(factor, dropna=False, sort=False).ngroup()
+    group = frame.groupby(within, dropna=False, sort=False).ngroup()
+    conditions = cond.groupby(group).transform("nunique")
+    holding = cond.groupby(ident).transform("nunique")
+    keep = (holding == conditions) & (conditions > 1)
+    g = frame.assign(_kept=keep).groupby([*within, *factor, "task"], dropna=False, sort=True)["_kept"]
+    counts = pd.DataFrame({"held": g.size(), "matched": g.sum()}).reset_index()
+    counts["matched"] = counts["matched"].astype(int)
+    counts["dropped"] = counts["held"] - counts["matched"]
+    return Matched(frame[keep], counts, factor, within, list(order))
+
+
+def against(frame: pd.DataFrame, factor: str, reference: str, within: Sequence[str] = ("base_model",)) -> dict[str, Matched]:
+    """Each other value of ``factor`` matched with ``reference`` (a variant with the standard
+    prompt): ``{value: Matched}``, in the order the values first appear."""
+    out = {}
+    for value in [v for v in pd.unique(frame[factor]) if v != reference]:
+        out[str(value)] = matched(frame[frame[factor].isin([reference, value])], factor, within, [reference])
+    return out

@@ -1,0 +1,60 @@
+"""A budget is its value: the output-token limit a job ran under (and its answer split, where
+the model has one), not the name it carries.
+
+``budget=smoke budget.max_tokens=999`` keeps the name ``smoke`` in the config; its records are
+not smoke's and must not be pooled with them, and a refusal must name what was given. A name
+stands for its value where the name says it (``20k``: 20,000) or, among records, where every
+record of that name ran at the one value; otherwise the value is named by its number.
+
+>>> labels(["smoke", "smoke", "20k", "20k", "100k"], [320, 999, 20000, 320, 100000])
+['320 tokens', '999 tokens', '20k', '320 tokens', '100k']
+>>> labels(["smoke", "20k", "20k"], [320, 320, 20000], [None, None, 2000])
+['smoke', 'smoke', '20k (answer 2000)']
+>>> given("20k", 20000), given("20k", 300000), tokens_of("100k"), tokens_of("999 tokens"), tokens_of("smoke")
+('20k', 'budget.max_tokens=300000', 100000, 999, None)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+
+def tokens_of(name: str) -> int | None:
+    """The output-token limit a budget's name states: ``20k`` 20,000, ``999 tokens`` 999; None
+    for a name that states none (``smoke``)."""
+    match = re.fullmatch(r"(\d+)\s*(k|tokens)?", str(name).split(" (answer")[0].strip())
+    return None if not match else int(match[1]) * (1000 if match[2] == "k" else 1)
+
+
+def labels(names: Sequence, tokens: Sequence, answers: Sequence | None = None) -> list[str]:
+    """Each record's budget as a slice: its name where the name stands for the limit it ran under
+    (the name states it, or every record of that name ran at it, and no other such name shares
+    it), else the number (``999 tokens``); an answer split is part of the slice."""
+    answers = list(answers) if answers is not None else [None] * len(names)
+    values: dict[str, set] = {}
+    for name, limit in zip(names, tokens):
+        values.setdefault(str(name), set()).add(limit)
+    def stands(name: str, limit) -> bool:  # noqa: E306
+        stated = tokens_of(name)
+        return stated == limit if stated is not None else values[name] == {limit}
+    named: dict = {}
+    for name, limit in zip(names, tokens):
+        if limit is not None and limit == limit and stands(str(name), limit):
+            named.setdefault(limit, set()).add(str(name))
+    out = []
+    for name, limit, answer in zip(names, tokens, answers):
+        if limit is None or limit != limit:  # a source without the limit (a W&B table): its name
+            label = str(name)
+        else:
+            limit = int(limit)
+            label = next(iter(named[limit])) if len(named.get(limit, ())) == 1 else f"{limit} tokens"
+        out.append(label + (f" (answer {int(answer)})" if answer is not None and answer == answer else ""))
+    return out
+
+
+def given(name: str, max_tokens: int) -> str:
+    """How a refusal names the budget the user gave: ``20k``, or ``budget.max_tokens=300000``
+    where the number overrides the one the name states."""
+    stated = tokens_of(name)
+    return str(name) if stated is None or stated == max_tokens else f"budget.max_tokens={max_tokens}"

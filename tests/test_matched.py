@@ -1,0 +1,117 @@
+"""Comparisons on matched experiments only: a partial grid never compares different instance sets.
+
+A planted first-k reader (a test instrument: mip/models/simulated.py) reads the first 9 instances
+on arith and all 20 on NER, so its accuracy depends on the task, and it ignores the prompt variant
+and the budget. Its core grid runs on both tasks; the prompt variants and the 100k budget on arith
+only. Compared on the experiments both conditions hold, every variant delta and the 100k − 20k
+delta are exactly 0, and the report counts what was left out; compared unmatched (the standard
+prompt over two tasks against a variant over one) they are not.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mip.analysis import pairs
+from mip.analysis.report import write_report
+from mip.analysis.results import load_local
+from mip.job import run_job
+
+from .conftest import RAW, compose, needs_raw, vary
+
+PATTERNS = ["random", "majority_first", "majority_last", "majority_edges", "majority_middle",
+            "soft_majority_edges", "soft_majority_middle"]
+SEEDS = (0, 1)
+#: The reader's k per task: its accuracy differs between tasks, never between prompts or budgets.
+READ_FIRST = {"arith": 9, "ner": 20}
+
+
+def _jobs(tmp, task: str, variant: str = "standard", budget: str = "20k") -> None:
+    base = compose("model=simulated_first_k", f"model.read_first={READ_FIRST[task]}", f"task={task}", "n=20", "p=0.6",
+                   f"prompt_variant={variant}", f"budget={budget}", "progress=false", f"data_dir={RAW}",
+                   f"paths.results_dir={tmp}", f"paths.cache_dir={tmp / 'cache'}")
+    for pattern in PATTERNS:
+        for seed in SEEDS:
+            run_job(vary(base, pattern=pattern, seed=seed), tmp / "jobs" / f"{task}-{variant}-{budget}-{pattern}-{seed}")
+
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory):
+    """The core grid on arith and NER; +experiment=prompt_variants and +experiment=budgets on arith."""
+    tmp = tmp_path_factory.mktemp("partial")
+    for task in ("arith", "ner"):
+        _jobs(tmp, task)
+    for variant in ("hint", "strategy", "self_prompt"):
+        _jobs(tmp, "arith", variant=variant)
+    _jobs(tmp, "arith", budget="100k")
+    return load_local([tmp / "store"])
+
+
+@needs_raw
+def test_the_unmatched_comparison_differs_where_the_matched_one_is_zero(partial):
+    """What the report compared before: the standard prompt's per-seed accuracy over both tasks
+    against a variant's over arith alone — a task effect read as a prompt effect."""
+    single = partial[partial["budget"] == "20k"]
+    acc = single.groupby(["prompt_variant", "seed"])["correct"].mean().unstack("prompt_variant")
+    assert (acc["hint"] - acc["standard"]).abs().min() > 0.05
+    matched = pairs.matched(single[single["prompt_variant"].isin(["standard", "hint"])], "prompt_variant")
+    kept = matched.frame.groupby(["prompt_variant", "seed"])["correct"].mean().unstack("prompt_variant")
+    assert (kept["hint"] - kept["standard"]).abs().max() == 0
+    counts = matched.counts.set_index(["prompt_variant", "task"])
+    assert counts.loc[("standard", "ner"), "dropped"] == counts.loc[("standard", "ner"), "held"] > 0
+    assert counts.loc[("standard", "arith"), "dropped"] == 0 == counts.loc[("hint", "arith"), "dropped"]
+
+
+@needs_raw
+def test_variant_and_budget_deltas_are_zero_with_the_dropped_counted(partial, tmp_path, figures_unencoded):
+    path = write_report(partial, tmp_path / "report", core=(20, 0.6))
+    text = path.read_text()
+    tables = tmp_path / "report" / "tables"
+    deltas = pd.read_csv(tables / "prompt_variant_deltas_n20_p0.6_unfiltered_20k.csv")
+    assert sorted(set(deltas["prompt_variant"])) == ["hint", "self_prompt", "strategy"]
+    assert (deltas["delta_mean"] == 0).all() and len(deltas) == 3 * 8
+    side = pd.read_csv(tables / "budgets_n20_p0.6_unfiltered.csv")
+    assert side.columns[:2].tolist() == ["model", "metric"]
+    assert list(side.columns).index("20k") < list(side.columns).index("100k")  # by value, not by name
+    change = side.set_index("metric")["100k − 20k"]
+    assert float(change.loc["valid-only accuracy"]) == 0 and float(change.loc["invalid rate"]) == 0
+    # The dropped experiments are counted beside each comparison, per condition and task.
+    assert "standard: 72 held, 36 matched, 36 dropped (ner 36)" in text
+    assert "20k: 72 held, 36 matched, 36 dropped (ner 36)" in text
+    assert "100k: 36 held, 36 matched, 0 dropped" in text
+    # report.md's tied-pattern cells by short names, with the legend under the table (230 characters before).
+    table5 = (tables / "table5_prompt_variants_n20_p0.6_unfiltered.md").read_text()
+    assert "| first, edges, middle, s.edges, s.middle |" in table5 and "s.middle = soft_majority_middle" in table5
+
+
+def test_a_budget_is_its_value_not_its_name(tmp_path):
+    """``budget.max_tokens=999`` over smoke is a slice of its own; 20k set to smoke's 320 is smoke's slice."""
+    for i, extra in enumerate([(), ("budget.max_tokens=999",)]):
+        base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", "budget=smoke", *extra, "progress=false",
+                       f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+        run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs" / str(i))
+    base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", "budget=20k", "budget.max_tokens=320",
+                   "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+    run_job(vary(base, pattern="majority_first", seed=1), tmp_path / "jobs" / "2")
+    frame = load_local([tmp_path / "store"])
+    # smoke ran at two limits here, so neither is "smoke"; each is its number, 20k at 320 with smoke at 320.
+    assert frame.groupby("budget")["seed"].apply(sorted).to_dict() == {"320 tokens": [0, 0, 1, 1], "999 tokens": [0, 0]}
+    assert sorted(set(zip(frame["budget_name"], frame["budget_tokens"]))) == [("20k", 320), ("smoke", 320), ("smoke", 999)]
+    alone = frame[frame["budget_tokens"] == 320].drop(columns="budget")
+    from mip.config.budgets import labels
+
+    assert set(labels(alone["budget_name"].tolist(), alone["budget_tokens"].tolist())) == {"smoke"}
+
+
+def test_a_filtered_pool_is_compared_with_the_unfiltered_on_matched_experiments(tmp_path, figures_unencoded):
+    from mip.analysis import slices
+
+    from .test_stats import cell, frame
+
+    rows = [r for seed in (0, 1) for r in cell(seed, "majority_first", ["correct", "incorrect"], pool_filtered=False)]
+    rows += cell(0, "majority_first", ["correct", "incorrect"], pool_filtered=True)  # seed 0 only, same tasks
+    text = write_report(slices.add_columns(frame(rows)), tmp_path / "report", core=(20, 0.6)).read_text()
+    table = pd.read_csv(tmp_path / "report" / "tables" / "pools_n20_p0.6.csv").set_index("metric")
+    assert float(table.loc["valid-only accuracy", "filtered − unfiltered"]) == 0
+    assert "unfiltered: 4 held, 2 matched, 2 dropped (t0 1, t1 1); filtered: 2 held, 2 matched, 0 dropped" in text
