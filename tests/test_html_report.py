@@ -111,7 +111,7 @@ def test_every_linked_number_lists_the_experiments_it_counts(reports):
 def test_a_record_page_shows_the_checked_prompt_every_attempt_and_the_mentioned_ids(reports):
     local, _ = reports
     row = _row(local, f"table2_{TAG}", "simulated_first_k")
-    href = re.search(r'<a href="(lists/[^"]+)">majority_last</a>', row).group(1)
+    href = re.search(r'<a href="(lists/[^"]+)" title="majority_last">last</a>', row).group(1)
     key = _list_keys(local, href)[0]
     page = (local / "records" / key[:2] / f"{key}.html").read_text(encoding="utf-8")
     assert "rebuilt from the record and its pool; hash checked" in page and "Instance 1:" in page
@@ -189,7 +189,7 @@ def test_a_browser_clicks_from_table_2_down_to_a_record(reports, tmp_path):
         row = next(r for r in table.find_elements(By.TAG_NAME, "tr") if r.text.startswith("simulated_first_k"))
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", table)
         browser.save_screenshot(str(shots / "1-table.png"))
-        row.find_element(By.LINK_TEXT, "majority_last").click()
+        row.find_element(By.CSS_SELECTOR, 'a[title="majority_last"]').click()  # shown by its short name
         assert "pattern majority_last" in browser.find_element(By.TAG_NAME, "h1").text
         assert "π⁺ / π⁻: majority_last" in browser.find_element(By.ID, "value").text
         rows = browser.find_elements(By.CSS_SELECTOR, "#experiments tbody tr")

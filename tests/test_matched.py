@@ -10,6 +10,8 @@ prompt over two tasks against a variant over one) they are not.
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -83,6 +85,16 @@ def test_variant_and_budget_deltas_are_zero_with_the_dropped_counted(partial, tm
     # report.md's tied-pattern cells by short names, with the legend under the table (230 characters before).
     table5 = (tables / "table5_prompt_variants_n20_p0.6_unfiltered.md").read_text()
     assert "| first, edges, middle, s.edges, s.middle |" in table5 and "s.middle = soft_majority_middle" in table5
+    # report.html's budget and variant cells open the matched experiments only (36 a condition), not the 72 held.
+    html = (tmp_path / "report" / "report.html").read_text()
+    for table in ("budgets_n20_p0.6_unfiltered", "budgets_numbers_n20_p0.6_unfiltered",
+                  "table5_prompt_variants_n20_p0.6_unfiltered"):
+        body = html[html.index(f'id="t-{table}"'):]
+        body = body[:body.index("</table>")]
+        links = set(re.findall(r'<a href="(lists/[^"]+)"', body))
+        assert links, table
+        sizes = [len(re.findall(r"<tr data-verdict=", (tmp_path / "report" / link).read_text())) for link in links]
+        assert max(sizes) == 36, (table, sizes)  # a condition's experiments; a Δ's list holds its paired π⁺ and π⁻ only
 
 
 def test_a_budget_is_its_value_not_its_name(tmp_path):

@@ -7,7 +7,8 @@ HTML writer (:mod:`mip.analysis.report.html`) finds it from the table it renders
 
 - Table 2 and its numbers (per slice row model × budget × pool), the budget comparison (model ×
   budget) and Table 5 (model × prompt variant × budget): every accuracy and the invalid rate rest on
-  all the row's experiments; Δ on the experiments of π⁺ and π⁻ in the seeds paired for it;
+  all the row's experiments (for budgets and variants: the matched ones the section compares,
+  :func:`mip.analysis.pairs.matched`); Δ on the experiments of π⁺ and π⁻ in the seeds paired for it;
   each pattern named in π⁺ / π⁻ on that pattern's experiments.
 - Accuracy per pattern (``patterns_by_model``): the row's experiments of that pattern.
 - Table 3 (coverage bins): the row's valid experiments in that bin (``no trace``: the valid
@@ -31,8 +32,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from mip.analysis import coverage, slices, stats
-from mip.analysis.report import sections
+from mip.analysis import coverage, pairs, slices, stats
+from mip.analysis.report import metric_tables, sections
 
 #: The columns a list shows (the issue's: model, task, pattern, n, p, seed, order seed, verdict, answer).
 LIST_COLUMNS = ["key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "verdict",
@@ -169,14 +170,27 @@ def core(lists: Lists, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def budgets(lists: Lists, frame: pd.DataFrame) -> None:
-    """The budget comparison's table (:func:`mip.analysis.report.sections.budgets`)."""
+    """The budget comparison's tables (:func:`mip.analysis.report.sections.budgets`), on the
+    experiments they are computed from: those every budget of a model holds. In the side-by-side
+    table each budget's column of a model's rows opens that model's experiments at that budget."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag = slices.file_tag(setting, ["n", "p", "pool"])
-        model_rows(lists, f"budgets_{tag}", group, ["model", "budget"], tag)
+        both = pairs.matched(group, "budget", order=slices.budget_order(group["budget"]))
+        if both.empty:
+            continue
+        model_rows(lists, f"budgets_numbers_{tag}", both.frame, ["model", "budget"], tag)
+        for (model, budget), sub in both.frame.groupby(["model", "budget"]):
+            url = lists.add(f"budgets_{tag}", (model, budget), "experiments",
+                            f"{model} at budget {budget} ({tag}): the matched experiments of the budgets compared", sub)
+            for _, _, label in metric_tables.side_by_side_metrics():
+                lists.cells[f"budgets_{tag}"].setdefault((str(model), label), {})[str(budget)] = url
 
 
 def prompt_variants(lists: Lists, frame: pd.DataFrame) -> None:
-    """Table 5 (:func:`mip.analysis.report.sections.prompt_variants`)."""
+    """Table 5 (:func:`mip.analysis.report.sections.prompt_variants`), on the experiments every
+    variant of a model holds."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag = slices.file_tag(setting, ["n", "p", "pool"])
-        model_rows(lists, f"table5_prompt_variants_{tag}", group, ["model", "prompt_variant", "budget"], tag)
+        every = pairs.matched(group, "prompt_variant", within=["base_model", "budget"], order=["standard"])
+        if not every.empty:
+            model_rows(lists, f"table5_prompt_variants_{tag}", every.frame, ["model", "prompt_variant", "budget"], tag)

@@ -25,13 +25,14 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
+from mip.analysis import stats
 from mip.analysis.report import cell_lists, record_pages
 from mip.analysis.report.cell_lists import Lists
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: The row key of each linked table, by its name's start (the columns the table shows).
 KEYS = {"table2_numbers_": ("model", "budget", "pool"), "table2_": ("Model", "Budget", "Pool"),
-        "budgets_": ("model", "budget"), "table5_prompt_variants_": ("model", "prompt_variant", "budget"), "patterns_by_model_": ("model", "pattern"),
+        "budgets_numbers_": ("model", "budget"), "budgets_": ("model", "metric"), "table5_prompt_variants_": ("model", "prompt_variant", "budget"), "patterns_by_model_": ("model", "pattern"),
         "table3_coverage_": ("model", "budget", "pool", "bin"), "mention_rates_": ("model", "pattern")}
 #: Instance IDs a record page and a mention-rate table show one by one (the rest: counted).
 SHOWN_IDS = 100
@@ -104,7 +105,11 @@ def table_html(frame: pd.DataFrame, name: str, lists: Lists) -> Markup:
             elif isinstance(link, dict):  # π⁺ / π⁻: each pattern named links to its experiments
                 for word, href in link.items():
                     lists.lists[href[6:]].value = f"{column}: {word}"
-                words = [f'<a href="{link[w]}">{escape(w)}</a>' if w in link else str(escape(w)) for w in text.split(" ")]
+                # report.md's cells name patterns by short names (stats.SHORT); the link keeps the full one
+                full = {stats.SHORT.get(p, p): p for p in link}
+                words = [f'<a href="{link[full[w]]}" title="{escape(full[w])}">{escape(w)}</a>' if w in full
+                         else f'<a href="{link[w]}">{escape(w)}</a>' if w in link else str(escape(w))
+                         for w in text.split(" ")]
                 cells.append(f"<td>{' '.join(words)}</td>")
             else:
                 cells.append(f"<td>{escape(text)}</td>")

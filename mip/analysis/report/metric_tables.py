@@ -97,6 +97,13 @@ def table2(models: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def side_by_side_metrics() -> list[tuple[str, str | None, str]]:
+    """The rows :func:`side_by_side` shows for each model: (column, its sd column, label)."""
+    metrics = [(f"acc{m.suffix}", f"acc{m.suffix}_sd", m.label) for m in stats.METRICS.values()]
+    metrics += [(f"delta{m.suffix}", f"delta{m.suffix}_sd", f"Δ π⁺ − π⁻ ({m.label})") for m in stats.METRICS.values()]
+    return metrics + [("invalid_rate", "invalid_rate_sd", "invalid rate"), ("experiments", None, "experiments")]
+
+
 def side_by_side(models: pd.DataFrame, column: str, order: list[str]) -> pd.DataFrame:
     """Conditions (budgets) side by side: one row per model and metric, a column per value of
     ``column`` in ``order``, then each one's change from the first (pp): 20K vs 100K in one table.
@@ -104,12 +111,9 @@ def side_by_side(models: pd.DataFrame, column: str, order: list[str]) -> pd.Data
     The rows of ``models`` (:func:`mip.analysis.stats.model_table` by model and ``column``) must
     stand on matched experiments (:func:`mip.analysis.pairs.matched`) for a change to mean anything."""
     rows = []
-    metrics = [(f"acc{m.suffix}", f"acc{m.suffix}_sd", m.label) for m in stats.METRICS.values()]
-    metrics += [(f"delta{m.suffix}", f"delta{m.suffix}_sd", f"Δ π⁺ − π⁻ ({m.label})") for m in stats.METRICS.values()]
-    metrics += [("invalid_rate", "invalid_rate_sd", "invalid rate"), ("experiments", None, "experiments")]
     for model, group in models.groupby("model", sort=True):
         at = group.set_index(column)
-        for value, sd, label in metrics:
+        for value, sd, label in side_by_side_metrics():
             row = {"model": model, "metric": label}
             for c in order:
                 x = at[value].get(c)
