@@ -259,3 +259,78 @@ def test_records_from_a_filtered_pool_are_replayed_from_that_pool(results, tmp_p
     assert summary["replays"] == 1, summary  # before: "refused: prompt does not match its record"
     assert not any("refused" in k or "not found" in k for k in summary["skipped"])
     assert set(pd.read_csv(out / "regions.csv")["pool"]) == {"filtered"}
+
+
+SENTIMENT = ["negative", "positive"]
+REVIEWS = ["a gripping , beautifully acted drama", "dull and lifeless from start to finish", "warm and funny"]
+
+
+def _replays(tiny, prompt, texts, output, reasoning, labels, selected, **kwargs):
+    """The same replay through the one-pass route (passes=None) and the two-pass reference."""
+    out = []
+    for passes in (None, 2):
+        attributor = Attributor(tiny.model, tiny.tokenizer, passes=passes, **kwargs)
+        out.append(attributor.replay("k", prompt, texts, output, reasoning, labels, selected))
+    return out
+
+
+@pytest.mark.parametrize("reasoning", [None, "Instance 1 is positive, instance 2 negative, so positive wins."])
+@pytest.mark.parametrize("selected", SENTIMENT)
+def test_one_pass_gives_the_two_pass_scores_for_single_token_labels(tiny, reasoning, selected):
+    prompt = build_prompt(compose("task=example_reviews").task["example_reviews"], "standard", REVIEWS)
+    output = f'Counting the reviews. {{"answer": "{selected}"}} and a list after it'
+    prepared = tiny.prepare(prompt, REVIEWS, output, reasoning, SENTIMENT, selected)
+    assert prepared.shared  # negative / positive differ in one token with this tokenizer
+    one, two = _replays(tiny, prompt, REVIEWS, output, reasoning, SENTIMENT, selected)
+    assert (one.passes, two.passes) == (1, 2)
+    assert one.score == pytest.approx(two.score, abs=1e-10, rel=0)
+    assert one.extra["logp"] == pytest.approx(two.extra["logp"], abs=1e-10, rel=0)
+    assert one.u == pytest.approx(two.u, abs=1e-10, rel=0)
+    assert one.share == pytest.approx(two.share, abs=1e-10, rel=0)
+    assert one.signed == pytest.approx(two.signed, abs=1e-10, rel=0)
+    assert max(one.u) > 1e-6  # a gradient that is there, not two zeros
+
+
+@pytest.mark.parametrize("reasoning", [None, "Instance 2 mentions a version number: code."])
+def test_multi_token_labels_take_two_passes_and_the_same_scores(tiny, reasoning):
+    output = 'Instance 2 is code. {"answer": "programming_language"}'
+    prepared = tiny.prepare(wsd_prompt(), TEXTS, output, reasoning, WSD, "programming_language")
+    assert not prepared.shared
+    one, two = _replays(tiny, wsd_prompt(), TEXTS, output, reasoning, WSD, "programming_language")
+    assert (one.passes, two.passes) == (2, 2)
+    assert one.score == pytest.approx(two.score, abs=1e-10, rel=0)
+    assert one.share == pytest.approx(two.share, abs=1e-10, rel=0)
+    with pytest.raises(ValueError, match="passes=1"):
+        Attributor(tiny.model, tiny.tokenizer, passes=1).token_ixg(prepared)
+
+
+def test_labels_sharing_a_tail_are_not_read_from_one_set_of_logits(tiny):
+    """even_number / odd_number differ in their first token: "_number" follows different
+    words, so its probability is not the same for both and one pass would be wrong."""
+    arith = compose("task=arith").task["arith"]
+    texts = ["3 + 4", "2 * 5", "7 - 1"]
+    prompt = build_prompt(arith, "standard", texts)
+    prepared = tiny.prepare(prompt, texts, '{"answer": "odd_number"}', None, list(arith.labels), "odd_number")
+    (ids1, pos1), (ids0, pos0) = (prepared.responses[label] for label in reversed(arith.labels))
+    assert len(ids1) == len(ids0) and pos1 == pos0 and ids1[:-1] != ids0[:-1]
+    assert not prepared.shared
+
+
+def test_offloaded_checkpoints_give_the_same_scores_and_are_counted(tiny):
+    """offload: re-entrant checkpointing with the saved tensors packed for the CPU. On the CPU
+    nothing moves, but every layer's checkpointed input passes through the pack hook."""
+    prompt = build_prompt(compose("task=example_reviews").task["example_reviews"], "standard", REVIEWS)
+    output = '{"answer": "positive"}'
+    plain = Attributor(tiny.model, tiny.tokenizer).replay("k", prompt, REVIEWS, output, None, SENTIMENT, "positive")
+    attributor = Attributor(tiny.model, tiny.tokenizer, offload=True)
+    attributor.offload.min_bytes = 0
+    moved = attributor.replay("k", prompt, REVIEWS, output, None, SENTIMENT, "positive")
+    assert attributor.checkpointing_active
+    assert moved.score == pytest.approx(plain.score, abs=1e-10, rel=0)
+    assert moved.u == pytest.approx(plain.u, abs=1e-10, rel=0)
+    config = tiny.model.config
+    length = moved.tokens + len(attributor.prepare(prompt, REVIEWS, output, None, SENTIMENT, "positive")
+                                .responses["positive"][0])
+    per_layer_input = length * config.hidden_size * 8  # float64
+    assert moved.offloaded_mb * 2**20 >= config.num_hidden_layers * per_layer_input
+    assert plain.offloaded_mb == 0 and plain.peak_gpu_allocated_mb is None
