@@ -334,3 +334,81 @@ def test_offloaded_checkpoints_give_the_same_scores_and_are_counted(tiny):
     per_layer_input = length * config.hidden_size * 8  # float64
     assert moved.offloaded_mb * 2**20 >= config.num_hidden_layers * per_layer_input
     assert plain.offloaded_mb == 0 and plain.peak_gpu_allocated_mb is None
+
+
+CONFIGS = Path(__file__).resolve().parent.parent / "benchmarks" / "configs"
+GIB = 2**30
+
+
+def _estimate(name, tokens=36644):
+    from mip.attribution.memory import estimate
+
+    return estimate(transformers.AutoConfig.for_model(**json.loads((CONFIGS / f"{name}.json").read_text())),
+                    tokens, 2)
+
+
+def test_the_estimate_is_near_what_an_h200_measured():
+    """Peaks torch allocated on one H200 at 36,644 tokens in bfloat16 (20.1 and 97.1 GiB)."""
+    small, large = _estimate("qwen3_4b_instruct_2507"), _estimate("qwen3_32b")
+    assert small.total / GIB == pytest.approx(20.1, rel=0.05)
+    assert large.total / GIB == pytest.approx(97.1, rel=0.03)
+    assert large.weights / GIB == pytest.approx(61.0, rel=0.01)  # 32.8 B parameters in bfloat16
+
+
+def test_the_placement_follows_the_free_memory():
+    from mip.attribution.memory import DoesNotFit, choose
+
+    large = _estimate("qwen3_32b")
+    host = 200 * GIB
+    assert choose(large, [139 * GIB], host).placement == "gpu"  # an H200
+    plan = choose(large, [79 * GIB], host)  # an H100 80 GB
+    assert plan.placement == "offload" and plan.offload
+    shard = choose(large, [70 * GIB, 70 * GIB], host, want="shard")
+    assert shard.placement == "shard" and sum(shard.max_memory.values()) >= large.weights
+    assert choose(large, [70 * GIB, 70 * GIB], host).placement == "shard"  # auto: neither GPU holds weights alone
+    with pytest.raises(DoesNotFit, match=r"97\.\d GiB.*free GPU memory \(GiB\): 40\.0"):
+        choose(large, [40 * GIB], host)
+    with pytest.raises(DoesNotFit):  # the checkpoints do not fit in CPU memory either
+        choose(large, [79 * GIB], 8 * GIB)
+    with pytest.raises(DoesNotFit, match="memory=gpu"):
+        choose(large, [79 * GIB], host, want="gpu")
+    assert choose(_estimate("qwen3_4b_instruct_2507"), [79 * GIB], host).placement == "gpu"
+
+
+def test_a_replay_that_cannot_fit_is_refused_with_its_estimate_before_the_weights_load(
+        results, tmp_path, tiny_weights, monkeypatch):
+    from mip.attribution import replay as replay_module
+    from mip.config import AttributeConfig
+    from mip.job import run_job
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    run_job(cfg, tmp_path / "job")
+    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
+                           max_replays=1, weights=str(tiny_weights), device="cuda")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda i=0: (2**20, 80 * GIB))  # 1 MiB free
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(replay_module, "load_model", no_loading)
+    with pytest.raises(replay_module.AttributionError, match=r"does not fit .*tokens: weights .* GiB"):
+        replay_module.attribute(attr)
+    assert not (tmp_path / "attr" / "replays.jsonl").exists()
+
+
+def test_summary_reports_passes_and_the_process_rss_not_a_gpu_peak_on_the_cpu(results, tmp_path, tiny_weights):
+    from mip.attribution.replay import attribute
+    from mip.config import AttributeConfig
+    from mip.job import run_job
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    run_job(cfg, tmp_path / "job")
+    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
+                           max_replays=1, weights=str(tiny_weights), device="cpu")
+    summary = json.loads((attribute(attr) / "summary.json").read_text())
+    assert summary["placement"] == "cpu" and summary["passes"] == {"2": 1}  # even_number / odd_number: two passes
+    assert summary["peak_gpu_allocated_mb"] is None and summary["peak_gpu_reserved_mb"] is None
+    assert summary["process_peak_rss_mb"] > 0 and "peak_rss_mb" not in summary
