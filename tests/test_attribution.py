@@ -412,3 +412,83 @@ def test_summary_reports_passes_and_the_process_rss_not_a_gpu_peak_on_the_cpu(re
     assert summary["placement"] == "cpu" and summary["passes"] == {"2": 1}  # even_number / odd_number: two passes
     assert summary["peak_gpu_allocated_mb"] is None and summary["peak_gpu_reserved_mb"] is None
     assert summary["process_peak_rss_mb"] > 0 and "peak_rss_mb" not in summary
+
+
+def test_the_gpu_benchmark_runs_tiny_on_a_cpu(tmp_path):
+    """benchmarks/gpu.py --tiny: records, the replays through attribute's own path with random
+    weights of both shipped configurations (shrunk), the one-pass limit, the hf backend's
+    generation; its table and JSON come out."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(repo / "benchmarks" / "gpu.py"), "--tiny", "--replays", "1",
+                           "--batches", "1", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          cwd=repo, env={**__import__("os").environ, "PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "× one-pass limit" in done.stdout and "tokens/s" in done.stdout
+    result = json.loads((tmp_path / "gpu_bench.json").read_text())
+    assert [r["model"] for r in result["replays"]] == ["qwen3_4b_instruct_2507", "qwen3_32b"]
+    for r in result["replays"]:
+        assert r["replays"] == 1 and r["placement"] == "cpu" and r["tokens"] > 100
+        assert r["s_per_replay_mean"] > 0 and r["tflops"] > 0 and r["ratio_to_limit"] > 0
+        assert r["peak_gpu_allocated_gib"] is None  # no GPU: no GPU memory reported
+    (gen,) = result["generation"]
+    assert gen["batch"] == 1 and gen["new_tokens"] == 8 and gen["tokens_per_s"] > 0
+
+
+needs_cuda = pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA GPU")
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_replays_on_cuda_agree_with_the_cpu_and_report_gpu_memory(tokenizer):
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+    cpu_model = transformers.LlamaForCausalLM(cfg).to(torch.float64)
+    gpu_model = transformers.LlamaForCausalLM(cfg).to(torch.float64)
+    gpu_model.load_state_dict(cpu_model.state_dict())
+    gpu_model = gpu_model.cuda()
+    prompt = build_prompt(compose("task=example_reviews").task["example_reviews"], "standard", REVIEWS)
+    args = (prompt, REVIEWS, '{"answer": "positive"}', None, SENTIMENT, "positive")
+    on_cpu = Attributor(cpu_model, tokenizer).replay("k", *args)
+    runs = {name: Attributor(gpu_model, tokenizer, **kw).replay("k", *args)
+            for name, kw in (("one", {}), ("two", {"passes": 2}), ("offload", {"offload": True}))}
+    assert runs["one"].passes == 1 and runs["two"].passes == 2
+    for replay in runs.values():
+        assert replay.score == pytest.approx(on_cpu.score, rel=1e-9)
+        assert replay.share == pytest.approx(on_cpu.share, rel=1e-8)
+        assert 0 < replay.peak_gpu_allocated_mb <= replay.peak_gpu_reserved_mb
+    assert runs["offload"].offloaded_mb > 0 and runs["one"].offloaded_mb == 0
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_attribute_on_cuda_writes_gpu_memory_beside_the_rss(results, tmp_path, tiny_weights):
+    from mip.attribution.replay import attribute
+    from mip.config import AttributeConfig
+    from mip.job import run_job
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    run_job(cfg, tmp_path / "job")
+    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
+                           max_replays=1, weights=str(tiny_weights), device="cuda")
+    summary = json.loads((attribute(attr) / "summary.json").read_text())
+    assert summary["placement"] == "gpu"
+    assert 0 < summary["peak_gpu_allocated_mb"] <= summary["peak_gpu_reserved_mb"]
+    assert summary["process_peak_rss_mb"] > 0
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_the_hf_backend_generates_on_cuda(tiny_weights):
+    from mip.models.base import BackendContext, Request
+    from mip.models.hf_local import HFBackend
+
+    cfg = compose("model=smollm2_135m", "model.device=cuda", "model.dtype=bfloat16").model
+    backend = HFBackend(cfg, BackendContext(Path("~/.cache/mip").expanduser()))
+    done = list(backend.generate([Request(f"r{i}", f"Is {i} even or odd?", 8) for i in range(3)]))
+    assert len(done) == 3 and all(c.error is None and c.completion_tokens for c in done)
+    assert backend.model.device.type == "cuda"

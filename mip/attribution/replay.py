@@ -145,27 +145,10 @@ def pools_for(cfg: AttributeConfig, records: list[Record]) -> dict[str, Pool]:
     return found
 
 
-def _mb(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.0f} MB"
-
-
-def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan: Plan | None = None) -> Path:
-    """Replay every eligible record; returns the output folder.
-
-    The prompts are rebuilt and counted first; the placement (``cfg.memory``) is then planned
-    for the longest, and a replay that cannot fit is refused before any weight is read.
-    ``loaded`` (a model and its tokenizer already in memory, e.g. benchmarks/gpu.py's random
-    weights) and ``plan`` (the placement it was built for) skip the loading.
-    """
-    out = Path(cfg.out_dir)
-    records = eligible(cfg)
-    if not records:
-        raise AttributionError(f"No records of model {cfg.records_model or cfg.model.name} for tasks {list(cfg.task)} "
-                               f"under {cfg.results}.")
-    if loaded is not None:
-        tokenizer, config = loaded[1], loaded[0].config
-    else:
-        tokenizer, config = load_tokenizer(cfg)  # fails here, before any replay, when weights are missing
+def rebuilt(cfg: AttributeConfig, records: list[Record]) -> tuple[list[tuple], Counter]:
+    """(record, task, prompt, instance texts, counted stage) of each record to replay — the
+    replayable ones, spread (``cfg.max_replays``), their prompts rebuilt and checked — and the
+    counts of those skipped."""
     skipped: Counter = Counter()
     usable = [r for r in records if replayable(r, cfg.task[r.experiment.task])]
     if len(usable) < len(records):
@@ -187,12 +170,41 @@ def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan:
             continue
         stage = counted_attempt(record.attempts).stages[-1]
         jobs.append((record, task, prompt, [pool.get(x).text for x in record.instance_ids], stage))
+    return jobs, skipped
+
+
+def longest_tokens(tokenizer: Any, jobs: list[tuple]) -> int:
+    """An upper bound on the longest replay's tokens: prompt, reasoning and output, and 64 for the template."""
+    return max((len(tokenizer(prompt + (stage.reasoning or "") + (stage.output or ""))["input_ids"]) + 64
+                for _, _, prompt, _, stage in jobs), default=0)
+
+
+def _mb(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f} MB"
+
+
+def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan: Plan | None = None) -> Path:
+    """Replay every eligible record; returns the output folder.
+
+    The prompts are rebuilt and counted first; the placement (``cfg.memory``) is then planned
+    for the longest, and a replay that cannot fit is refused before any weight is read.
+    ``loaded`` (a model and its tokenizer already in memory, e.g. benchmarks/gpu.py's random
+    weights) and ``plan`` (the placement it was built for) skip the loading.
+    """
+    out = Path(cfg.out_dir)
+    records = eligible(cfg)
+    if not records:
+        raise AttributionError(f"No records of model {cfg.records_model or cfg.model.name} for tasks {list(cfg.task)} "
+                               f"under {cfg.results}.")
+    if loaded is not None:
+        tokenizer, config = loaded[1], loaded[0].config
+    else:
+        tokenizer, config = load_tokenizer(cfg)  # fails here, before any replay, when weights are missing
+    jobs, skipped = rebuilt(cfg, records)
     device, dtype = device_and_dtype(cfg)
     if plan is None:
-        longest = max((len(tokenizer(prompt + (stage.reasoning or "") + (stage.output or ""))["input_ids"]) + 64
-                       for _, _, prompt, _, stage in jobs), default=0)
         try:
-            plan = memory.plan(config, longest, dtype.itemsize, device, cfg.memory)
+            plan = memory.plan(config, longest_tokens(tokenizer, jobs), dtype.itemsize, device, cfg.memory)
         except memory.DoesNotFit as e:
             raise AttributionError(str(e)) from None
     if plan.placement != "cpu":
