@@ -12,7 +12,7 @@ EXTRAS ?= hf,serve,dev
 # Each test module runs whole on one worker, so its module-scoped fixtures are built once.
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 
-.PHONY: install run serve test test-slow test-all bench clean
+.PHONY: install run serve test test-slow test-gpu test-all bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -41,6 +41,10 @@ test: install
 # The real-component tier: SmolLM2, `transformers serve`, SLURM, the full sweeps, kill storms.
 test-slow: install
 	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "slow and not gpu and not paid"
+
+# The GPU tier (a CUDA machine): replays and the hf backend on the GPU. benchmarks/gpu.py measures there.
+test-gpu: install
+	HF_HUB_OFFLINE=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "gpu and not paid"
 
 test-all: install
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m ""

@@ -259,3 +259,236 @@ def test_records_from_a_filtered_pool_are_replayed_from_that_pool(results, tmp_p
     assert summary["replays"] == 1, summary  # before: "refused: prompt does not match its record"
     assert not any("refused" in k or "not found" in k for k in summary["skipped"])
     assert set(pd.read_csv(out / "regions.csv")["pool"]) == {"filtered"}
+
+
+SENTIMENT = ["negative", "positive"]
+REVIEWS = ["a gripping , beautifully acted drama", "dull and lifeless from start to finish", "warm and funny"]
+
+
+def _replays(tiny, prompt, texts, output, reasoning, labels, selected, **kwargs):
+    """The same replay through the one-pass route (passes=None) and the two-pass reference."""
+    out = []
+    for passes in (None, 2):
+        attributor = Attributor(tiny.model, tiny.tokenizer, passes=passes, **kwargs)
+        out.append(attributor.replay("k", prompt, texts, output, reasoning, labels, selected))
+    return out
+
+
+@pytest.mark.parametrize("reasoning", [None, "Instance 1 is positive, instance 2 negative, so positive wins."])
+@pytest.mark.parametrize("selected", SENTIMENT)
+def test_one_pass_gives_the_two_pass_scores_for_single_token_labels(tiny, reasoning, selected):
+    prompt = build_prompt(compose("task=example_reviews").task["example_reviews"], "standard", REVIEWS)
+    output = f'Counting the reviews. {{"answer": "{selected}"}} and a list after it'
+    prepared = tiny.prepare(prompt, REVIEWS, output, reasoning, SENTIMENT, selected)
+    assert prepared.shared  # negative / positive differ in one token with this tokenizer
+    one, two = _replays(tiny, prompt, REVIEWS, output, reasoning, SENTIMENT, selected)
+    assert (one.passes, two.passes) == (1, 2)
+    assert one.score == pytest.approx(two.score, abs=1e-10, rel=0)
+    assert one.extra["logp"] == pytest.approx(two.extra["logp"], abs=1e-10, rel=0)
+    assert one.u == pytest.approx(two.u, abs=1e-10, rel=0)
+    assert one.share == pytest.approx(two.share, abs=1e-10, rel=0)
+    assert one.signed == pytest.approx(two.signed, abs=1e-10, rel=0)
+    assert max(one.u) > 1e-6  # a gradient that is there, not two zeros
+
+
+@pytest.mark.parametrize("reasoning", [None, "Instance 2 mentions a version number: code."])
+def test_multi_token_labels_take_two_passes_and_the_same_scores(tiny, reasoning):
+    output = 'Instance 2 is code. {"answer": "programming_language"}'
+    prepared = tiny.prepare(wsd_prompt(), TEXTS, output, reasoning, WSD, "programming_language")
+    assert not prepared.shared
+    one, two = _replays(tiny, wsd_prompt(), TEXTS, output, reasoning, WSD, "programming_language")
+    assert (one.passes, two.passes) == (2, 2)
+    assert one.score == pytest.approx(two.score, abs=1e-10, rel=0)
+    assert one.share == pytest.approx(two.share, abs=1e-10, rel=0)
+    with pytest.raises(ValueError, match="passes=1"):
+        Attributor(tiny.model, tiny.tokenizer, passes=1).token_ixg(prepared)
+
+
+def test_labels_sharing_a_tail_are_not_read_from_one_set_of_logits(tiny):
+    """even_number / odd_number differ in their first token: "_number" follows different
+    words, so its probability is not the same for both and one pass would be wrong."""
+    arith = compose("task=arith").task["arith"]
+    texts = ["3 + 4", "2 * 5", "7 - 1"]
+    prompt = build_prompt(arith, "standard", texts)
+    prepared = tiny.prepare(prompt, texts, '{"answer": "odd_number"}', None, list(arith.labels), "odd_number")
+    (ids1, pos1), (ids0, pos0) = (prepared.responses[label] for label in reversed(arith.labels))
+    assert len(ids1) == len(ids0) and pos1 == pos0 and ids1[:-1] != ids0[:-1]
+    assert not prepared.shared
+
+
+def test_offloaded_checkpoints_give_the_same_scores_and_are_counted(tiny):
+    """offload: re-entrant checkpointing with the saved tensors packed for the CPU. On the CPU
+    nothing moves, but every layer's checkpointed input passes through the pack hook."""
+    prompt = build_prompt(compose("task=example_reviews").task["example_reviews"], "standard", REVIEWS)
+    output = '{"answer": "positive"}'
+    plain = Attributor(tiny.model, tiny.tokenizer).replay("k", prompt, REVIEWS, output, None, SENTIMENT, "positive")
+    attributor = Attributor(tiny.model, tiny.tokenizer, offload=True)
+    attributor.offload.min_bytes = 0
+    moved = attributor.replay("k", prompt, REVIEWS, output, None, SENTIMENT, "positive")
+    assert attributor.checkpointing_active
+    assert moved.score == pytest.approx(plain.score, abs=1e-10, rel=0)
+    assert moved.u == pytest.approx(plain.u, abs=1e-10, rel=0)
+    config = tiny.model.config
+    length = moved.tokens + len(attributor.prepare(prompt, REVIEWS, output, None, SENTIMENT, "positive")
+                                .responses["positive"][0])
+    per_layer_input = length * config.hidden_size * 8  # float64
+    assert moved.offloaded_mb * 2**20 >= config.num_hidden_layers * per_layer_input
+    assert plain.offloaded_mb == 0 and plain.peak_gpu_allocated_mb is None
+
+
+CONFIGS = Path(__file__).resolve().parent.parent / "benchmarks" / "configs"
+GIB = 2**30
+
+
+def _estimate(name, tokens=36644):
+    from mip.attribution.memory import estimate
+
+    return estimate(transformers.AutoConfig.for_model(**json.loads((CONFIGS / f"{name}.json").read_text())),
+                    tokens, 2)
+
+
+def test_the_estimate_is_near_what_an_h200_measured():
+    """Peaks torch allocated on one H200 at 36,644 tokens in bfloat16 (20.1 and 97.1 GiB)."""
+    small, large = _estimate("qwen3_4b_instruct_2507"), _estimate("qwen3_32b")
+    assert small.total / GIB == pytest.approx(20.1, rel=0.05)
+    assert large.total / GIB == pytest.approx(97.1, rel=0.03)
+    assert large.weights / GIB == pytest.approx(61.0, rel=0.01)  # 32.8 B parameters in bfloat16
+
+
+def test_the_placement_follows_the_free_memory():
+    from mip.attribution.memory import DoesNotFit, choose
+
+    large = _estimate("qwen3_32b")
+    host = 200 * GIB
+    assert choose(large, [139 * GIB], host).placement == "gpu"  # an H200
+    plan = choose(large, [79 * GIB], host)  # an H100 80 GB
+    assert plan.placement == "offload" and plan.offload
+    shard = choose(large, [70 * GIB, 70 * GIB], host, want="shard")
+    assert shard.placement == "shard" and sum(shard.max_memory.values()) >= large.weights
+    assert choose(large, [70 * GIB, 70 * GIB], host).placement == "shard"  # auto: neither GPU holds weights alone
+    with pytest.raises(DoesNotFit, match=r"97\.\d GiB.*free GPU memory \(GiB\): 40\.0"):
+        choose(large, [40 * GIB], host)
+    with pytest.raises(DoesNotFit):  # the checkpoints do not fit in CPU memory either
+        choose(large, [79 * GIB], 8 * GIB)
+    with pytest.raises(DoesNotFit, match="memory=gpu"):
+        choose(large, [79 * GIB], host, want="gpu")
+    assert choose(_estimate("qwen3_4b_instruct_2507"), [79 * GIB], host).placement == "gpu"
+
+
+def test_a_replay_that_cannot_fit_is_refused_with_its_estimate_before_the_weights_load(
+        results, tmp_path, tiny_weights, monkeypatch):
+    from mip.attribution import replay as replay_module
+    from mip.config import AttributeConfig
+    from mip.job import run_job
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    run_job(cfg, tmp_path / "job")
+    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
+                           max_replays=1, weights=str(tiny_weights), device="cuda")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda i=0: (2**20, 80 * GIB))  # 1 MiB free
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(replay_module, "load_model", no_loading)
+    with pytest.raises(replay_module.AttributionError, match=r"does not fit .*tokens: weights .* GiB"):
+        replay_module.attribute(attr)
+    assert not (tmp_path / "attr" / "replays.jsonl").exists()
+
+
+def test_summary_reports_passes_and_the_process_rss_not_a_gpu_peak_on_the_cpu(results, tmp_path, tiny_weights):
+    from mip.attribution.replay import attribute
+    from mip.config import AttributeConfig
+    from mip.job import run_job
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    run_job(cfg, tmp_path / "job")
+    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
+                           max_replays=1, weights=str(tiny_weights), device="cpu")
+    summary = json.loads((attribute(attr) / "summary.json").read_text())
+    assert summary["placement"] == "cpu" and summary["passes"] == {"2": 1}  # even_number / odd_number: two passes
+    assert summary["peak_gpu_allocated_mb"] is None and summary["peak_gpu_reserved_mb"] is None
+    assert summary["process_peak_rss_mb"] > 0 and "peak_rss_mb" not in summary
+
+
+def test_the_gpu_benchmark_runs_tiny_on_a_cpu(tmp_path):
+    """benchmarks/gpu.py --tiny: records, the replays through attribute's own path with random
+    weights of both shipped configurations (shrunk), the one-pass limit, the hf backend's
+    generation; its table and JSON come out."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(repo / "benchmarks" / "gpu.py"), "--tiny", "--replays", "1",
+                           "--batches", "1", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          cwd=repo, env={**__import__("os").environ, "PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "× one-pass limit" in done.stdout and "tokens/s" in done.stdout
+    result = json.loads((tmp_path / "gpu_bench.json").read_text())
+    assert [r["model"] for r in result["replays"]] == ["qwen3_4b_instruct_2507", "qwen3_32b"]
+    for r in result["replays"]:
+        assert r["replays"] == 1 and r["placement"] == "cpu" and r["tokens"] > 100
+        assert r["s_per_replay_mean"] > 0 and r["tflops"] > 0 and r["ratio_to_limit"] > 0
+        assert r["peak_gpu_allocated_gib"] is None  # no GPU: no GPU memory reported
+    (gen,) = result["generation"]
+    assert gen["batch"] == 1 and gen["new_tokens"] == 8 and gen["tokens_per_s"] > 0
+
+
+needs_cuda = pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA GPU")
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_replays_on_cuda_agree_with_the_cpu_and_report_gpu_memory(tokenizer):
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+    cpu_model = transformers.LlamaForCausalLM(cfg).to(torch.float64)
+    gpu_model = transformers.LlamaForCausalLM(cfg).to(torch.float64)
+    gpu_model.load_state_dict(cpu_model.state_dict())
+    gpu_model = gpu_model.cuda()
+    prompt = build_prompt(compose("task=example_reviews").task["example_reviews"], "standard", REVIEWS)
+    args = (prompt, REVIEWS, '{"answer": "positive"}', None, SENTIMENT, "positive")
+    on_cpu = Attributor(cpu_model, tokenizer).replay("k", *args)
+    runs = {name: Attributor(gpu_model, tokenizer, **kw).replay("k", *args)
+            for name, kw in (("one", {}), ("two", {"passes": 2}), ("offload", {"offload": True}))}
+    assert runs["one"].passes == 1 and runs["two"].passes == 2
+    for replay in runs.values():
+        assert replay.score == pytest.approx(on_cpu.score, rel=1e-9)
+        assert replay.share == pytest.approx(on_cpu.share, rel=1e-8)
+        assert 0 < replay.peak_gpu_allocated_mb <= replay.peak_gpu_reserved_mb
+    assert runs["offload"].offloaded_mb > 0 and runs["one"].offloaded_mb == 0
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_attribute_on_cuda_writes_gpu_memory_beside_the_rss(results, tmp_path, tiny_weights):
+    from mip.attribution.replay import attribute
+    from mip.config import AttributeConfig
+    from mip.job import run_job
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
+    run_job(cfg, tmp_path / "job")
+    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
+                           max_replays=1, weights=str(tiny_weights), device="cuda")
+    summary = json.loads((attribute(attr) / "summary.json").read_text())
+    assert summary["placement"] == "gpu"
+    assert 0 < summary["peak_gpu_allocated_mb"] <= summary["peak_gpu_reserved_mb"]
+    assert summary["process_peak_rss_mb"] > 0
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_the_hf_backend_generates_on_cuda(tiny_weights):
+    from mip.models.base import BackendContext, Request
+    from mip.models.hf_local import HFBackend
+
+    cfg = compose("model=smollm2_135m", "model.device=cuda", "model.dtype=bfloat16").model
+    backend = HFBackend(cfg, BackendContext(Path("~/.cache/mip").expanduser()))
+    done = list(backend.generate([Request(f"r{i}", f"Is {i} even or odd?", 8) for i in range(3)]))
+    assert len(done) == 3 and all(c.error is None and c.completion_tokens for c in done)
+    assert backend.model.device.type == "cuda"

@@ -10,10 +10,21 @@ selected-minus-alternative margin with its sign reversed when y₀ was selected.
 prompt token t, |⟨E_t, ∂S_r/∂E_t⟩| is its attribution; an instance's u_{r,i} is the mean
 over the tokens of its text, and R_{r,i} = N·u_{r,i} / Σ_j u_{r,j} ("share × uniform").
 
-Memory: the two teacher-forced passes run one after the other, each with its own
-backward into the shared prompt embeddings, with gradient checkpointing (HF checkpoints
-only in train mode, so dropout is zeroed and train mode set) and logits only at the label
-positions (``logits_to_keep``). Scores accumulate in float32 whatever the weights' dtype.
+Passes: the two teacher-forced sequences are identical up to the answer label, and nothing
+after the label is replayed. Where the two labels then differ in one token only (the same
+token positions, the last one told apart: ``negative``/``positive``, ``LOC``/``PER`` with
+most tokenizers), both log-probabilities are read from the one set of logits of one
+forward pass, and S_r has one backward: half the work of two passes. Otherwise (labels of
+several tokens, ``even_number``/``odd_number``) the two passes run one after the other,
+each with its own backward into the shared prompt embeddings. ``passes=2`` forces the two
+passes everywhere: the reference the one pass is tested and benchmarked against.
+
+Memory: gradient checkpointing (HF checkpoints only in train mode, so dropout is zeroed and
+train mode set) and logits only at the label positions (``logits_to_keep``). With
+``offload`` the checkpoints (each layer's input, the one thing kept per layer) are packed
+into CPU memory as the forward makes them and brought back as the backward reaches them
+(``mip.attribution.memory`` chooses it from the free GPU memory). Scores accumulate in
+float32 whatever the weights' dtype.
 """
 
 from __future__ import annotations
@@ -43,6 +54,14 @@ class Prepared:
     responses: dict[str, tuple[list[int], list[int]]]
     """Per label: the teacher-forced response ids and the sequence positions of the label's tokens."""
 
+    @property
+    def shared(self) -> bool:
+        """Whether one forward pass serves both labels: the two responses have the same length and
+        label positions and differ in their last token only (causal attention: every logit the two
+        log-probabilities read comes before it, from the same tokens)."""
+        (ids1, pos1), (ids0, pos0) = (self.responses[label] for label in self.labels[::-1])
+        return len(ids1) == len(ids0) and ids1[:-1] == ids0[:-1] and pos1 == pos0
+
 
 @dataclass
 class Replay:
@@ -60,6 +79,15 @@ class Replay:
     instance_tokens: list[int]
     seconds: float
     peak_rss_mb: float
+    """The process's peak resident set size so far (CPU memory; not this replay's alone)."""
+    passes: int = 2
+    """Forward-and-backward passes over the prompt this replay took (1 or 2)."""
+    peak_gpu_allocated_mb: float | None = None
+    """Peak GPU memory torch allocated during this replay (all GPUs together); None on the CPU."""
+    peak_gpu_reserved_mb: float | None = None
+    """Peak GPU memory torch's caching allocator reserved during this replay; None on the CPU."""
+    offloaded_mb: float = 0.0
+    """Saved activations moved to CPU memory during this replay (``offload``)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -119,17 +147,67 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cuda_devices(model: Any) -> list[Any]:
+    """The CUDA devices holding the model's parameters (several where it is sharded)."""
+    return sorted({p.device for p in model.parameters() if p.device.type == "cuda"}, key=str)
+
+
+class Offload:
+    """Saved tensors of a forward pass go to CPU memory and come back for the backward
+    (``torch.autograd.graph.saved_tensors_hooks``). With re-entrant checkpointing the tensors
+    saved are each checkpointed layer's inputs and what lies between the layers; a layer's own
+    activations are recomputed in the backward, on the GPU, one layer at a time. Counts the
+    bytes it moved (on the CPU it moves nothing but counts what it would move: the tests)."""
+
+    def __init__(self, torch: Any, min_bytes: int = 1 << 16):
+        self.torch = torch
+        self.min_bytes = min_bytes
+        self.bytes = 0
+
+    def pack(self, tensor: Any) -> Any:
+        size = tensor.numel() * tensor.element_size()
+        if size < self.min_bytes:
+            return tensor
+        self.bytes += size
+        if tensor.device.type == "cpu":
+            return tensor
+        host = self.torch.empty(tensor.size(), dtype=tensor.dtype, layout=tensor.layout, pin_memory=True)
+        host.copy_(tensor, non_blocking=False)
+        return tensor.device, host
+
+    @staticmethod
+    def unpack(packed: Any) -> Any:
+        if isinstance(packed, tuple):
+            device, host = packed
+            return host.to(device, non_blocking=True)
+        return packed
+
+    def __call__(self) -> Any:
+        return self.torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
+
+
 class Attributor:
     """IxG replays with one model and tokenizer (``transformers`` causal LM)."""
 
     def __init__(self, model: Any, tokenizer: Any, checkpointing: bool = True,
-                 reasoning_format: str = DEFAULT_REASONING_FORMAT):
+                 reasoning_format: str = DEFAULT_REASONING_FORMAT, passes: int | None = None,
+                 offload: bool = False):
+        """``passes``: None takes one pass wherever the labels allow it, 2 the two passes always.
+        ``offload``: checkpoints kept in CPU memory (implies checkpointing, re-entrant)."""
+        import contextlib
+
         import torch
 
+        if passes not in (None, 1, 2):
+            raise ValueError(f"passes must be None, 1 or 2, not {passes!r}")
         self.torch = torch
         self.model = model
         self.tokenizer = tokenizer
         self.reasoning_format = reasoning_format
+        self.passes = passes
+        self.offload = Offload(torch) if offload else None
+        self._saving = self.offload if offload else contextlib.nullcontext
+        checkpointing = checkpointing or offload
         for p in model.parameters():
             p.requires_grad_(False)
         for module in model.modules():  # train mode for checkpointing, but no dropout
@@ -140,10 +218,14 @@ class Attributor:
                 setattr(model.config, name, 0.0)
         self.checkpointing = checkpointing and getattr(model, "supports_gradient_checkpointing", False)
         if self.checkpointing:
+            # Non-re-entrant checkpointing keeps each layer's input alive by reference, out of reach of
+            # saved-tensor hooks; the re-entrant kind saves it with save_for_backward, which the
+            # offload's hooks move to the CPU. Both give the same gradients (tested).
+            kwargs = {"use_reentrant": bool(offload)}
             if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.2x
-                model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
             else:
-                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
             model.train()
         else:
             model.eval()
@@ -162,22 +244,30 @@ class Attributor:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]]
 
+    def label_logprobs(self, prompt_embeds: Any, prompt_len: int, response_ids: list[int],
+                       label_positions: list[int]) -> Any:
+        """log-softmax rows predicting the label tokens (positions in the full sequence), teacher-forced."""
+        torch = self.torch
+        embed = self.model.get_input_embeddings()
+        response = embed(torch.tensor([response_ids], device=embed.weight.device)).to(prompt_embeds.dtype)
+        full = torch.cat([prompt_embeds, response.to(prompt_embeds.device)], dim=1)
+        keep = torch.tensor([p - 1 for p in label_positions], device=full.device)
+        with self._saving():
+            out = self.model(inputs_embeds=full, use_cache=False, logits_to_keep=keep)
+        logits = _at_least_float32(out.logits[0])
+        if logits.shape[0] != len(label_positions):  # a model ignoring logits_to_keep returns them all
+            logits = logits[keep.to(logits.device)]
+        return torch.log_softmax(logits, dim=-1)
+
+    def _gather(self, logprobs: Any, prompt_len: int, response_ids: list[int], label_positions: list[int]) -> Any:
+        targets = self.torch.tensor([response_ids[p - prompt_len] for p in label_positions], device=logprobs.device)
+        return logprobs.gather(1, targets[:, None]).sum()
+
     def label_logprob(self, prompt_embeds: Any, prompt_len: int, response_ids: list[int],
                       label_positions: list[int]) -> Any:
         """Σ log p of the label tokens (positions in the full sequence), teacher-forced."""
-        torch = self.torch
-        embed = self.model.get_input_embeddings()
-        response = embed(torch.tensor([response_ids], device=prompt_embeds.device)).to(prompt_embeds.dtype)
-        full = torch.cat([prompt_embeds, response], dim=1)
-        ids = torch.tensor(response_ids, device=full.device)
-        keep = torch.tensor([p - 1 for p in label_positions], device=full.device)
-        out = self.model(inputs_embeds=full, use_cache=False, logits_to_keep=keep)
-        logits = _at_least_float32(out.logits[0])
-        if logits.shape[0] != len(label_positions):  # a model ignoring logits_to_keep returns them all
-            logits = logits[keep]
-        logprobs = torch.log_softmax(logits, dim=-1)
-        targets = ids[torch.tensor([p - prompt_len for p in label_positions], device=full.device)]
-        return logprobs.gather(1, targets[:, None]).sum()
+        logprobs = self.label_logprobs(prompt_embeds, prompt_len, response_ids, label_positions)
+        return self._gather(logprobs, prompt_len, response_ids, label_positions)
 
     def prepare(self, prompt: str, texts: Sequence[str], output: str, reasoning: str | None,
                 labels: Sequence[str], selected: str) -> Prepared:
@@ -226,29 +316,52 @@ class Attributor:
         return (self.label_logprob(prompt_embeds, n, *prepared.responses[y1])
                 - self.label_logprob(prompt_embeds, n, *prepared.responses[y0]))
 
+    def passes_for(self, prepared: Prepared) -> int:
+        """1 where one forward pass serves both labels (and ``passes`` does not force two), else 2."""
+        if self.passes == 1 and not prepared.shared:
+            raise ValueError("passes=1 needs labels that differ in their last token only; these do not.")
+        return 1 if self.passes != 2 and prepared.shared else 2
+
     def token_ixg(self, prepared: Prepared) -> tuple[float, Any, dict[str, float]]:
         """(S_r, ⟨E_t, ∂S_r/∂E_t⟩ for every prompt token, the two log-probabilities).
 
-        The two passes run one after the other, each with its own backward, so only one
-        graph is alive at a time; their gradients add up in the shared embeddings.
+        One pass (``Prepared.shared``): one forward, both labels' log-probabilities from its
+        logits, one backward of their difference. Two passes: one after the other, each with
+        its own backward, so only one graph is alive at a time; their gradients add up in the
+        shared embeddings.
         """
         y0, y1 = prepared.labels
         n = len(prepared.prompt_ids)
         prompt_embeds = self.prompt_embeddings(prepared).detach().clone().requires_grad_(True)
         logps = {}
-        for label, sign in ((y1, 1.0), (y0, -1.0)):
-            logp = self.label_logprob(prompt_embeds, n, *prepared.responses[label])
-            (sign * logp).backward()
-            logps[label] = float(logp.detach())
+        if self.passes_for(prepared) == 1:
+            ids, positions = prepared.responses[y1]
+            logprobs = self.label_logprobs(prompt_embeds, n, ids, positions)
+            lp = {label: self._gather(logprobs, n, *prepared.responses[label]) for label in (y1, y0)}
+            (lp[y1] - lp[y0]).backward()
+            logps = {label: float(v.detach()) for label, v in lp.items()}
+        else:
+            for label, sign in ((y1, 1.0), (y0, -1.0)):
+                logp = self.label_logprob(prompt_embeds, n, *prepared.responses[label])
+                (sign * logp).backward()
+                logps[label] = float(logp.detach())
         ixg = (_at_least_float32(prompt_embeds.detach()[0]) * _at_least_float32(prompt_embeds.grad[0])).sum(-1)
         return logps[y1] - logps[y0], ixg, logps
 
     def replay(self, key: str, prompt: str, texts: Sequence[str], output: str, reasoning: str | None,
                labels: Sequence[str], selected: str) -> Replay:
         """Attribute one stored output to the instances of its prompt."""
+        torch = self.torch
         start_time = time.perf_counter()
+        devices = _cuda_devices(self.model)
+        for device in devices:
+            torch.cuda.reset_peak_memory_stats(device)
+        moved = self.offload.bytes if self.offload else 0
         prepared = self.prepare(prompt, texts, output, reasoning, labels, selected)
+        passes = self.passes_for(prepared)
         score, ixg, logps = self.token_ixg(prepared)
+        for device in devices:
+            torch.cuda.synchronize(device)
         magnitude = ixg.abs()
         u = [float(magnitude[g].mean()) for g in prepared.groups]
         signed = [float(ixg[g].mean()) for g in prepared.groups]
@@ -257,6 +370,11 @@ class Attributor:
         return Replay(
             key=key, selected=selected, score=score, u=u, share=share, signed=signed,
             tokens=len(prepared.prompt_ids), instance_tokens=[len(g) for g in prepared.groups],
-            seconds=time.perf_counter() - start_time, peak_rss_mb=_peak_rss_mb(),
+            seconds=time.perf_counter() - start_time, peak_rss_mb=_peak_rss_mb(), passes=passes,
+            peak_gpu_allocated_mb=(sum(torch.cuda.max_memory_allocated(d) for d in devices) / 2**20
+                                   if devices else None),
+            peak_gpu_reserved_mb=(sum(torch.cuda.max_memory_reserved(d) for d in devices) / 2**20
+                                  if devices else None),
+            offloaded_mb=((self.offload.bytes - moved) / 2**20) if self.offload else 0.0,
             extra={"logp": logps, "checkpointing": self.checkpointing_active},
         )

@@ -11,7 +11,9 @@ from typing import Any
 
 import pandas as pd
 
+from mip.attribution import memory
 from mip.attribution.ixg import Attributor, ReplaySkip
+from mip.attribution.memory import Plan
 from mip.attribution.profiles import profile, region_shares
 from mip.config import AttributeConfig, HFModelConfig, to_plain
 from mip.analysis import folders, slices
@@ -39,21 +41,47 @@ def weights_folder(cfg: AttributeConfig) -> str:
     return cfg.model.model_id
 
 
-def load_model(cfg: AttributeConfig) -> tuple[Any, Any]:
+def device_and_dtype(cfg: AttributeConfig) -> tuple[str, Any]:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = weights_folder(cfg)
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = getattr(torch, cfg.dtype) if cfg.dtype else (torch.bfloat16 if device.startswith("cuda") else torch.float32)
+    return device, dtype
+
+
+def _missing(cfg: AttributeConfig, source: str, e: Exception) -> AttributionError:
+    return AttributionError(
+        f"No weights for {cfg.model.name} on disk at {source!r} ({type(e).__name__}). Download them first "
+        "(e.g. `huggingface-cli download <id>`) or pass weights=<folder>.")
+
+
+def load_tokenizer(cfg: AttributeConfig) -> tuple[Any, Any]:
+    """The tokenizer and the model's configuration: small files, read before the weights."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    source = weights_folder(cfg)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=True).to(device)
+        return (AutoTokenizer.from_pretrained(source, local_files_only=True),
+                AutoConfig.from_pretrained(source, local_files_only=True))
     except (OSError, ValueError) as e:
-        raise AttributionError(
-            f"No weights for {cfg.model.name} on disk at {source!r} ({type(e).__name__}). Download them first "
-            "(e.g. `huggingface-cli download <id>`) or pass weights=<folder>."
-        ) from e
+        raise _missing(cfg, source, e) from e
+
+
+def load_model(cfg: AttributeConfig, plan: Plan | None = None) -> tuple[Any, Any]:
+    """The weights, placed as ``plan`` says (sharded over the GPUs with ``device_map`` for shard)."""
+    from transformers import AutoModelForCausalLM
+
+    source = weights_folder(cfg)
+    device, dtype = device_and_dtype(cfg)
+    tokenizer, _ = load_tokenizer(cfg)
+    try:
+        if plan is not None and plan.placement == "shard":
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=True,
+                                                         device_map="auto", max_memory=plan.max_memory)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, local_files_only=True).to(device)
+    except (OSError, ValueError) as e:
+        raise _missing(cfg, source, e) from e
     return model, tokenizer
 
 
@@ -118,42 +146,79 @@ def pools_for(cfg: AttributeConfig, records: list[Record]) -> dict[str, Pool]:
     return found
 
 
-def attribute(cfg: AttributeConfig) -> Path:
-    """Replay every eligible record; returns the output folder."""
-    out = Path(cfg.out_dir)
-    records = eligible(cfg)
-    if not records:
-        raise AttributionError(f"No records of model {cfg.records_model or cfg.model.name} for tasks {list(cfg.task)} "
-                               f"under {cfg.results}.")
-    model, tokenizer = load_model(cfg)  # fails here, before any replay, when weights are missing
-    if refusal := claim(out, inputs_of("local", cfg.results, model=cfg.records_model or cfg.model.name,
-                                       tasks=sorted(cfg.task), where=to_plain(cfg.where), max_replays=cfg.max_replays)):
-        raise AttributionError(refusal)
-    attributor = Attributor(model, tokenizer, checkpointing=cfg.checkpointing)
+def rebuilt(cfg: AttributeConfig, records: list[Record]) -> tuple[list[tuple], Counter]:
+    """(record, task, prompt, instance texts, counted stage) of each record to replay — the
+    replayable ones, spread (``cfg.max_replays``), their prompts rebuilt and checked — and the
+    counts of those skipped."""
     skipped: Counter = Counter()
     usable = [r for r in records if replayable(r, cfg.task[r.experiment.task])]
     if len(usable) < len(records):
         skipped["invalid or tie: not one of the two labels"] = len(records) - len(usable)
     todo = spread(usable, cfg.max_replays)
     pools = pools_for(cfg, todo)
+    jobs = []
+    for record in todo:
+        task = cfg.task[record.experiment.task]
+        pool = pools.get(record.pool_version)
+        if pool is None:
+            skipped[f"pool {record.pool_version} not found (is pools_dir={cfg.pools_dir} where filter.py saved it?)"] += 1
+            continue
+        try:
+            prompt = rebuild_prompt(record, task, pool)
+        except ValueError as e:
+            skipped["refused: prompt does not match its record"] += 1
+            print(f"refused {record.key}: {e}", file=sys.stderr)
+            continue
+        stage = counted_attempt(record.attempts).stages[-1]
+        jobs.append((record, task, prompt, [pool.get(x).text for x in record.instance_ids], stage))
+    return jobs, skipped
+
+
+def longest_tokens(tokenizer: Any, jobs: list[tuple]) -> int:
+    """An upper bound on the longest replay's tokens: prompt, reasoning and output, and 64 for the template."""
+    return max((len(tokenizer(prompt + (stage.reasoning or "") + (stage.output or ""))["input_ids"]) + 64
+                for _, _, prompt, _, stage in jobs), default=0)
+
+
+def _mb(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f} MB"
+
+
+def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan: Plan | None = None) -> Path:
+    """Replay every eligible record; returns the output folder.
+
+    The prompts are rebuilt and counted first; the placement (``cfg.memory``) is then planned
+    for the longest, and a replay that cannot fit is refused before any weight is read.
+    ``loaded`` (a model and its tokenizer already in memory, e.g. benchmarks/gpu.py's random
+    weights) and ``plan`` (the placement it was built for) skip the loading.
+    """
+    out = Path(cfg.out_dir)
+    records = eligible(cfg)
+    if not records:
+        raise AttributionError(f"No records of model {cfg.records_model or cfg.model.name} for tasks {list(cfg.task)} "
+                               f"under {cfg.results}.")
+    if refusal := claim(out, inputs_of("local", cfg.results, model=cfg.records_model or cfg.model.name,
+                                       tasks=sorted(cfg.task), where=to_plain(cfg.where), max_replays=cfg.max_replays)):
+        raise AttributionError(refusal)
+    if loaded is not None:
+        tokenizer, config = loaded[1], loaded[0].config
+    else:
+        tokenizer, config = load_tokenizer(cfg)  # fails here, before any replay, when weights are missing
+    jobs, skipped = rebuilt(cfg, records)
+    device, dtype = device_and_dtype(cfg)
+    if plan is None:
+        try:
+            plan = memory.plan(config, longest_tokens(tokenizer, jobs), dtype.itemsize, device, cfg.memory)
+        except memory.DoesNotFit as e:
+            raise AttributionError(str(e)) from None
+    if plan.placement != "cpu":
+        print(f"memory: {plan.describe()}", file=sys.stderr)
+    model, tokenizer = loaded if loaded is not None else load_model(cfg, plan)
+    attributor = Attributor(model, tokenizer, checkpointing=cfg.checkpointing, offload=plan.offload)
     rows: list[dict] = []
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "replays.jsonl", "w", encoding="utf-8") as sink:
-        for i, record in enumerate(todo, start=1):
-            task = cfg.task[record.experiment.task]
-            pool = pools.get(record.pool_version)
-            if pool is None:
-                skipped[f"pool {record.pool_version} not found (is pools_dir={cfg.pools_dir} where filter.py saved it?)"] += 1
-                continue
-            try:
-                prompt = rebuild_prompt(record, task, pool)
-            except ValueError as e:
-                skipped["refused: prompt does not match its record"] += 1
-                print(f"refused {record.key}: {e}", file=sys.stderr)
-                continue
-            counted = counted_attempt(record.attempts)
-            stage = counted.stages[-1]
-            texts = [pool.get(x).text for x in record.instance_ids]
+        for i, (record, task, prompt, texts, stage) in enumerate(jobs, start=1):
             try:
                 replay = attributor.replay(record.key, prompt, texts, stage.output or "", stage.reasoning,
                                            task.labels, record.answer)
@@ -163,12 +228,18 @@ def attribute(cfg: AttributeConfig) -> Path:
             row = {**record.experiment.model_dump(), "pool_filtered": record.pool_filtered, "key": record.key,
                    "correct": record.verdict == Verdict.CORRECT,
                    "selected": replay.selected, "score": replay.score, "share": replay.share, "signed": replay.signed,
-                   "u": replay.u, "tokens": replay.tokens, "seconds": replay.seconds, "peak_rss_mb": replay.peak_rss_mb,
+                   "u": replay.u, "tokens": replay.tokens, "seconds": replay.seconds, "passes": replay.passes,
+                   "peak_rss_mb": replay.peak_rss_mb, "peak_gpu_allocated_mb": replay.peak_gpu_allocated_mb,
+                   "peak_gpu_reserved_mb": replay.peak_gpu_reserved_mb, "offloaded_mb": replay.offloaded_mb,
+                   "placement": plan.placement,
                    "checkpointing": replay.extra["checkpointing"], "instance_labels": record.instance_labels}
             sink.write(json.dumps(row) + "\n")
             rows.append(row)
-            print(f"[{i}/{len(todo)}] {record.key}: {replay.tokens} tokens, {replay.seconds:.1f} s, "
-                  f"peak RSS {replay.peak_rss_mb:,.0f} MB", file=sys.stderr)
+            gpu = (f"peak GPU {_mb(replay.peak_gpu_allocated_mb)} allocated, {_mb(replay.peak_gpu_reserved_mb)} "
+                   "reserved; " if replay.peak_gpu_allocated_mb is not None else "")
+            print(f"[{i}/{len(jobs)}] {record.key}: {replay.tokens} tokens, {replay.passes} pass"
+                  f"{'es' if replay.passes > 1 else ''}, {replay.seconds:.1f} s, {gpu}"
+                  f"process RSS {replay.peak_rss_mb:,.0f} MB", file=sys.stderr)
     write_outputs(pd.DataFrame(rows), out, skipped, cfg)
     return out
 
@@ -180,8 +251,18 @@ def write_outputs(replays: pd.DataFrame, out: Path, skipped: Counter, cfg: Attri
 
     summary = {"replays": len(replays), "skipped": dict(skipped)}
     if not replays.empty:
+        def peak(column: str) -> float | None:  # None: not measured (the CPU: no GPU memory)
+            values = replays[column].dropna() if column in replays else []
+            return float(values.max()) if len(values) else None
+
         summary.update({"seconds_per_replay": float(replays["seconds"].mean()),
-                        "peak_rss_mb": float(replays["peak_rss_mb"].max()),
+                        "passes": {str(k): int(v) for k, v in replays["passes"].value_counts().sort_index().items()}
+                        if "passes" in replays else None,
+                        "placement": str(replays["placement"].iloc[0]) if "placement" in replays else None,
+                        "peak_gpu_allocated_mb": peak("peak_gpu_allocated_mb"),
+                        "peak_gpu_reserved_mb": peak("peak_gpu_reserved_mb"),
+                        "offloaded_mb": peak("offloaded_mb"),
+                        "process_peak_rss_mb": peak("peak_rss_mb"),
                         "checkpointing": bool(replays["checkpointing"].all())})
         replays = slices.add_columns(replays)
         keep = ["key", "task", "pattern", "majority_label", "share", "signed", "instance_labels", *slices.SETTING]

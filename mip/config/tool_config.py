@@ -120,5 +120,8 @@ class AttributeConfig:
     """Weights' dtype (default: bfloat16 on a GPU, float32 on the CPU)."""
     device: Optional[str] = None
     checkpointing: bool = True
+    memory: str = "auto"
+    """Where a replay's memory goes on a GPU (mip.attribution.memory): auto (chosen from the free memory,
+    refused with its estimate where nothing fits), gpu, offload (checkpoints in CPU memory) or shard."""
     bin_size: int = 10
     relative_bins: int = 20

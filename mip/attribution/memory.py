@@ -1,0 +1,152 @@
+"""Where a replay's memory goes, estimated before the weights are loaded, and the placement
+chosen from it (App. F.1's replays at n = 2,000 with a 31B-class model on one 80 GB GPU).
+
+A checkpointed IxG replay of L tokens holds, on the device:
+
+* the weights: their parameter count (from the configuration, on the meta device) × dtype bytes;
+* the checkpoints: each decoder layer's input, ``layers × L × hidden × b``;
+* the working set of the one layer being recomputed and differentiated, the prompt
+  embeddings, their gradient and the float32 IxG: ``L × b × (26·hidden + 3·intermediate)``.
+
+The working set's coefficients are fitted to the peaks torch allocated on an H200 at
+L = 36,644 (bfloat16): 20.1 GiB for Qwen3-4B's shape and 97.1 GiB for Qwen3-32B's; this
+module's estimates for those are 20.3 and 97.7 GiB; with offload, 14.0 and 75.4 GiB.
+
+Placements, in order of preference: ``gpu`` (all of it on one GPU), ``offload`` (the
+checkpoints in CPU memory, ``mip.attribution.ixg.Offload``: on the GPU only the weights and
+the working set), ``shard`` (the weights and their layers' checkpoints spread over the GPUs
+present, ``device_map="auto"`` with a per-GPU cap that leaves room for the working set).
+A replay that fits none of them is refused with its estimate before any weight is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+GiB = 2**30
+PLACEMENTS = ("auto", "gpu", "offload", "shard")
+
+
+class DoesNotFit(RuntimeError):
+    """No placement holds the replay; the message gives the estimate and the free memory."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    tokens: int
+    weights: int
+    checkpoints: int
+    working: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.checkpoints + self.working
+
+    def describe(self) -> str:
+        return (f"{self.tokens:,} tokens: weights {self.weights / GiB:.1f} GiB + checkpoints "
+                f"{self.checkpoints / GiB:.1f} GiB + working set {self.working / GiB:.1f} GiB "
+                f"= {self.total / GiB:.1f} GiB")
+
+
+@dataclass(frozen=True)
+class Plan:
+    placement: str
+    """cpu, gpu, offload or shard."""
+    estimate: Estimate | None
+    free: tuple[int, ...] = ()
+    """Free bytes of each GPU when the plan was made."""
+    max_memory: dict[Any, int] | None = None
+    """Per-GPU cap on the weights for ``device_map="auto"`` (shard)."""
+
+    @property
+    def offload(self) -> bool:
+        return self.placement == "offload"
+
+    def describe(self) -> str:
+        free = ", ".join(f"{f / GiB:.1f}" for f in self.free)
+        est = f"; estimate {self.estimate.describe()}" if self.estimate else ""
+        return f"placement {self.placement}{est}" + (f"; free GiB per GPU: {free}" if free else "")
+
+
+def parameter_count(config: Any) -> int:
+    """Parameters of the model a configuration describes, counted without allocating them."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _intermediate(text: Any) -> int:
+    """The MLP width one token passes through (experts per token × expert width for a MoE)."""
+    experts = getattr(text, "num_experts_per_tok", None)
+    width = getattr(text, "moe_intermediate_size", None)
+    if experts and width:
+        shared = getattr(text, "shared_expert_intermediate_size", 0) or 0
+        return int(experts * width + shared)
+    return int(text.intermediate_size)
+
+
+def estimate(config: Any, tokens: int, dtype_bytes: int, parameters: int | None = None) -> Estimate:
+    """Bytes a checkpointed replay of ``tokens`` tokens holds on the device (see the module's docstring)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    hidden, layers = int(text.hidden_size), int(text.num_hidden_layers)
+    count = parameters if parameters is not None else parameter_count(config)
+    return Estimate(tokens=tokens, weights=count * dtype_bytes,
+                    checkpoints=layers * tokens * hidden * dtype_bytes,
+                    working=tokens * dtype_bytes * (26 * hidden + 3 * _intermediate(text)))
+
+
+def choose(est: Estimate, free: list[int], host_free: int, want: str = "auto", margin: int = GiB // 2) -> Plan:
+    """The placement for an estimate, given each GPU's free bytes and the CPU's, ``margin`` left
+    free on each GPU (fragmentation); pure (tested)."""
+    if want not in PLACEMENTS:
+        raise ValueError(f"memory must be one of {', '.join(PLACEMENTS)}, not {want!r}")
+    usable = [f - margin for f in free]
+    fits = {
+        "gpu": bool(usable) and est.total <= usable[0],
+        "offload": bool(usable) and est.weights + est.working <= usable[0] and est.checkpoints <= host_free,
+        "shard": len(usable) > 1 and all(u > est.working for u in usable)
+        and est.weights + est.checkpoints <= sum(u - est.working for u in usable),
+    }
+    order = ("gpu", "offload", "shard") if want == "auto" else (want,)
+    for placement in order:
+        if fits[placement]:
+            max_memory = None
+            if placement == "shard":  # the weights' share of what each GPU holds beside the working set
+                scale = est.weights / (est.weights + est.checkpoints)
+                max_memory = {i: int((u - est.working) * scale) for i, u in enumerate(usable)}
+            return Plan(placement, est, tuple(free), max_memory)
+    gpus = ", ".join(f"{f / GiB:.1f}" for f in free) or "none"
+    raise DoesNotFit(
+        f"The replay does not fit ({'any placement' if want == 'auto' else 'memory=' + want}): {est.describe()}; "
+        f"free GPU memory (GiB): {gpus}; free CPU memory {host_free / GiB:.1f} GiB. With offload the GPU must hold "
+        f"{(est.weights + est.working) / GiB:.1f} GiB. Use a GPU with more memory, more GPUs (shard), a smaller "
+        "dtype, or shorter prompts (where.n=…).")
+
+
+def host_available() -> int:
+    """Bytes of CPU memory available now (``MemAvailable``; 0 where unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def plan(config: Any, tokens: int, dtype_bytes: int, device: str, want: str = "auto") -> Plan:
+    """The placement of replays of up to ``tokens`` tokens on this machine's free memory."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return Plan("cpu", None)
+    free = [torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count())]
+    if device != "cuda" and ":" in device:  # one named GPU: only it
+        index = int(device.split(":")[1])
+        free = [free[index]]
+    return choose(estimate(config, tokens, dtype_bytes), free, host_available(), want)
