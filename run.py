@@ -26,7 +26,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from mip.config import Config
 from mip.tools.config_store import register
-from mip.tools.hydra_callbacks import checked_strategy
 from mip.data import DataError
 from mip.job import StoreError, run_job
 from mip.job.stop import JobStopped
@@ -55,7 +54,7 @@ def main(cfg: DictConfig) -> None:
             config: Config = OmegaConf.to_object(cfg)
             if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
                 config.logger.group = run_group(sweep or hydra_cfg.run.dir, config.paths.results_dir)
-            summary = run_job(config, hydra_cfg.runtime.output_dir, strategy=checked_strategy(cfg))
+            summary = run_job(config, hydra_cfg.runtime.output_dir)  # checks the job's settings once (mip.job.check_job)
     except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
         print(f"error: {e}", file=sys.stderr, flush=True)
         e.drain.hand_over()
