@@ -30,6 +30,7 @@ from mip.data import DataError
 from mip.job import StoreError, run_job
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
+from mip.tools.hydra_callbacks import stopped
 from mip.tools.refusals import refusals
 from mip.tools.summary import describe
 from mip.tracking.tracker import run_group, sync_hint
@@ -88,4 +89,7 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",), conf_dir=CONF)
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C between a sweep's jobs (inside a job it is a drained stop): no traceback
+        sys.exit(stopped("Ctrl-C", sys.argv[1:]))

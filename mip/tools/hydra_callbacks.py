@@ -171,6 +171,9 @@ class SummaryCallback(Callback):
     sweep: tuple[int, int, float] | None = None
     """(process, jobs in the sweep, start time), set when a sweep starts in this process."""
     done = 0
+    running: SummaryCallback | None = None
+    """The sweep under way in this process, for :func:`stopped`: the folder and jobs done so far."""
+    folder: Path | None = None
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: its job checks its own settings (mip.job.check_job, once), and a
@@ -192,6 +195,8 @@ class SummaryCallback(Callback):
         _filter_logs(config)
         jobs = _sweep_jobs(config)  # parsed once: the progress line's total and the checks of every job
         self.sweep, self.done = (os.getpid(), len(jobs), time.monotonic()) if jobs else None, 0
+        self.folder = Path(config.hydra.sweep.dir)
+        SummaryCallback.running = self
         if error := _sweep_error(config, jobs):
             _refuse(error)
 
@@ -211,6 +216,7 @@ class SummaryCallback(Callback):
         from mip.tools.summary import describe, unstored_jobs
         from mip.tracking.tracker import sync_hint
 
+        SummaryCallback.running = None
         folder = Path(config.hydra.sweep.dir)
         print("\n== sweep summary ==\n" + describe(folder), flush=True)
         if self.sweep is not None and self.sweep[0] == os.getpid():  # launches included, which the jobs' own times leave out
@@ -220,3 +226,25 @@ class SummaryCallback(Callback):
         if unstored_jobs(folder):
             sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command
 
+
+def stopped(how: str, command: list[str], program: str = "run.py") -> int:
+    """Say, when a stop (Ctrl-C) ends a run or sweep outside a job's own drained stop (between
+    jobs, before a job calls): the sweep's summary so far, then one line with how far it got and
+    the command that carries on from what is stored. Returns the exit code (130, as for SIGINT)."""
+    import shlex
+
+    from mip.tools.summary import describe
+
+    rerun = " ".join(["python", program, *map(shlex.quote, command)])
+    running = SummaryCallback.running
+    if running is None or running.folder is None:
+        print(f"error: stopped by {how} before the job called a model; nothing was paid. Run the same command "
+              f"again to start it: {rerun}", file=sys.stderr, flush=True)
+        return 130
+    total = running.sweep[1] if running.sweep else "?"
+    if running.folder.is_dir() and any(running.folder.rglob("job.json")):
+        print("\n== sweep summary (stopped) ==\n" + describe(running.folder), flush=True)
+    print(f"error: stopped by {how} after {running.done}/{total} jobs of the sweep in {running.folder}; what they "
+          f"stored is kept. Run the same command again to carry on (what is stored is not asked again): {rerun}",
+          file=sys.stderr, flush=True)
+    return 130
