@@ -28,6 +28,7 @@ from mip.config import Config
 from mip.tools.config_store import register
 from mip.data import DataError
 from mip.job import StoreError, run_job
+from mip.job.notices import first_time
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.tools.hydra_callbacks import stopped
@@ -61,9 +62,12 @@ def main(cfg: DictConfig) -> None:
         e.drain.hand_over()
     job = f"[{hydra_cfg.job.override_dirname or 'defaults'}]"
     if summary.dry_run:  # one line a job: a sweep's summary splits the cost by slice and task
+        tokens = summary.tokens_from or "counted"  # how they were counted: said once a sweep
+        if sweep and not first_time(sweep, tokens):
+            tokens = "estimated (as above)" if summary.tokens_estimated else "counted (as above)"
         log.info(f"{job} would run {summary.experiments - summary.already_stored} of {summary.experiments} experiments "
                  f"({summary.already_stored} already stored), {summary.prompt_tokens:,} prompt tokens "
-                 f"{summary.tokens_from or 'counted'}; {summary.overflowing} would not fit the context window "
+                 f"{tokens}; {summary.overflowing} would not fit the context window "
                  f"({config.model.context_window:,}: input_overflow without a call); output tokens at most "
                  f"{summary.max_output_tokens:,} (one attempt each)")
     else:
