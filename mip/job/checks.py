@@ -53,6 +53,9 @@ def check_job(cfg: Config, builds_backend: bool = True) -> CheckedJob:
     ``builds_backend``: the job builds its model's backend from ``cfg`` (False where the caller
     hands it one), so a real run needs the backend's package and key here."""
     strategy = settings(cfg)
+    for task in cfg.task.values():  # a source with no hub copy (wsd) without data_dir: said before any other is read
+        if cfg.data_dir is None and task.source.loader in LOCAL_ONLY:
+            LOADERS[task.source.loader](task, None)
     if not cfg.dry_run:
         store_error(Path(cfg.paths.store_dir).expanduser())
         if builds_backend:
@@ -61,7 +64,8 @@ def check_job(cfg: Config, builds_backend: bool = True) -> CheckedJob:
 
 
 def settings(cfg: Config) -> Strategy:
-    """The settings' own checks (no data read, no model loaded); the job's strategy."""
+    """The settings' own checks (no data read, no model loaded, no key asked): what a preflight
+    request is made with too; the job's strategy."""
     check_schema(cfg.model)
     split_counts(cfg.n, cfg.p)
     if cfg.pattern.name == "random" and not cfg.order_seeds:
@@ -85,8 +89,6 @@ def settings(cfg: Config) -> Strategy:
     for task in cfg.task.values():
         if not two_distinct_labels(task.labels):
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
-        if cfg.data_dir is None and task.source.loader in LOCAL_ONLY:  # no hub copy (wsd): says to set data_dir
-            LOADERS[task.source.loader](task, None)
     return strategy
 
 
@@ -108,7 +110,7 @@ def store_error(folder: Path) -> None:
            else None if os.access(existing, os.W_OK) else f"{existing} is not writable")
     if why:
         raise ValueError(f"paths.store_dir={folder} cannot be a store folder ({why}); point paths.store_dir (or "
-                         "paths.results_dir) at a folder you can write.")
+                         "paths.results_dir) at a writable folder.")
 
 
 def load_pools(cfg: Config) -> dict[str, Pool]:
