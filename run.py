@@ -29,11 +29,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from mip.config import Config
 from mip.tools.config_store import register
-from mip.tools.hydra_callbacks import checked_strategy
 from mip.data import DataError
 from mip.job import StoreError, run_job
+from mip.job.notices import first_time
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
+from mip.tools.hydra_callbacks import stopped
 from mip.tools.refusals import refusals
 from mip.tools.summary import describe
 from mip.tracking.tracker import run_group, sync_hint
@@ -58,15 +59,18 @@ def main(cfg: DictConfig) -> None:
             config: Config = OmegaConf.to_object(cfg)
             if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
                 config.logger.group = run_group(sweep or hydra_cfg.run.dir, config.paths.results_dir)
-            summary = run_job(config, hydra_cfg.runtime.output_dir, strategy=checked_strategy(cfg))
+            summary = run_job(config, hydra_cfg.runtime.output_dir)  # checks the job's settings once (mip.job.check_job)
     except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
         print(f"error: {e}", file=sys.stderr, flush=True)
         e.drain.hand_over()
     job = f"[{hydra_cfg.job.override_dirname or 'defaults'}]"
     if summary.dry_run:  # one line a job: a sweep's summary splits the cost by slice and task
+        tokens = summary.tokens_from or "counted"  # how they were counted: said once a sweep
+        if sweep and not first_time(sweep, tokens):
+            tokens = "estimated (as above)" if summary.tokens_estimated else "counted (as above)"
         log.info(f"{job} would run {summary.experiments - summary.already_stored} of {summary.experiments} experiments "
                  f"({summary.already_stored} already stored), {summary.prompt_tokens:,} prompt tokens "
-                 f"{summary.tokens_from or 'counted'}; {summary.overflowing} would not fit the context window "
+                 f"{tokens}; {summary.overflowing} would not fit the context window "
                  f"({config.model.context_window:,}: input_overflow without a call); output tokens at most "
                  f"{summary.max_output_tokens:,} (one attempt each)")
     else:
@@ -92,4 +96,7 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",), conf_dir=CONF)
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C between a sweep's jobs (inside a job it is a drained stop): no traceback
+        sys.exit(stopped("Ctrl-C", sys.argv[1:]))

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from .conftest import run_entry, run_py
+from .conftest import run_entry
 from .fake_server import FakeServer
 from .test_stop import job_args, manifest
 from .test_store_trust import started, wait_for

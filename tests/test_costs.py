@@ -176,8 +176,11 @@ def _budgets_apart(out: str, per_budget: int, experiments: int) -> None:
         ner = cells(table[1])
         calls = experiments // 5  # one call an experiment, a fifth of them ner's
         assert ner[4] == f"{calls}" and int(ner[5].replace(",", "")) == calls * limit  # ner's prompts fit either budget
+    # the two budgets side by side (issue 42 item 7): a title, a header, a rule and a row per budget
+    side = lines.index(next(x for x in lines if x.startswith("  side by side (model × budget")))
+    assert [cells(row)[:2] for row in lines[side + 3:side + 5]] == [["gpt_oss_120b", "20k"], ["gpt_oss_120b", "100k"]]
     # the summary, each pool once, and per job three lines: Hydra's launch line, the job's own, the sweep's progress
-    assert len(lines) < 40 + 3 * 2 * per_budget
+    assert len(lines) < 40 + 5 + 3 * 2 * per_budget
 
 
 @pytest.mark.slow

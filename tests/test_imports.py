@@ -15,7 +15,7 @@ import pytest
 
 MIP = Path(__file__).resolve().parent.parent / "mip"
 
-# Each package of mip/ and the packages it may import, bottom to top (the pipeline, DESIGN.md §4).
+# Each package of mip/ and the packages it may import, bottom to top (the pipeline, docs/architecture.md).
 # ``registry`` is the root module mip/registry.py (name → "module:attribute" lookups).
 ALLOWED = {
     "registry": set(),

@@ -1,4 +1,4 @@
-"""Files grow by responsibility (STYLE.md, habit 15): no module of mip/ over 300 lines and no
+"""Files grow by responsibility (one responsibility a module): no module of mip/ over 300 lines and no
 function over 60, unless it is listed below with the reason it may be longer."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_no_module_or_function_of_mip_is_too_long_without_a_reason():
     found = oversized(REPO / "mip", REPO)
     unexplained = {name: lines for name, lines in found.items() if name not in ALLOWED}
     assert not unexplained, (
-        f"Too long: {unexplained}. Split along the responsibilities (STYLE.md, habit 15), or add it to ALLOWED in "
+        f"Too long: {unexplained}. Split along the responsibilities (one responsibility a module), or add it to ALLOWED in "
         "tests/test_layout.py with the reason it may be longer.")
     stale = sorted(set(ALLOWED) - set(found))
     assert not stale, f"No longer too long, so drop them from ALLOWED: {stale}"

@@ -1,6 +1,6 @@
 """Record packs (mip.store.packs): a job's records as lines appended to a file of its own.
 
-What they must keep of the store's contract (DESIGN.md §5): a record counts once it reads back
+What they must keep of the store's contract (docs/store.md): a record counts once it reads back
 valid; a kill loses at most the line in flight; a damaged line never counts, is moved aside
 once and asked again; many writers never tear each other's lines; old stores (a file per
 record) read as before; each key counts once.

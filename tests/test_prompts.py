@@ -108,10 +108,10 @@ def test_a_label_that_json_must_escape_is_refused_at_composition(results, label)
 
 def test_a_label_with_a_control_character_is_refused():
     from mip.config.task import unwritable_label
-    from mip.job import validate
+    from mip.job.checks import settings
 
     cfg = compose("model=mock", "task=arith", "setting=smoke")
     cfg.task["arith"].labels = ["even\tnumber", "odd_number"]
     with pytest.raises(ValueError, match="cannot be written inside the answer's JSON string"):
-        validate(cfg)
+        settings(cfg)
     assert unwritable_label(["even_number", "odd_number"]) is None and unwritable_label(["é", "ü"]) is None

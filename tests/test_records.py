@@ -1,4 +1,4 @@
-"""Records and the local store (DESIGN.md §5)."""
+"""Records and the local store (docs/store.md)."""
 
 from __future__ import annotations
 

@@ -148,3 +148,27 @@ def test_a_job_that_fails_after_it_started_keeps_its_folder(results, monkeypatch
     ran = run_entry("run.py", "model=mock", "task=arith", "pattern=majority_first", "progress=false")
     assert ran.returncode == 2 and "Input/output error" in ran.stderr, ran.stderr[-2000:]
     assert any(name.endswith("job.json") for name in folders(results)), folders(results)
+
+
+def test_a_sweep_with_a_missing_table_is_refused_before_its_first_job(results, tmp_path):
+    """Issue 42 item 2: `-m task=arith,example_reviews` ran job 0 (arith), then stopped on the
+    missing table with no summary. Every job's data is read before any is launched."""
+    missing = tmp_path / "nowhere" / "reviews.csv"
+    ran = run_entry("run.py", "-m", "task=arith,example_reviews", "dry_run=true", "progress=false",
+                    env={"MIP_EXAMPLE_TABLE": str(missing)})
+    line = one_line_refusal(ran, "example_reviews", str(missing), "does not exist", "(job task=example_reviews")
+    assert line.endswith("Nothing was launched.") and "would run" not in ran.stdout + ran.stderr
+    assert folders(results) == []
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_a_store_folder_that_is_a_file_leaves_nothing(results, sweep):
+    """Issue 43 item 6: `paths.store_dir=<a file>` left runs/…/.hydra and run.log behind. A
+    refused job leaves nothing, whatever refuses it; a sweep is refused before any job."""
+    blocker = results.parent / "a-file"
+    blocker.write_text("a file where the store should be")
+    args = ["-m", "pattern=majority_first,majority_last"] if sweep else ["pattern=majority_first"]
+    ran = run_entry("run.py", *args, "model=mock", "task=arith", "progress=false", f"paths.store_dir={blocker}")
+    line = one_line_refusal(ran, f"paths.store_dir={blocker}", "is a file")
+    assert line.endswith("Nothing was launched.") == sweep
+    assert folders(results) == [] and blocker.read_text() == "a file where the store should be"

@@ -138,10 +138,10 @@ def test_strategies_appear_as_rows_with_their_costs_and_count_errors(tmp_path):
                                      "decomposed."),
 ])
 def test_settings_a_strategy_cannot_run_are_refused_before_any_data_is_read(overrides, message):
-    from mip.job import validate
+    from mip.job.checks import settings
 
     with pytest.raises(ValueError, match=re.escape(message)):
-        validate(compose("model=mock", "task=arith", *overrides))
+        settings(compose("model=mock", "task=arith", *overrides))
 
 
 @pytest.mark.parametrize("answers", ["whole", "none"])
@@ -195,7 +195,7 @@ def test_self_prompting_is_a_strategy_of_two_calls_chosen_as_a_prompt_variant(tm
 
 
 def test_a_job_builds_its_strategy_once(tmp_path, monkeypatch):
-    """validate builds it; planning, the dry run and the loop use that one."""
+    """mip.job.check_job builds it; planning, the dry run and the loop use that one."""
     from mip.strategies import Strategy
 
     built = []
@@ -239,8 +239,8 @@ def test_a_job_config_saved_when_every_strategy_had_decomposed_s_settings_still_
 
 
 def test_run_py_builds_a_jobs_strategy_once(tmp_path):
-    """Through run.py too: the check before Hydra makes the job's folder builds it, and the job
-    takes that one (mip.tools.hydra_callbacks.checked_strategy)."""
+    """Through run.py too: the job's one check of its settings (mip.job.check_job) builds it,
+    and the job runs with that one."""
     import os
     import subprocess
     import sys

@@ -1,4 +1,4 @@
-"""Study slices: the one definition of what may be pooled (DESIGN.md §5).
+"""Study slices: the one definition of what may be pooled (docs/store.md).
 
 A *slice* is model × (n, p) × budget × prompt variant × strategy × pool (filtered or not)
 × ordering family (the core orderings, or the expanded shuffles of §5.2.1: records with

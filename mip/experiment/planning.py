@@ -1,7 +1,7 @@
 """Expanding a job into experiments and building their prompts — pure functions.
 
 A job is one (model, pattern, seed, budget, prompt variant, setting) over its tasks,
-both majority labels and, for ``random``, every order seed (DESIGN.md §2).
+both majority labels and, for ``random``, every order seed.
 
 >>> plans = plan_job(cfg, pools)          # doctest: +SKIP
 >>> len(plans)                            # 5 tasks × 2 labels × 3 order seeds for random  # doctest: +SKIP

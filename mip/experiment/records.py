@@ -1,4 +1,4 @@
-"""Typed records (DESIGN.md §5): what one experiment produced, enough to rebuild and check
+"""Typed records (docs/store.md): what one experiment produced, enough to rebuild and check
 its prompt. The store that keeps them is :mod:`mip.store`.
 
 >>> counted_attempt(record.attempts).verdict          # doctest: +SKIP

@@ -1,6 +1,7 @@
 """The job core: plan a job's experiments, call what is not stored, keep every paid attempt.
 
 - :mod:`mip.experiment.planning` — planning: experiments, keys (:mod:`mip.experiment.keys`) and prompts;
+- :mod:`mip.job.checks` — the one check of a job's settings and data, whose result the job runs with;
 - :mod:`mip.job.job_run` — one job top to bottom (check, plan, claim, call, manifest);
 - :mod:`mip.job.loop` — attempt rounds and storing;
 - :mod:`mip.job.collector` — the cycle collector's setting while a job calls;
@@ -15,7 +16,8 @@
 """
 
 from mip.job.provenance import git_commit
-from mip.job.job_run import load_pools, run_job, validate
+from mip.job.checks import CheckedJob, check_job, load_pools
+from mip.job.job_run import run_job
 from mip.job.job_summary import JobSummary, StoreError
 
-__all__ = ["JobSummary", "StoreError", "git_commit", "load_pools", "run_job", "validate"]
+__all__ = ["CheckedJob", "JobSummary", "StoreError", "check_job", "git_commit", "load_pools", "run_job"]

@@ -22,78 +22,22 @@ from pathlib import Path
 
 from mip.store.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
-from mip.config.task import two_distinct_labels, unwritable_label
-from mip.data import Pool, build_pool
-from mip.data.pools import load_pool
-from mip.data.sources import LOADERS, LOCAL_ONLY
+from mip.data import Pool
 from mip.data.files import unwritable
 from mip.experiment.planning import Planned, plan_job
-from mip.experiment.instances import split_counts
+from mip.job.checks import CheckedJob, check_job
 from mip.job.dry_run import dry_run
 from mip.job.loop import JobLoop
 from mip.job.notices import first_time
 from mip.job.provenance import GitState, git_commit, write_manifest
 from mip.job.stop import Drain, JobStopped, Stopped
 from mip.job.job_summary import JobSummary, StoreError
-from mip.job.tokens import OfflineTokenizer, budget_error
-from mip.models import Backend, backend_class, build_backend, check_schema
+from mip.job.tokens import OfflineTokenizer
+from mip.models import Backend, backend_class, build_backend
 from mip.experiment.records import Attempt
 from mip.store import Store
-from mip.strategies import Strategy, build
+from mip.strategies import Strategy
 from mip.tracking.tracker import Tracker, build_tracker
-
-
-def validate(cfg: Config) -> Strategy:
-    """Refuse a job whose settings cannot work, before any data is read or model loaded;
-    return its strategy, built here once for the whole job."""
-    check_schema(cfg.model)
-    split_counts(cfg.n, cfg.p)
-    if cfg.pattern.name == "random" and not cfg.order_seeds:
-        raise ValueError("order_seeds is empty, so pattern random would run nothing; give its order seeds, "
-                         "e.g. order_seeds=[0,1,2].")
-    if cfg.max_attempts < 1 or cfg.infra_retries < 0:
-        raise ValueError("max_attempts must be at least 1 and infra_retries at least 0.")
-    if cfg.budget.max_tokens < 1:
-        raise ValueError(f"budget.max_tokens must be positive, got {cfg.budget.max_tokens}.")
-    too_big = budget_error(cfg.model.name, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
-    if too_big:  # a dry run too: it must say what the real run would say, not count a grid that cannot run
-        raise ValueError(too_big)
-    split = cfg.model.reserved_answer_tokens
-    if split is not None and not 0 < split < cfg.budget.max_tokens:
-        raise ValueError(f"{cfg.model.name}: budget_split.answer_tokens={split} must lie between 0 and the budget.")
-    # an unknown prompt variant or strategy, or settings the strategy cannot run, are refused here
-    strategy = build(cfg.strategy, cfg.prompt_variant.name)
-    refusal = backend_class(cfg.model.backend).refuses(cfg)  # a model that cannot answer this job, before any call
-    if refusal:
-        raise ValueError(refusal)
-    for task in cfg.task.values():
-        if not two_distinct_labels(task.labels):
-            raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
-        if (label := unwritable_label(task.labels)) is not None:
-            raise ValueError(f"Task {task.name!r}: the label {label!r} cannot be written inside the answer's JSON string "
-                             "as the prompt shows it (it holds a double quote, a backslash or a control character); "
-                             "rename it without them.")
-        if cfg.data_dir is None and task.source.loader in LOCAL_ONLY:  # no hub copy (wsd): says to set data_dir
-            LOADERS[task.source.loader](task, None)
-    return strategy
-
-
-def load_pools(cfg: Config) -> dict[str, Pool]:
-    """Each task's pool: the filtered one (App. C.1) where filter.py built it and
-    ``use_filtered`` is on, else the unfiltered pool."""
-    if not cfg.task:
-        raise ValueError("No task selected: use task=<name> or the default task=all.")
-    pools = {}
-    for name, task in cfg.task.items():
-        pool = build_pool(task, cfg.data_dir, cfg.paths.cache_dir)
-        path = Path(cfg.paths.results_dir).expanduser() / "pools" / name / f"filtered-{pool.version}.json"
-        if cfg.use_filtered and path.is_file():
-            filtered = load_pool(path)
-            if filtered is None:
-                raise ValueError(f"The filtered pool {path} is damaged; rebuild it with filter.py or pass use_filtered=false.")
-            pool = filtered
-        pools[name] = pool
-    return pools
 
 
 class _Stored:
@@ -126,16 +70,17 @@ def pending(cfg: Config, store: Store, pools: dict[str, Pool],
 
 
 def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
-            strategy: Strategy | None = None) -> JobSummary:
+            checked: CheckedJob | None = None) -> JobSummary:
     """Run (or, with ``dry_run``, count) one job and write its manifest to ``output_dir``;
-    ``strategy``: the one :func:`validate` built for ``cfg``, where the caller has it."""
+    ``checked``: what :func:`mip.job.checks.check_job` built for ``cfg``, where the caller
+    has it (else it is asked here, once)."""
     started = time.monotonic()
-    strategy = validate(cfg) if strategy is None else strategy
+    checked = check_job(cfg, builds_backend=backend is None) if checked is None else checked
+    strategy, pools = checked.strategy, checked.pools
     output_dir = Path(output_dir)
     new_store = not Path(cfg.paths.store_dir).expanduser().exists()  # made below: no job ran there
     _writable(output_dir, *(() if cfg.dry_run else (Path(cfg.paths.store_dir).expanduser(),)))
     git = git_commit()
-    pools = load_pools(cfg)
     _say_pools(pools, output_dir)
     store = Store(cfg.paths.store_dir, readonly=cfg.dry_run)  # a dry run reads the store, and moves nothing
     plans, stored_keys, todo = pending(cfg, store, pools, strategy)

@@ -23,22 +23,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mip.config import Config
-from mip.job.job_run import load_pools, pending, validate
+from mip.job.checks import CheckedJob, check_job
+from mip.job.job_run import pending
 from mip.job.tokens import context_for
 from mip.models import Backend, Request
 from mip.store import Store
-from mip.strategies import Strategy
 
 
-def first_requests(cfg: Config, backend: Backend, strategy: Strategy | None = None) -> list[Request]:
+def first_requests(cfg: Config, backend: Backend, checked: CheckedJob | None = None) -> list[Request]:
     """The requests job ``cfg`` will send first: one per experiment not yet stored whose
     prompt fits the context window, built as the job builds them. Only a strategy whose
     first request is known before any call has them (:attr:`mip.strategies.Strategy.ahead`).
-    ``strategy``: the one :func:`mip.job.validate` built for ``cfg``, where the caller has it."""
-    strategy = validate(cfg) if strategy is None else strategy
-    if not strategy.ahead:
+    ``checked``: what :func:`mip.job.check_job` built for ``cfg``, where the caller has it."""
+    checked = check_job(cfg, builds_backend=False) if checked is None else checked
+    if not checked.strategy.ahead:
         return []
-    _, _, todo = pending(cfg, Store(cfg.paths.store_dir), load_pools(cfg), strategy)
+    _, _, todo = pending(cfg, Store(cfg.paths.store_dir), checked.pools, checked.strategy)
     counts = backend.count_tokens([p.prompt for p in todo]) if todo else None
     ctx = context_for(cfg, backend)
     requests = []
@@ -49,13 +49,13 @@ def first_requests(cfg: Config, backend: Backend, strategy: Strategy | None = No
     return requests
 
 
-def prefetch_jobs(configs: Sequence[Config], backend: Backend, strategies: Sequence[Strategy] | None = None) -> int:
+def prefetch_jobs(configs: Sequence[Config], backend: Backend, checks: Sequence[CheckedJob] | None = None) -> int:
     """Generate the first requests of every job in ``configs`` in shared batches; returns
     how many. A backend that cannot keep completions for later gets nothing to do.
-    ``strategies``: each job's, built once by :func:`mip.job.validate` (the caller then hands
+    ``checks``: each job's, built once by :func:`mip.job.check_job` (the caller then hands
     the same to :func:`mip.job.run_job`)."""
     prefetch = getattr(backend, "prefetch", None)
     if prefetch is None:
         return 0
-    strategies = strategies or [None] * len(configs)
-    return prefetch([r for cfg, s in zip(configs, strategies) for r in first_requests(cfg, backend, s)])
+    checks = checks or [None] * len(configs)
+    return prefetch([r for cfg, c in zip(configs, checks) for r in first_requests(cfg, backend, c)])

@@ -1,4 +1,4 @@
-"""The local store: the source of truth (DESIGN.md §5).
+"""The local store: the source of truth (docs/store.md).
 
 Records live under ``<store>/<model>/<task>/``. A job appends each record as one JSON line to
 a pack of its own (``pack-….jsonl``, :mod:`mip.store.packs`): a line is written whole, flushed

@@ -1,5 +1,5 @@
 """Claims: the experiments a running job is calling, so that a second job started on the
-same store meanwhile leaves them alone instead of paying for them again (DESIGN.md §5).
+same store meanwhile leaves them alone instead of paying for them again (docs/store.md).
 
 A job claims the experiments it is about to call in one file,
 ``<store>/.claims/<model>/<host>-<pid>-<nonce>.claim``, holds an exclusive ``flock`` on it

@@ -132,9 +132,9 @@ def check_overrides(args: list[str], schema: type, program: str, refused: dict[s
             guess = close_keys(key, schema)
             _refuse(f"unknown key {key!r}" + (f" (did you mean {' or '.join(guess)}?)" if guess else "")
                     + f"; `python {program} --help` lists the options.")
-        if conf and top == "model" and "model" in own and "." in key:
-            models = _chosen(args, "model") or [own["model"]]
-            _refuse_if(values.model_key_error(conf, models, key, override))
+        if conf and top in values.OPTION_SCHEMA_GROUPS and top in own and "." in key:
+            chosen = values.chosen_options(conf, top, args, own[top])
+            _refuse_if(values.option_key_error(conf, top, chosen, key, override))
         elif conf:
             _refuse_if(values.value_error(schema, key, override))
 
@@ -165,17 +165,6 @@ def folders_as_results(args: list[str], program: str) -> list[str]:
         _refuse(f"give the folders to read either bare or as results=[…], not both (`python {program} --help`).")
     quoted = ",".join("'" + args[i].replace("\\", "\\\\").replace("'", "\\'") + "'" for i in bare)
     return [a for i, a in enumerate(args) if i not in bare] + [f"results=[{quoted}]"]
-
-
-def _chosen(args: list[str], group: str) -> list[str]:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from mip.tools.overrides import values
-
-    for arg in args:
-        if arg.split("=", 1)[0].lstrip("+") == group:
-            return [str(v) for v in values(OverridesParser.create().parse_overrides([arg])[0])]
-    return []
 
 
 def _refuse(problem: str) -> typing.NoReturn:

@@ -216,6 +216,44 @@ def dry_tables(jobs: list[dict]) -> list[str]:
     return lines
 
 
+def comparison(jobs: list[dict]) -> list[str]:
+    """A dry run of several slices (a swept model or budget) side by side: one row a slice
+    (model × budget, and prompt variant or strategy where they vary), with the experiments to
+    run, prompt tokens, the expected cost (one attempt each, whole budget used) and the ceiling
+    (every attempt allowed) in dollars at the config's prices, and for a model run on one's own
+    GPU (or CPU) the hours at its config's throughput. None for one slice, or a real run."""
+    import pandas as pd
+
+    if not jobs or not all(j.get("dry_run") for j in jobs):
+        return []
+    frame = _frame(jobs)
+    keys = [k for k in SLICE if frame[k].nunique() > 1 or k in ("model", "budget")]
+    groups = list(frame.groupby(keys, sort=False))
+    if len(groups) < 2:
+        return []
+    rows = []
+    for where, g in groups:
+        first, sent, out = g.iloc[0], float(g["sent tokens"].sum()), float(g["max output tokens"].sum())
+        ceiling = float(g["ceiling prompt"].sum(min_count=len(g))), float(g["ceiling output"].sum(min_count=len(g)))
+        row = dict(zip(keys, where)) | {"experiments": f"{int(g['to run'].sum()):,}",
+                                        "prompt tokens": f"{int(g['prompt tokens'].sum()):,}"}
+        priced = pd.notna(first["in"]) and pd.notna(first["out"])
+        rated = pd.notna(first["rate in"]) and pd.notna(first["rate out"]) and first["cost"] != "none"
+        usd = (lambda p, o: f"${p / 1e6 * first['in'] + o / 1e6 * first['out']:,.2f}") if priced else None
+        hours = (lambda p, o: f"{(p / first['rate in'] + o / first['rate out']) / 3600:,.2f}") if rated else None
+        free = first["cost"] == "none"
+        row["expected cost"] = usd(sent, out) if usd else "none" if free else "-" if hours else "unknown"
+        row["ceiling"] = usd(*ceiling) if usd and pd.notna(ceiling[0]) else "none" if free else "-"
+        row["GPU-hours"] = (f"{hours(sent, out)} (ceiling {hours(*ceiling)})" if hours and pd.notna(ceiling[0])
+                            else hours(sent, out) if hours else "-")
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if (table["GPU-hours"] == "-").all():
+        table = table.drop(columns="GPU-hours")
+    return [f"  side by side ({' × '.join(keys)}; expected: one attempt each, whole budget used; ceiling: every "
+            "attempt allowed):", *("    " + line for line in table.to_markdown(index=False, stralign="right").splitlines())]
+
+
 def _hours(hours: float, device: str) -> str:
     if hours >= 1:
         return f"≈ {hours:,.1f} {device}-h"

@@ -89,22 +89,22 @@ def real_model(results: Path, conf: Path) -> Path:
     """SmolLM2's seven pattern jobs, their first requests generated in one batch."""
     from mip.config import PatternConfig
     from mip.experiment.instances import PATTERNS
-    from mip.job import run_job, validate
+    from mip.job import check_job, run_job
     from mip.job.prefetch import prefetch_jobs
     from mip.models import build_backend
 
     base = compose(conf, "config", "+experiment=demo", f"paths.results_dir={results}", "progress=false")
     configs = [dataclasses.replace(base, pattern=PatternConfig(name=p)) for p in PATTERNS]
-    strategies = [validate(cfg) for cfg in configs]  # each job's, built once
+    checks = [check_job(cfg, builds_backend=False) for cfg in configs]  # each job's, once (one backend for all)
     backend = build_backend(configs[0].model, configs[0].paths.cache_dir)
     print("  SmolLM2-135M answers the prompts of all seven jobs in one batch (about 90 s on an idle 2-core CPU) …",
           flush=True)
     start = time.monotonic()
     with progress_lines():
-        print(f"  {prefetch_jobs(configs, backend, strategies)} answered in {time.monotonic() - start:.0f} s", flush=True)
+        print(f"  {prefetch_jobs(configs, backend, checks)} answered in {time.monotonic() - start:.0f} s", flush=True)
     folder = results / "demo" / "jobs" / "smollm2_135m"
-    for cfg, strategy in zip(configs, strategies):
-        run_job(cfg, folder / cfg.pattern.name, backend=backend, strategy=strategy)
+    for cfg, checked in zip(configs, checks):
+        run_job(cfg, folder / cfg.pattern.name, backend=backend, checked=checked)
     return folder
 
 

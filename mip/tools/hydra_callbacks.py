@@ -4,7 +4,6 @@ a job, say how far a sweep is after each job (done/total jobs, rate, ETA: logger
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import sys
@@ -14,14 +13,6 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
-
-
-def _choices(parsed: list, group: str) -> list[str] | None:
-    """The values a sweep's parsed overrides give a config group (None when they leave it alone)."""
-    for override in parsed:
-        if override.get_key_element() == group:
-            return list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.get_value_element_as_str()]
-    return None
 
 
 def _check_writable(config: DictConfig) -> None:
@@ -105,21 +96,51 @@ def _sweep_jobs(config: DictConfig) -> list[list[str]] | None:
         return None
 
 
-def _swept_settings_error(jobs: list[list[str]]) -> str | None:
-    """A sweep of a setting (``n=100,2000``, ``p=0.6,1.5`` …): each distinct setting its jobs
-    (:func:`_sweep_jobs`) get, checked as its job would check it, so no job runs (and pays)
-    before a later one is refused. Seeds never change whether a job can run."""
-    from hydra import compose
+def _override_key(override: str) -> str:
+    return override.partition("=")[0].lstrip("+~")
 
-    seen: set[tuple[str, ...]] = set()
+
+def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None:
+    """Why a job of the sweep would be refused, asked of every distinct combination of settings
+    its jobs get (:func:`_sweep_jobs`) before any job is launched, by the check each job makes
+    of itself (:func:`mip.job.check_job`: settings, budget and window, strategy, store, the
+    model's package and key, every task's data); None when every job would run. Seeds never
+    change whether a job can run; patterns are checked on one composition each. A sweeper
+    other than Hydra's basic one: the command's fixed settings. ``preflight=only`` runs no job:
+    only the settings its request is made with."""
+    from dataclasses import replace
+
+    from hydra import compose
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    from mip.config import Config, PatternConfig
+    from mip.data import DataError
+    from mip.job import check_job
+    from mip.job.checks import settings
+    from mip.models import BackendSetupError
+
+    if jobs is None:
+        parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+        jobs = [[o.input_line for o in parsed if not o.is_sweep_override()]]
+    combinations: dict[tuple[str, ...], dict[str | None, list[str]]] = {}
     for job in jobs:
-        settings = tuple(o for o in job if o.partition("=")[0].lstrip("+~") != "seed")
-        if settings in seen:
+        rest = tuple(o for o in job if _override_key(o) not in ("seed", "pattern"))
+        pattern = next((o.partition("=")[2] for o in job if _override_key(o) == "pattern"), None)
+        combinations.setdefault(rest, {}).setdefault(pattern, job)
+    for rest, patterns in combinations.items():
+        try:
+            typed = OmegaConf.to_object(compose(config_name="config", overrides=list(rest)))
+        except Exception:  # noqa: BLE001 - a key the schema lacks: run.py's check_keys names it
             continue
-        seen.add(settings)
-        cfg = compose(config_name="config", overrides=list(settings))
-        if error := _settings_error(cfg):
-            return f"{error} (job {' '.join(job)})"
+        if not isinstance(typed, Config):
+            continue
+        for pattern, job in patterns.items():
+            cfg = replace(typed, pattern=PatternConfig(name=pattern)) if pattern else typed
+            try:
+                check_job(cfg) if config.preflight != "only" else settings(cfg)
+            except (ValueError, DataError, BackendSetupError) as e:
+                return f"{e}" + (f" (job {' '.join(job)})" if len(combinations) > 1 else "")
     return None
 
 
@@ -129,61 +150,6 @@ def offline_runs(folder: Path) -> list[Path]:
 
     runs = (json.loads(m.read_text(encoding="utf-8")).get("wandb_offline_run") for m in folder.rglob("job.json"))
     return [Path(r) for r in runs if r]
-
-
-def _setup_error(model: DictConfig, dry_run: bool) -> str | None:
-    """Why a real run of ``model`` cannot start here (its backend's package is missing: vLLM;
-    its API key is not set), or None; a dry run builds no backend and needs neither."""
-    from mip.models import BackendSetupError, api_key, backend_class
-
-    if dry_run:
-        return None
-    missing = backend_class(str(model.backend)).unavailable()
-    if missing:
-        return f"{missing} (model={model.name}; dry_run=true counts its grid without it.)"
-    try:
-        api_key(model)
-    except BackendSetupError as e:
-        return str(e)
-    return None
-
-
-def _settings_error(config: DictConfig) -> str | None:
-    """Why a job of this composed config would be refused at its start (n, p, order seeds,
-    budget, strategy: mip.job.validate), asked before Hydra makes its folder; None when it
-    would run, or when its keys are left to run.py's own check."""
-    from omegaconf import OmegaConf, open_dict
-
-    from mip.config import Config
-    from mip.data import DataError
-    from mip.job import validate
-
-    cfg = config.copy()
-    with open_dict(cfg):
-        cfg.pop("hydra", None)
-    try:
-        typed = OmegaConf.to_object(cfg)
-    except Exception:  # a key the schema lacks: run.py's check_keys names it
-        return None
-    try:
-        if isinstance(typed, Config):
-            _CHECKED[OmegaConf.to_yaml(cfg)] = validate(typed)
-    except (ValueError, DataError) as e:
-        return str(e)
-    return None
-
-
-#: The strategy :func:`_settings_error` built for a run's config, by the config's YAML: run.py
-#: hands it to run_job, so that a job builds its strategy once (issue 30).
-_CHECKED: dict[str, Any] = {}
-
-
-def checked_strategy(job_config: DictConfig) -> Any:
-    """The strategy the check before this job built for its config (the job's own, without
-    Hydra's node), taken once; None where none was built for it (a sweep's jobs are checked per model)."""
-    from omegaconf import OmegaConf
-
-    return _CHECKED.pop(OmegaConf.to_yaml(job_config), None)
 
 
 def _refuse(error: str, sweep: bool = True) -> None:
@@ -197,57 +163,33 @@ class SummaryCallback(Callback):
     done = 0
     first_done = 0.0
     """When the sweep's first job ended: its ETA counts the jobs after it (mip.tracking.progress.sweep_eta)."""
+    running: SummaryCallback | None = None
+    """The sweep under way in this process, for :func:`stopped`: the folder and jobs done so far."""
+    folder: Path | None = None
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run: its job checks its own settings (mip.job.check_job, once), and a
+        refused job's folder is removed (mip.tools.refusals)."""
         _check_writable(config)
         _filter_logs(config)
         from mip.tools.cli import check_sweep_preset
 
         check_sweep_preset(config.hydra)  # a preset that sweeps needs -m: said before anything else
-        only = config.preflight == "only"  # no job runs: the preflight reports what its request needs
-        error = None if only else _setup_error(config.model, config.dry_run) or _settings_error(config)
-        if error:  # before Hydra makes the job's folder
-            _refuse(error, sweep=False)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         _mask_secrets(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Refuse a sweep with a model whose context window is smaller than a budget, or that
-        cannot run here, on the login node before any job is launched; a dry run too (for
-        the budget), which says what the real sweep would say. Each swept model is composed
-        with the command's other settings, so a paper model brings its own budget."""
+        """Refuse, on the login node and before any job is launched, a sweep any of whose jobs
+        would be refused (:func:`_sweep_error`); a dry run too, which says what the real sweep
+        would say."""
         _check_writable(config)
         _filter_logs(config)
-        jobs = _sweep_jobs(config)  # parsed once: the progress line's total and the swept settings' checks
+        jobs = _sweep_jobs(config)  # parsed once: the progress line's total and the checks of every job
         self.sweep, self.done = (os.getpid(), len(jobs), time.monotonic()) if jobs else None, 0
-        from hydra import compose
-        from hydra.core.override_parser.overrides_parser import OverridesParser
-        from omegaconf import OmegaConf
-
-        from mip.job.tokens import budget_error
-
-        task = list(config.hydra.overrides.task)
-        overrides = task + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
-        parsed = OverridesParser.create().parse_overrides(overrides)
-        models = _choices(parsed, "model") or [config.hydra.runtime.choices.model]
-        budgets = _choices(parsed, "budget") or [None]
-        fixed = [o.input_line for o in parsed[:len(task)]
-                 if not o.is_sweep_override() and o.get_key_element().lstrip("+~") not in ("model", "budget")]
-        # A sweep of another setting (n=100,2000 …): checked per distinct setting below.
-        swept_settings = any(o.is_sweep_override() and o.get_key_element().lstrip("+~") not in
-                             ("model", "budget", "pattern", "seed") for o in parsed)
-        for model, budget in itertools.product(models, budgets):
-            cfg = compose(config_name="config", overrides=[f"model={model}", *([f"budget={budget}"] if budget else []),
-                                                           *fixed])
-            error = None if cfg.preflight == "only" else _setup_error(cfg.model, cfg.dry_run)
-            if not error and not OmegaConf.is_missing(cfg.model, "context_window"):
-                error = budget_error(model, cfg.model.context_window, cfg.budget.name, cfg.budget.max_tokens)
-            if not error and not swept_settings and cfg.preflight != "only":  # preflight=only runs no job
-                error = _settings_error(cfg)
-            if error:
-                _refuse(error)
-        if swept_settings and config.preflight != "only" and (error := _swept_settings_error(jobs or [])):
+        self.folder = Path(config.hydra.sweep.dir)
+        SummaryCallback.running = self
+        if error := _sweep_error(config, jobs):
             _refuse(error)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
@@ -269,7 +211,7 @@ class SummaryCallback(Callback):
         from mip.tools.summary import describe, unstored_jobs
         from mip.tracking.tracker import sync_hint
 
-        _CHECKED.clear()  # the sweep's checks that no job in this process took
+        SummaryCallback.running = None
         folder = Path(config.hydra.sweep.dir)
         here = self.sweep is not None and self.sweep[0] == os.getpid()  # its time: launches included, one time
         print("\n== sweep summary ==\n" + describe(folder, sweep_s=time.monotonic() - self.sweep[2] if here else None),
@@ -278,3 +220,26 @@ class SummaryCallback(Callback):
             print(hint, flush=True)
         if unstored_jobs(folder):
             sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command
+
+
+def stopped(how: str, command: list[str], program: str = "run.py") -> int:
+    """Say, when a stop (Ctrl-C) ends a run or sweep outside a job's own drained stop (between
+    jobs, before a job calls): the sweep's summary so far, then one line with how far it got and
+    the command that carries on from what is stored. Returns the exit code (130, as for SIGINT)."""
+    import shlex
+
+    from mip.tools.summary import describe
+
+    rerun = " ".join(["python", program, *map(shlex.quote, command)])
+    running = SummaryCallback.running
+    if running is None or running.folder is None:
+        print(f"error: stopped by {how} before the job called a model; nothing was paid. Run the same command "
+              f"again to start it: {rerun}", file=sys.stderr, flush=True)
+        return 130
+    total = running.sweep[1] if running.sweep else "?"
+    if running.folder.is_dir() and any(running.folder.rglob("job.json")):
+        print("\n== sweep summary (stopped) ==\n" + describe(running.folder), flush=True)
+    print(f"error: stopped by {how} after {running.done}/{total} jobs of the sweep in {running.folder}; what they "
+          f"stored is kept. Run the same command again to carry on (what is stored is not asked again): {rerun}",
+          file=sys.stderr, flush=True)
+    return 130

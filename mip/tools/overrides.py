@@ -60,17 +60,53 @@ def config_groups(conf_dir: Path, config_name: str) -> dict[str, str]:
     return found
 
 
-def model_schema(conf_dir: Path, name: str) -> tuple[str, type] | None:
-    """The backend a model file names and its schema (the file's ``/model_schema/<backend>@_here_``)."""
-    from mip.models import schemas
+def _option_registries() -> dict[str, Any]:
+    """The config groups whose options extend their field's schema: each option file names its
+    own (``- /model_schema/<backend>@_here_``, ``- /strategy_schema/<name>@_here_``), stored by
+    mip.tools.config_store from these registries."""
+    from mip.models import schemas as model_schemas
+    from mip.strategies import schemas as strategy_schemas
 
-    path = conf_dir / "model" / f"{name}.yaml"
-    if not path.is_file():
+    return {"model": model_schemas, "strategy": strategy_schemas}
+
+
+OPTION_SCHEMA_GROUPS = ("model", "strategy")
+
+
+def chosen_options(conf_dir: Path, group: str, args: list[str], default: str | None) -> list[str]:
+    """The options of ``group`` a command's jobs compose: those it names (each of a sweep's, a
+    glob's matches), else the one a preset it adds sets (``+experiment=demo``:
+    ``override /model: …``), else the primary config's default."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for arg in args:
+        if arg.split("=", 1)[0].lstrip("+") == group:
+            override = parser.parse_overrides([arg])[0]
+            if override.value_type is not None and override.value_type.name == "GLOB_CHOICE_SWEEP":
+                return override.value().filter(options(conf_dir, group))
+            return [str(v) for v in values(override)]
+    for arg in args:
+        key, _, name = arg.partition("=")
+        preset = conf_dir / key.lstrip("+") / f"{name}.yaml"
+        if key.startswith("+") and "/" not in name and preset.is_file():
+            for entry in OmegaConf.to_container(OmegaConf.load(preset)).get("defaults", []):
+                if isinstance(entry, dict) and f"override /{group}" in entry:
+                    return [str(entry[f"override /{group}"])]
+    return [default] if default else []
+
+
+def option_schema(conf_dir: Path, group: str, name: str) -> tuple[str, type] | None:
+    """The schema an option of ``group`` (model, strategy) composes with, and the name it is
+    registered by (a model's backend, a strategy's name): the file's ``/<group>_schema/<name>@_here_``."""
+    path = conf_dir / group / f"{name}.yaml"
+    if group not in OPTION_SCHEMA_GROUPS or not path.is_file():
         return None
     for entry in OmegaConf.to_container(OmegaConf.load(path)).get("defaults", []):
-        if isinstance(entry, str) and entry.lstrip("/").startswith("model_schema/"):
-            backend = entry.lstrip("/").split("/", 1)[1].split("@")[0]
-            return (backend, schemas()[backend]) if backend in schemas() else None
+        if isinstance(entry, str) and entry.lstrip("/").startswith(f"{group}_schema/"):
+            kind = entry.lstrip("/").split("/", 1)[1].split("@")[0]
+            found = _option_registries()[group]()
+            return (kind, found[kind]) if kind in found else None
     return None
 
 
@@ -111,22 +147,35 @@ def value_error(schema: type, key: str, override: Any, shown: str | None = None)
     return None
 
 
-def model_key_error(conf_dir: Path, models: list[str], key: str, override: Any) -> str | None:
-    """A ``model.<key>`` the chosen model's backend schema lacks, or a value it cannot take."""
+def option_key_error(conf_dir: Path, group: str, chosen: list[str], key: str, override: Any) -> str | None:
+    """A ``<group>.<key>`` (``model.max_concurrency``, ``strategy.batch_size``) that the schema of
+    an option the command chose lacks, or a value it cannot take; where another option of
+    the group has the key, says which to choose (``strategy.max_reasks`` → ``strategy=decomposed``)."""
     from mip.tools.schema_fields import close_keys, schema_has
 
     field = key.split(".", 1)[1]
-    for name in models:
-        found = model_schema(conf_dir, name)
+    what = {"model": "backend"}.get(group, group)
+    for name in chosen:
+        found = option_schema(conf_dir, group, name)
         if found is None:
             continue
-        backend, schema = found
+        kind, schema = found
         if not schema_has(schema, field):
-            guess = close_keys(field, schema)
-            return (f"model {name} (backend {backend}) has no key {field!r}"
-                    + (f" (did you mean model.{guess[0]}?)" if guess else "")
-                    + f"; `python run.py model={name} --cfg job` lists its keys.")
+            return _missing_key(conf_dir, group, name, f"{group} {name}" + (f" ({what} {kind})" if kind != name else ""),
+                                key, field, close_keys(field, schema))
         error = value_error(schema, field, override, shown=key)
         if error:
             return error
     return None
+
+
+def _missing_key(conf_dir: Path, group: str, name: str, label: str, key: str, field: str, guess: list[str]) -> str:
+    from mip.tools.schema_fields import schema_has
+
+    bringing = [o for o in options(conf_dir, group)
+                if (found := option_schema(conf_dir, group, o)) and schema_has(found[1], field)]
+    if bringing and group == "strategy":  # a strategy's own setting: its option brings it
+        return (f"{key} is a setting of {group} {' or '.join(bringing)}, not of {label}; add "
+                f"{group}={bringing[0]} (`python run.py {group}={bringing[0]} --cfg job` lists its keys).")
+    return (f"{label} has no key {field!r}" + (f" (did you mean {group}.{guess[0]}?)" if guess else "")
+            + f"; `python run.py {group}={name} --cfg job` lists its keys.")

@@ -11,7 +11,7 @@ Exercised by ``pytest tests/test_refusals.py``.
 >>> from mip.job.job_summary import StoreError
 >>> folder = tempfile.mkdtemp()   # a job folder without job.json: the job did no work
 >>> before_any_work(folder, None), before_any_work(folder, StoreError("disk full"))
-(True, False)
+(True, True)
 """
 
 from __future__ import annotations
@@ -53,15 +53,12 @@ def discard_job_folder(folder: str | os.PathLike, sweep_folder: str | os.PathLik
 
 def before_any_work(folder: str | os.PathLike, error: BaseException | None) -> bool:
     """Whether a job stopped by ``error`` (None: one of the entry point's own checks) did no
-    work: it stopped before writing its manifest (checks, settings, data), or while setting up
-    its backend (a missing key or package: before any call). A store that failed (StoreError)
-    may have failed mid-job, and a job that wrote its manifest may have called: their folders
-    and logs stay."""
-    from mip.job.job_summary import StoreError
+    work: it stopped before writing its manifest (checks, settings, data, a store folder that
+    cannot be written — whatever refused it), or while setting up its backend (a missing key
+    or package: before any call). A job that wrote its manifest may have called, and a store
+    that failed then failed mid-job: its folder and log stay."""
     from mip.models import BackendSetupError
 
-    if isinstance(error, StoreError):
-        return False
     return isinstance(error, BackendSetupError) or not (Path(folder) / "job.json").exists()
 
 

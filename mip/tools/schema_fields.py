@@ -17,12 +17,13 @@ def _field_type(hint: Any) -> Any:
 
 def schema_has(schema: type, key: str) -> bool:
     """Whether the dotted ``key`` names a field of the dataclass ``schema`` (below a ``dict``
-    field any name is a key; below a free-form value Hydra checks the rest)."""
+    field any name is a key; below a free-form value Hydra checks the rest). ``schema``'s own
+    fields are its own; a field's, any extension's (:func:`_field_hints`)."""
     hint: Any = schema
-    for part in key.split("."):
+    for depth, part in enumerate(key.split(".")):
         hint = _field_type(hint)
         if dataclasses.is_dataclass(hint):
-            hints = _field_hints(hint)
+            hints = _field_hints(hint, extended=depth > 0)
             if part not in hints:
                 return False
             hint = hints[part]
@@ -40,15 +41,20 @@ def _subclasses(schema: type) -> list[type]:
     return found
 
 
-def _field_hints(schema: type) -> dict[str, Any]:
+def _field_hints(schema: type, extended: bool = True) -> dict[str, Any]:
     """The fields a command line may set under a node of type ``schema``. A model config is
-    typed by its backend's schema, a subclass of ModelConfig: before composition the backend
-    is not known, so any backend's field is accepted here and composition checks it against
-    the chosen one."""
-    from mip.config import ModelConfig
+    typed by its backend's schema, a strategy's settings by its strategy's (each a subclass):
+    before composition the option is not known, so any one's field is accepted here, and
+    mip.tools.overrides checks it against the option chosen (``extended=False``: the schema's own)."""
+    from mip.config import ModelConfig, StrategyConfig
 
     hints: dict[str, Any] = {}
-    for kind in [schema, *_subclasses(schema)] if schema is ModelConfig else [schema]:
+    extended = extended and schema in (ModelConfig, StrategyConfig)
+    if schema is StrategyConfig:
+        from mip.strategies import schemas
+
+        schemas()  # each strategy's module, so that its schema is a known subclass
+    for kind in [schema, *_subclasses(schema)] if extended else [schema]:
         hints = {**typing.get_type_hints(kind), **hints}
     return hints
 
@@ -56,7 +62,7 @@ def _field_hints(schema: type) -> dict[str, Any]:
 def schema_keys(schema: type, prefix: str = "") -> list[str]:
     """Every dotted field name of a dataclass schema (not below ``dict`` fields)."""
     keys = []
-    for name, hint in _field_hints(schema).items():
+    for name, hint in _field_hints(schema, extended=bool(prefix)).items():
         keys.append(prefix + name)
         if dataclasses.is_dataclass(inner := _field_type(hint)):
             keys += schema_keys(inner, f"{prefix}{name}.")

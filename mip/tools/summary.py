@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mip.tools.costs import cost_lines, dry_tables
+from mip.tools.costs import comparison, cost_lines, dry_tables
 from mip.experiment.instances import PATTERNS
 from mip.analysis.folders import WHAT_TO_PASS, Folder, FolderError, open_folder
 from mip.experiment.records import Record
@@ -129,7 +129,7 @@ def summarise(opened: Folder, took_s: float | None = None, sweep_s: float | None
         estimated = any(j["tokens_estimated"] for j in jobs)
         lines.append(f"{len(jobs)} job(s), {experiments} experiments, {tokens:,} prompt tokens"
                      + (" (estimated)" if estimated else " (tokenizer-counted)"))
-        lines += cost_lines(jobs, took_s, sweep_s)
+        lines += comparison(jobs) + cost_lines(jobs, took_s, sweep_s)
     else:
         lines.append(f"{len(records)} stored record(s) in {opened.path}")
     if jobs and all(j["dry_run"] for j in jobs):
