@@ -9,7 +9,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from mip.attribution.ixg import Attributor, ReplaySkip, answer_span, instance_spans, tokens_per_instance
+from mip.attribution.ixg import Attributor, ReplaySkip
+from mip.attribution.spans import answer_span, instance_spans, tokens_per_instance
 from mip.attribution.profiles import profile, region_shares
 from mip.data import build_pool
 from mip.strategies.rebuild import build_prompt

@@ -59,13 +59,13 @@ def test_the_two_labels_check_is_one_function_for_tasks_and_audits(monkeypatch):
     from mip.tools import audit
     from mip.config import AuditOptions
     from mip.config import task as task_schema
-    from mip.job import job_run
+    from mip.job import checks
 
     ran = run_entry("run.py", "task=arith", "task.arith.labels=[even,even]", "dry_run=true")
     assert ran.returncode == 2 and "exactly two distinct labels" in ran.stderr, ran.stderr[-2000:]
     with pytest.raises(audit.AuditError, match="exactly two distinct labels"):
         audit.label_counts(AuditOptions(data="x.csv", text_col="t", label_col="l", labels=["a", "a"]))
-    assert audit.two_distinct_labels is job_run.two_distinct_labels is task_schema.two_distinct_labels
+    assert audit.two_distinct_labels is checks.two_distinct_labels is task_schema.two_distinct_labels
 
 
 # --------------------------------------------------------------------------- tokenizer names

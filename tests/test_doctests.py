@@ -31,6 +31,8 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.tracking": _PACKAGE,
     "mip.summary": _SHIM,
     "mip.tools.demo": "runs SmolLM2 end to end (minutes)",
+    "mip.analysis.report.compared": "a section needs a Report and the records of a partial grid (tests/test_matched.py)",
+    "mip.tools.prompt_source": "rebuilding needs a stored record, its task config and its pool (tests/test_show.py)",
     "mip.tools.serve": _MODEL,
     "mip.tools.config_store": _HYDRA,
     "mip.tools.hydra_callbacks": _HYDRA,

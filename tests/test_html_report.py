@@ -21,7 +21,7 @@ import pytest
 from mip.analysis.analyze import analyze
 from mip.analysis.report import figures
 from mip.job import run_job
-from mip.tools.show import Rebuilder
+from mip.tools.prompt_source import Rebuilder
 
 from .conftest import REPO, compose, unencoded, vary
 from .test_simulated import MODELS, N, P, run_one_seed

@@ -287,7 +287,8 @@ def test_a_damaged_record_behind_a_symlink_to_another_mount_is_quarantined(tmp_p
     EXDEV) and the job completes, asking that experiment again."""
     from .conftest import compose
     from mip.job import run_job
-    from mip.job.job_run import load_pools, pending
+    from mip.job.checks import load_pools
+    from mip.job.job_run import pending
     from mip.store import Store
 
     cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=random", "order_seeds=[0,1,2]", "progress=false",

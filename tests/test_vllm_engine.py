@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import sys
 import types
 from dataclasses import dataclass, field
@@ -82,6 +83,7 @@ class FakeParser:
 @pytest.fixture
 def fake_vllm(monkeypatch):
     vllm = types.ModuleType("vllm")
+    vllm.__spec__ = importlib.machinery.ModuleSpec("vllm", None)  # found as installed (the job's check looks it up)
     vllm.LLM = FakeLLM
     vllm.SamplingParams = lambda **kw: kw
     reasoning = types.ModuleType("vllm.reasoning")

@@ -27,7 +27,7 @@ def load(cfg: AnalyzeConfig):
 
 def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None, prompts: Rebuild | None = None) -> Path:
     """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice; ``prompts``
-    rebuilds a record's prompt for report.html (analyze.py: :class:`mip.tools.show.Rebuilder`)."""
+    rebuilds a record's prompt for report.html (analyze.py: :class:`mip.tools.prompt_source.Rebuilder`)."""
     frame = load(cfg)
     inputs = inputs_of(cfg.source, cfg.results if not cfg.wandb.project else [], where=to_plain(cfg.where),
                        core=cfg.core, wandb=to_plain(cfg.wandb) if cfg.wandb.project else None)

@@ -29,19 +29,16 @@ float32 whatever the weights' dtype.
 
 from __future__ import annotations
 
-import re
-import resource
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mip.attribution import memory
+from mip.attribution.spans import ReplaySkip, answer_span, instance_spans, tokens_per_instance
+
 #: How a recorded reasoning trace is put back before the answer when replaying.
 DEFAULT_REASONING_FORMAT = "<think>\n{reasoning}\n</think>\n\n"
-
-
-class ReplaySkip(Exception):
-    """A replay that cannot be attributed (no answer span, a tie, another label): counted, not fatal."""
 
 
 @dataclass
@@ -91,99 +88,11 @@ class Replay:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def answer_span(output: str, label: str) -> tuple[int, int]:
-    """Character span of ``label`` as the value of the last ``"answer"`` key in ``output``."""
-    keys = list(re.finditer(r"""["']?answer["']?\s*:\s*["']?""", output, re.IGNORECASE))
-    for match in reversed(keys):
-        start = match.end()
-        if output[start:start + len(label)] == label:
-            return start, start + len(label)
-    raise ReplaySkip("no answer span holding the selected label")
-
-
-def instance_spans(prompt: str, texts: Sequence[str]) -> list[tuple[int, int]]:
-    """Character spans of each instance's text in ``prompt`` (its ``Instance i: text`` line)."""
-    spans = []
-    cursor = 0
-    for i, text in enumerate(texts, start=1):
-        marker = f"Instance {i}: "
-        at = prompt.find(marker + text, cursor)
-        if at < 0:
-            raise ValueError(f"Instance {i} is not where the prompt should hold it.")
-        start = at + len(marker)
-        spans.append((start, start + len(text)))
-        cursor = start + len(text)
-    return spans
-
-
-def tokens_per_instance(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> list[list[int]]:
-    """Token indices of each instance: the tokens that overlap its text.
-
-    A token that carries the space before a word (`` good``) overlaps the word and counts;
-    instances are separated by ``\nInstance k: ``, so no token overlaps two of them, and
-    instruction, template and response tokens overlap none.
-    """
-    out: list[list[int]] = [[] for _ in spans]
-    order = sorted(range(len(spans)), key=lambda i: spans[i][0])
-    k = 0
-    for index, (start, end) in enumerate(offsets):
-        if end <= start:
-            continue
-        while k < len(order) and spans[order[k]][1] <= start:
-            k += 1
-        if k < len(order) and start < spans[order[k]][1] and end > spans[order[k]][0]:
-            out[order[k]].append(index)
-    return out
-
-
 def _at_least_float32(x: Any) -> Any:
     """bf16/fp16 weights, float32 arithmetic for scores; float64 stays float64 (the tests)."""
     import torch
 
     return x if x.dtype in (torch.float32, torch.float64) else x.float()
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _cuda_devices(model: Any) -> list[Any]:
-    """The CUDA devices holding the model's parameters (several where it is sharded)."""
-    return sorted({p.device for p in model.parameters() if p.device.type == "cuda"}, key=str)
-
-
-class Offload:
-    """Saved tensors of a forward pass go to CPU memory and come back for the backward
-    (``torch.autograd.graph.saved_tensors_hooks``). With re-entrant checkpointing the tensors
-    saved are each checkpointed layer's inputs and what lies between the layers; a layer's own
-    activations are recomputed in the backward, on the GPU, one layer at a time. Counts the
-    bytes it moved (on the CPU it moves nothing but counts what it would move: the tests)."""
-
-    def __init__(self, torch: Any, min_bytes: int = 1 << 16):
-        self.torch = torch
-        self.min_bytes = min_bytes
-        self.bytes = 0
-
-    def pack(self, tensor: Any) -> Any:
-        size = tensor.numel() * tensor.element_size()
-        if size < self.min_bytes:
-            return tensor
-        self.bytes += size
-        if tensor.device.type == "cpu":
-            return tensor
-        host = self.torch.empty(tensor.size(), dtype=tensor.dtype, layout=tensor.layout, pin_memory=True)
-        host.copy_(tensor, non_blocking=False)
-        return tensor.device, host
-
-    @staticmethod
-    def unpack(packed: Any) -> Any:
-        if isinstance(packed, tuple):
-            device, host = packed
-            return host.to(device, non_blocking=True)
-        return packed
-
-    def __call__(self) -> Any:
-        return self.torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
 
 
 class Attributor:
@@ -205,7 +114,7 @@ class Attributor:
         self.tokenizer = tokenizer
         self.reasoning_format = reasoning_format
         self.passes = passes
-        self.offload = Offload(torch) if offload else None
+        self.offload = memory.Offload(torch) if offload else None
         self._saving = self.offload if offload else contextlib.nullcontext
         checkpointing = checkpointing or offload
         for p in model.parameters():
@@ -353,7 +262,7 @@ class Attributor:
         """Attribute one stored output to the instances of its prompt."""
         torch = self.torch
         start_time = time.perf_counter()
-        devices = _cuda_devices(self.model)
+        devices = memory.cuda_devices(self.model)
         for device in devices:
             torch.cuda.reset_peak_memory_stats(device)
         moved = self.offload.bytes if self.offload else 0
@@ -370,7 +279,7 @@ class Attributor:
         return Replay(
             key=key, selected=selected, score=score, u=u, share=share, signed=signed,
             tokens=len(prepared.prompt_ids), instance_tokens=[len(g) for g in prepared.groups],
-            seconds=time.perf_counter() - start_time, peak_rss_mb=_peak_rss_mb(), passes=passes,
+            seconds=time.perf_counter() - start_time, peak_rss_mb=memory.peak_rss_mb(), passes=passes,
             peak_gpu_allocated_mb=(sum(torch.cuda.max_memory_allocated(d) for d in devices) / 2**20
                                    if devices else None),
             peak_gpu_reserved_mb=(sum(torch.cuda.max_memory_reserved(d) for d in devices) / 2**20

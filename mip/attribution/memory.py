@@ -13,14 +13,23 @@ L = 36,644 (bfloat16): 20.1 GiB for Qwen3-4B's shape and 97.1 GiB for Qwen3-32B'
 module's estimates for those are 20.3 and 97.7 GiB; with offload, 14.0 and 75.4 GiB.
 
 Placements, in order of preference: ``gpu`` (all of it on one GPU), ``offload`` (the
-checkpoints in CPU memory, ``mip.attribution.ixg.Offload``: on the GPU only the weights and
+checkpoints in CPU memory, :class:`Offload`: on the GPU only the weights and
 the working set), ``shard`` (the weights and their layers' checkpoints spread over the GPUs
 present, ``device_map="auto"`` with a per-GPU cap that leaves room for the working set).
 A replay that fits none of them is refused with its estimate before any weight is read.
+
+>>> est = Estimate(tokens=36_644, weights=8 * GiB, checkpoints=3 * GiB, working=9 * GiB)
+>>> choose(est, free=[80 * GiB], host_free=64 * GiB).placement
+'gpu'
+>>> choose(est, free=[18 * GiB], host_free=64 * GiB).placement    # the checkpoints go to the CPU
+'offload'
+
+Exercised by ``pytest tests/test_attribution.py``.
 """
 
 from __future__ import annotations
 
+import resource
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,3 +159,47 @@ def plan(config: Any, tokens: int, dtype_bytes: int, device: str, want: str = "a
         index = int(device.split(":")[1])
         free = [free[index]]
     return choose(estimate(config, tokens, dtype_bytes), free, host_available(), want)
+
+
+# ---------------------------------------------------------------------------- during a replay
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cuda_devices(model: Any) -> list[Any]:
+    """The CUDA devices holding the model's parameters (several where it is sharded)."""
+    return sorted({p.device for p in model.parameters() if p.device.type == "cuda"}, key=str)
+
+
+class Offload:
+    """Saved tensors of a forward pass go to CPU memory and come back for the backward
+    (``torch.autograd.graph.saved_tensors_hooks``). With re-entrant checkpointing the tensors
+    saved are each checkpointed layer's inputs and what lies between the layers; a layer's own
+    activations are recomputed in the backward, on the GPU, one layer at a time. Counts the
+    bytes it moved (on the CPU it moves nothing but counts what it would move: the tests)."""
+
+    def __init__(self, torch: Any, min_bytes: int = 1 << 16):
+        self.torch = torch
+        self.min_bytes = min_bytes
+        self.bytes = 0
+
+    def pack(self, tensor: Any) -> Any:
+        size = tensor.numel() * tensor.element_size()
+        if size < self.min_bytes:
+            return tensor
+        self.bytes += size
+        if tensor.device.type == "cpu":
+            return tensor
+        host = self.torch.empty(tensor.size(), dtype=tensor.dtype, layout=tensor.layout, pin_memory=True)
+        host.copy_(tensor, non_blocking=False)
+        return tensor.device, host
+
+    @staticmethod
+    def unpack(packed: Any) -> Any:
+        if isinstance(packed, tuple):
+            device, host = packed
+            return host.to(device, non_blocking=True)
+        return packed
+
+    def __call__(self) -> Any:
+        return self.torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)

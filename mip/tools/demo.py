@@ -127,7 +127,7 @@ def simulated_models(results: Path, conf: Path) -> Path:
 
 def report(results: Path, conf: Path, out: str, core: str, models: str) -> Path:
     from mip.analysis.analyze import analyze
-    from mip.tools.show import Rebuilder
+    from mip.tools.prompt_source import Rebuilder
 
     cfg = compose(conf, "analyze", f"results=[{results / 'store'}]", f"out_dir={results / 'demo' / out}",
                   f"core={core}", f"where.model={models}")

@@ -12,7 +12,7 @@ Records keep a prompt's hash, not its text: the prompt is rebuilt from the recor
 config (the job folder's ``config.yaml``, else ``--conf``'s ``task/`` composed by name; the
 default ``--conf`` is ``conf`` in the folder you are in, the repository's) and its pool
 (the cached pool, a filtered pool under ``<results>/pools/``, or the pool built again), and
-checked against the hash (:func:`mip.strategies.rebuild.rebuild_prompt`).
+checked against the hash (:mod:`mip.tools.prompt_source`).
 
 Exercised by ``pytest tests/test_show.py``.
 """
@@ -26,16 +26,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mip.config import TaskConfig
 from mip.experiment.records import Record
 from mip.models import backend_class
 from mip.store import Store, iter_records, read_record
 from mip.store.packs import is_pack
 from mip.tools import record_list
-
-
-class ShowError(Exception):
-    """What went wrong, in one line that says what to do."""
+from mip.tools.prompt_source import ShowError, rebuilt_prompt
 
 
 # ---------------------------------------------------------------------------- finding records
@@ -105,101 +101,6 @@ def _by_key(prefix: str, store: Path) -> Record:
     if record is None:
         raise ShowError(f"The record {key} in {store / model / task} cannot be read (moved aside or damaged).")
     return record
-
-
-# ---------------------------------------------------------------------------- rebuilding prompts
-def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskConfig:
-    """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name."""
-    from omegaconf import OmegaConf
-
-    if name in job_tasks:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
-    from mip.tools.cli import compose_conf
-
-    folder = conf_dir.expanduser() / "task"
-    if not folder.is_dir():
-        raise ShowError(f"Task {name!r}: no config folder {folder}; run from the repository folder, pass "
-                        "--conf <repository>/conf, or pass the job folder instead of the key.")
-    candidates = [name] + [f.stem for f in sorted(folder.glob("*.yaml")) if f.stem not in (name, "all")]
-    for option in candidates:
-        if not (folder / f"{option}.yaml").is_file():
-            continue
-        try:
-            tasks = compose_conf(conf_dir, f"task={option}").task
-        except Exception:  # noqa: BLE001 - a task file that needs what this machine lacks
-            continue
-        if name in tasks:
-            return OmegaConf.to_object(tasks[name])
-    raise ShowError(f"No task config named {name!r} in {folder}; pass the job folder instead of the key.")
-
-
-def pool_for(record: Record, task: TaskConfig, results_dir: Path, cache_dir: Path):
-    """The pool the record was drawn from: a cached or filtered pool file of that version,
-    else the pool built again from the task's source."""
-    from mip.data import build_pool
-    from mip.data.pools import load_pool
-
-    name = record.experiment.task
-    files = sorted((results_dir / "pools" / name).glob("filtered-*.json")) + sorted((cache_dir / "pools" / name).glob("*.json"))
-    for path in files:
-        if _version(path) == record.pool_version and (pool := load_pool(path)) is not None:
-            return pool
-    pool = build_pool(task, record.config.get("data_dir"), cache_dir)
-    if pool.version != record.pool_version:
-        kind = "filtered pool" if record.pool_filtered else "pool"
-        raise ShowError(f"The {kind} {record.pool_version} of record {record.key} is not under {results_dir / 'pools'} "
-                        f"or {cache_dir / 'pools'}, and building task {name!r} again gives pool {pool.version}.")
-    return pool
-
-
-def _version(path: Path) -> str | None:
-    """A pool file's version, read from its first bytes (the field comes first)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            head = f.read(200)
-    except OSError:
-        return None
-    start = head.find('"version": "')
-    return head[start + 12:head.find('"', start + 12)] if start >= 0 else None
-
-
-def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path, cache_dir: Path,
-                   conf_dir: Path) -> str:
-    from mip.data import DataError
-    from mip.strategies.rebuild import rebuild_prompt
-
-    try:
-        task = task_config(record.experiment.task, job_tasks, conf_dir)
-        return rebuild_prompt(record, task, pool_for(record, task, results_dir, cache_dir))
-    except (ValueError, DataError) as e:
-        raise ShowError(str(e)) from None
-
-
-class Rebuilder:
-    """Prompts rebuilt as mip.show rebuilds them, with each (task, pool version) loaded once:
-    report.html's record pages (``Rebuilder.maker(cache_dir, conf_dir)`` is what
-    :func:`mip.analysis.analyze.analyze` takes as ``prompts``)."""
-
-    @classmethod
-    def maker(cls, cache_dir: Path, conf_dir: Path):
-        return lambda tasks, results_dir: cls(tasks, Path(results_dir), Path(cache_dir), Path(conf_dir))
-
-    def __init__(self, tasks: dict[str, dict], results_dir: Path, cache_dir: Path, conf_dir: Path):
-        self.tasks, self.results_dir, self.cache_dir, self.conf_dir = tasks, results_dir, cache_dir, conf_dir
-        self.loaded: dict[tuple[str, str], tuple] = {}
-
-    def __call__(self, record: Record) -> tuple[str | None, str]:
-        from mip.data import DataError
-        from mip.strategies.rebuild import rebuild_prompt
-
-        try:
-            which = (record.experiment.task, record.pool_version)
-            if which not in self.loaded:
-                task = task_config(record.experiment.task, self.tasks, self.conf_dir)
-                self.loaded[which] = (task, pool_for(record, task, self.results_dir, self.cache_dir))
-            return rebuild_prompt(record, *self.loaded[which]), "rebuilt from the record and its pool; hash checked"
-        except (ShowError, ValueError, DataError) as e:
-            return None, f"not rebuilt: {e}"
 
 
 # ---------------------------------------------------------------------------- printing

@@ -15,7 +15,7 @@ import pandas as pd
 
 from mip.analysis import inference, slices
 from mip.experiment.instances import PATTERNS
-from mip.analysis.report import figures, html, sections, strategy_section as strategies, metric_tables as tables
+from mip.analysis.report import compared, figures, html, sections, strategy_section as strategies, metric_tables as tables
 from mip.analysis.report.model_sets import TracePool
 
 
@@ -169,8 +169,8 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
     simulated = report.pool.planted(frame["base_model"].astype(str))
     if simulated:
         report.notes.append(f"Simulated models (a planted, known positional rule, not an LLM): {', '.join(simulated)}.")
-    for section, run in [("core", sections.core), ("budgets", sections.budgets),
-                         ("generalisability", sections.generalisability), ("prompt_variants", sections.prompt_variants),
+    for section, run in [("core", sections.core), ("budgets", compared.budgets),
+                         ("generalisability", sections.generalisability), ("prompt_variants", compared.prompt_variants),
                          ("expanded", sections.expanded)]:
         report.section = section
         records = getattr(parts, section)

@@ -170,7 +170,7 @@ def core(lists: Lists, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def budgets(lists: Lists, frame: pd.DataFrame) -> None:
-    """The budget comparison's tables (:func:`mip.analysis.report.sections.budgets`), on the
+    """The budget comparison's tables (:func:`mip.analysis.report.compared.budgets`), on the
     experiments they are computed from: those every budget of a model holds. In the side-by-side
     table each budget's column of a model's rows opens that model's experiments at that budget."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
@@ -187,7 +187,7 @@ def budgets(lists: Lists, frame: pd.DataFrame) -> None:
 
 
 def prompt_variants(lists: Lists, frame: pd.DataFrame) -> None:
-    """Table 5 (:func:`mip.analysis.report.sections.prompt_variants`), on the experiments every
+    """Table 5 (:func:`mip.analysis.report.compared.prompt_variants`), on the experiments every
     variant of a model holds."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag = slices.file_tag(setting, ["n", "p", "pool"])

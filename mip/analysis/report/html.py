@@ -50,7 +50,7 @@ class Source:
     api: bool = False
     """W&B through its API (the tables it downloaded), not offline run folders."""
     prompts: record_pages.Rebuild | None = None
-    """How a local record's prompt is rebuilt (:class:`mip.tools.show.Rebuilder`); None: not rebuilt."""
+    """How a local record's prompt is rebuilt (:class:`mip.tools.prompt_source.Rebuilder`); None: not rebuilt."""
 
     def views(self, keys: set[str]):
         if self.kind == "local":

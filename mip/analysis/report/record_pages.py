@@ -4,7 +4,7 @@ and the trace's mentioned instance IDs marked by the report's coverage rule.
 Where the records come from follows analyze.py's ``source``:
 
 - ``local``: the records themselves (:mod:`mip.analysis.folders`), every attempt and stage;
-  the prompt rebuilt as ``python -m mip.show`` rebuilds it (:class:`mip.tools.show.Rebuilder`,
+  the prompt rebuilt as ``python -m mip.show`` rebuilds it (:class:`mip.tools.prompt_source.Rebuilder`,
   handed down by analyze.py) and its hash checked;
 - ``wandb``: the rows of the W&B experiment tables, which hold the prompt as it was sent and
   the counted attempt only (W&B keeps no prompt hash and no other attempt; the page says so).
@@ -114,7 +114,7 @@ def view_of(record: Record, prompt: str | None, note: str) -> RecordView:
 
 
 #: Makes a record's prompt rebuilder from a folder's job task configs and its results folder:
-#: (prompt or None, what was done), as :class:`mip.tools.show.Rebuilder` does (it lives above
+#: (prompt or None, what was done), as :class:`mip.tools.prompt_source.Rebuilder` does (it lives above
 #: analysis, which imports no tools and no strategies: analyze.py hands it down).
 Rebuild = Callable[[dict, Path], Callable[[Record], tuple[str | None, str]]]
 

@@ -1,0 +1,87 @@
+"""The report's sections that compare conditions beyond the core: budgets (Table 6 side by
+side, Figs. 9, Table 7) and prompt variants (Table 5, Figs. 4 and 20). Each compares on the
+experiments every compared condition holds (:func:`mip.analysis.pairs.matched`) and says beside
+its tables what each condition held, matched and dropped; a comparison with no matched pair is
+not drawn, and the report says why.
+
+Exercised by ``pytest tests/test_matched.py tests/test_report_sets.py``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mip.analysis import coverage, pairs, slices, stats
+from mip.analysis.report import figures, metric_tables as tables, variant_figures
+from mip.analysis.report.sections import holds, model_rows
+from mip.analysis.report.titles import tasks_of
+
+
+def budgets(report, frame: pd.DataFrame) -> None:
+    """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget), each on the
+    experiments every budget of a model holds (:func:`mip.analysis.pairs.matched`)."""
+    for setting, group in slices.of(frame, ["n", "p", "pool"]):
+        tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
+        both = pairs.matched(group, "budget", order=slices.budget_order(group["budget"]))
+        if both.empty:
+            report.figure(figures.Missing(f"Budgets at {name}: no experiment was run at two budgets. {both.note()}"),
+                          f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+            continue
+        group = both.frame
+        table = model_rows(group, ["model", "budget"])
+        report.table(tables.side_by_side(table, "budget", slices.budget_order(table["budget"])), f"budgets_{tag}",
+                     f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric at each budget and its "
+                     f"change from the smallest (pp; accuracy mean ± sd over selection seeds). {both.note()}")
+        report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and budget.")
+        report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
+                      f"Budgets compared per model at {name}, on the matched experiments of the table above.")
+        for model, sub in group.groupby("model"):
+            acc = stats.accuracy(sub, ["budget", "pattern"])
+            title = f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"
+            report.figure(figures.budget_outcomes(sub, acc, title),
+                          f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
+                          "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
+        by_budget = coverage.coverage_table(group, ["model", "budget"])
+        if not by_budget.empty:
+            report.table(by_budget.assign(bin=by_budget["bin"].astype(str)).round(4), f"table7_coverage_by_budget_{tag}",
+                         f"Coverage bins per model and budget at {name} (Table 7).")
+
+
+def prompt_variants(report, frame: pd.DataFrame) -> None:
+    """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4 on the experiments every
+    variant of a model holds; Fig. 20 per variant on those it shares with the standard prompt
+    (:func:`mip.analysis.pairs.matched`); what was left out is counted beside each."""
+    for setting, group in slices.of(frame, ["n", "p", "pool"]):
+        tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
+        every = pairs.matched(group, "prompt_variant", within=["base_model", "budget"], order=["standard"])
+        if every.empty:
+            report.figure(figures.Missing(f"Prompt variants at {name}: no experiment was run under every variant. "
+                                          f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
+        else:
+            table = model_rows(every.frame, ["model", "prompt_variant", "budget"])
+            report.table(table.round(4), f"table5_prompt_variants_{tag}",
+                         f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
+                         + every.note())
+            report.figure(variant_figures.variant_panels(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
+                          f"fig4_prompt_variants_{tag}",
+                          f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
+                          "matched experiments of Table 5.")
+        for budget, sub in group.groupby("budget"):
+            where = f"{name}, budget {budget}"
+            both = pairs.against(sub, "prompt_variant", "standard")
+            notes = " ".join(m.note() for m in both.values())
+            kept = pd.concat([m.frame for m in both.values()]) if both else sub.iloc[0:0]
+            deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
+                                stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
+            if deltas.empty:
+                report.figure(figures.Missing(f"Prompt-variant changes at {where}: no variant shares an experiment with "
+                                              f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget}",
+                              f"Fig. 20 at {where}.")
+                continue
+            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget}", f"Accuracy minus the standard "
+                         f"prompt's per model, variant and pattern ('overall': all patterns), per selection seed on the "
+                         f"experiments both prompts hold, at {where}. {notes}")
+            report.figure(variant_figures.variant_deltas(deltas, f"{where}; {tasks_of(kept)}"),
+                          f"fig20_prompt_variants_{tag}_{budget}",
+                          f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
+                          "selection seeds, on matched experiments (counts under the table above).")
