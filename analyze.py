@@ -19,7 +19,7 @@ from mip.analysis.analyze import analyze
 from mip.tools.cli import check_overrides, folders_as_results
 from mip.config import AnalyzeConfig
 from mip.tools.config_store import register
-from mip.tools.show import Rebuilder
+from mip.tools.prompt_source import Rebuilder
 from mip.analysis.results import ResultsError
 from mip.analysis.slices import SliceError
 
