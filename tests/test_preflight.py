@@ -134,3 +134,69 @@ def test_backends_with_nothing_to_pay_for_say_so(results):
 def test_an_unknown_mode_is_one_line(results):
     ran = run_entry("run.py", "model=mock", "preflight=yes")
     assert ran.returncode == 2 and "choose off, only or required" in ran.stderr
+
+
+# ---------------------------------------------------------------- the gate fails closed (issue 41 item 1)
+
+def _fake_sbatch(tmp_path) -> tuple[dict, object]:
+    """A ``sbatch`` first on PATH that records each call and submits nothing."""
+    folder, log = tmp_path / "bin", tmp_path / "sbatch.log"
+    folder.mkdir()
+    (folder / "sbatch").write_text(f"#!/bin/sh\necho \"$@\" >> {log}\necho 'Submitted batch job 1'\n")
+    (folder / "sbatch").chmod(0o755)
+    (folder / "srun").write_text("#!/bin/sh\nexit 1\n")  # submitit looks for it before it submits
+    (folder / "srun").chmod(0o755)
+    import os
+    return {"PATH": f"{folder}:{os.environ['PATH']}"}, log
+
+
+def _local_default(tmp_path) -> str:
+    """docs/running.md's other way: ``hydra.launcher.partition`` in a ``local/default.yaml`` (in a
+    search path here, as the repository's own conf/local/ is the user's)."""
+    local = tmp_path / "site" / "local"
+    local.mkdir(parents=True)
+    (local / "default.yaml").write_text("# @package _global_\nhydra:\n  launcher:\n    partition: debug\n")
+    return f"hydra.searchpath=[file://{tmp_path / 'site'}]"
+
+
+@pytest.mark.parametrize("how", ["environment", "local_default"])
+@pytest.mark.parametrize("mode", ["required", "only"])
+def test_a_sweep_with_a_cluster_partition_submits_nothing_without_a_passing_preflight(results, tmp_path, how, mode):
+    """With the partition set as docs/running.md says (``MIP_SLURM_PARTITION``), or in a
+    local/default.yaml, and no preflight on file: ``preflight=required`` stops with one line and
+    exit 2, ``preflight=only`` sends its one request and ends; neither calls sbatch."""
+    env, log = _fake_sbatch(tmp_path)
+    extra: tuple[str, ...] = ()
+    if how == "environment":
+        env["MIP_SLURM_PARTITION"] = "debug"
+    else:
+        extra = (_local_default(tmp_path),)
+    with OpenRouterServer({"DeepInfra": Provider(ALL)}) as server:
+        ran = run_entry("run.py", "-m", "hydra/launcher=slurm_cpu", "model=gpt_oss_120b",
+                        f"model.base_url={server.base_url}", "budget=smoke", "task=arith", "setting=smoke",
+                        "pattern=random,majority_first", *extra, f"preflight={mode}", env={**KEY, **env})
+    assert not log.exists(), log.read_text()  # sbatch never called
+    if mode == "required":
+        assert ran.returncode == 2 and ran.stderr.count("error:") == 1, ran.stderr
+        assert "no passing preflight on file for gpt_oss_120b" in ran.stderr and not server.bodies
+    else:
+        assert ran.returncode == 0, ran.stderr + ran.stdout
+        assert len(server.bodies) == 1 and ": PASS" in ran.stdout
+
+
+def test_an_error_while_checking_stops_the_sweep(results, tmp_path, monkeypatch):
+    """Any error of the gate's own (here: its composition) is one line and exit 2, never a
+    warning that lets the sweep go on."""
+    from mip.tools import preflight_hook
+
+    def broken(config):
+        raise ValueError("Key 'partition' not in 'BasicLauncherConf'")
+        yield
+
+    monkeypatch.setattr(preflight_hook, "sweep_configs", broken)
+    env, log = _fake_sbatch(tmp_path)
+    ran = run_entry("run.py", "-m", "hydra/launcher=slurm_cpu", "model=gpt_oss_120b", "task=arith", "setting=smoke",
+                    "pattern=random,majority_first", "preflight=required", env={**KEY, **env, "MIP_SLURM_PARTITION": "debug"})
+    assert ran.returncode == 2 and ran.stderr.count("error:") == 1, ran.stderr
+    assert "preflight could not be checked" in ran.stderr and "Key 'partition'" in ran.stderr
+    assert not log.exists()
