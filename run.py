@@ -31,6 +31,7 @@ from mip.data import DataError
 from mip.job import StoreError, run_job
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
+from mip.models.fail_fast import ProviderRefused
 from mip.tools.refusals import refusals
 from mip.tools.summary import describe
 from mip.tracking.tracker import run_group, sync_hint
@@ -49,7 +50,8 @@ def main(cfg: DictConfig) -> None:
     sweep = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else None
     # A refusal (exit 2) leaves no job folder behind.
     try:
-        with refusals(hydra_cfg.runtime.output_dir, sweep, ValueError, DataError, BackendSetupError, StoreError):
+        with refusals(hydra_cfg.runtime.output_dir, sweep, ValueError, DataError, BackendSetupError, StoreError,
+                       ProviderRefused):
             check_keys(cfg, Config)
             check_sweep_preset(hydra_cfg)
             config: Config = OmegaConf.to_object(cfg)

@@ -26,6 +26,13 @@ pass a valid API key.", "status": "INVALID_ARGUMENT", …}}]`` (as clients of
 generativelanguage.googleapis.com/v1beta/openai report it: github.com/continuedev/continue/issues/8516;
 the same error object, unlisted, in google/timesketch#3703).
 
+``refuse=(status, message)`` answers every chat request with that documented error
+(https://openrouter.ai/docs/api-reference/errors, read 2026-12-04: 400 "Bad Request (invalid or
+missing params, CORS)", 401 "Invalid credentials (OAuth session expired, disabled/invalid API key)",
+402 "Your account or API key has insufficient credits. Add more credits and retry the request.",
+429 "You are being rate limited"), with ``Retry-After: retry_after`` seconds when given. Every
+request it gets, ``GET /models`` included, is counted in ``requests``.
+
 The "model" wants to think ``think_tokens`` tokens and then answer ``answer_tokens`` tokens.
 """
 
@@ -45,8 +52,10 @@ class Provider:
 
 class OpenRouterServer(LocalServer):
     def __init__(self, providers: dict[str, Provider], key: str = "sk-or-test", model: str = "openai/gpt-oss-120b",
-                 think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False):
+                 think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False,
+                 refuse: tuple[int, str] | None = None, retry_after: int | None = None):
         super().__init__()
+        self.refuse, self.retry_after, self.requests = refuse, retry_after, 0
         self.google = google
         self.providers, self.key, self.model = providers, key, model
         self.think_tokens, self.answer_tokens, self.inline_thoughts = think_tokens, answer_tokens, inline_thoughts
@@ -56,18 +65,24 @@ class OpenRouterServer(LocalServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/v1"
 
-    async def _send(self, writer, status: int, payload: dict | list) -> None:
+    async def _send(self, writer, status: int, payload: dict | list, extra: str = "") -> None:
         raw = json.dumps(payload).encode()
-        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n".encode() + raw)
+        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {len(raw)}\r\n\r\n".encode() + raw)
         await writer.drain()
 
     async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
+        self.requests += 1
         if method == "GET" and path.endswith("/models"):
             await self._send(writer, 200, {"data": [{"id": self.model}]})
             return True
         headers = self.headers_seen[-1]
         request = json.loads(body)
         self.bodies.append(request)
+        if self.refuse:
+            status, message = self.refuse
+            await self._send(writer, status, {"error": {"code": status, "message": message}},
+                             f"Retry-After: {self.retry_after}\r\n" if self.retry_after is not None else "")
+            return True
         if headers.get("authorization") != f"Bearer {self.key}" and self.google:
             await self._send(writer, 400, [{"error": {
                 "code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",

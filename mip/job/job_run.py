@@ -33,6 +33,7 @@ from mip.job.dry_run import dry_run
 from mip.job.loop import JobLoop
 from mip.job.notices import first_time
 from mip.job.provenance import GitState, git_commit, write_manifest
+from mip.models import fail_fast
 from mip.job.stop import Drain, JobStopped, Stopped
 from mip.job.job_summary import JobSummary, StoreError
 from mip.job.tokens import OfflineTokenizer, budget_error
@@ -152,6 +153,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
         write_manifest(output_dir, cfg, git, summary)
         return summary
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
+    if backend.fail_fast is not None and todo:  # an earlier job of the sweep stopped this model: send nothing
+        fail_fast.resume(backend.fail_fast, output_dir)
     backend.prepare(pools)
 
     claim = _claim(store, cfg, todo, stored_keys, output_dir, new_store) if todo else Claim(None, frozenset())
@@ -165,6 +168,11 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
             summary.wandb_offline_run = str(tracker.offline_dir or "")
         summary.elapsed_s = round(time.monotonic() - started, 3)
         write_manifest(output_dir, cfg, git, summary)
+    if backend.fail_fast is not None and todo:  # the sweep's later jobs of this model go on from here
+        fail_fast.keep(backend.fail_fast, output_dir)
+        if backend.fail_fast.tripped:  # stopped after refusals no retry mends
+            raise fail_fast.ProviderRefused(f"{backend.fail_fast.tripped} ({summary.stored_now} stored now; the "
+                                            f"manifest is in {output_dir})")
     if stop.requested:
         raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
                          f"{summary.stored_now} stored now, {summary.unstored} left unstored; the manifest is in "

@@ -95,6 +95,9 @@ class Backend(ABC):
     #: through :class:`mip.models.calls.RequestGuard` — so that ``call_with_retries`` does not
     #: retry its errors again.
     retries_each_request: bool = False
+    fail_fast: Any = None
+    """A backend whose requests can be refused (openai_compat): its
+    :class:`mip.models.fail_fast.FailFast`, which the job carries across a sweep's jobs."""
 
     @abstractmethod
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:

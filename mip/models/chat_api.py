@@ -66,11 +66,35 @@ def request_body(cfg: OpenAICompatModelConfig, request: Request, model_id: str |
     return body
 
 
-def retry_delay(headers: Mapping[str, str], retries_done: int, jitter: float | None = None) -> float:
+def asked_wait(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms``, or ``Retry-After`` in seconds or as
+    an HTTP date; None when it asked nothing readable.
+
+    >>> asked_wait({"Retry-After": "7200"}), asked_wait({"retry-after-ms": "1500"}), asked_wait({})
+    (7200.0, 1.5, None)
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    try:
+        if "retry-after-ms" in lower:
+            return float(lower["retry-after-ms"]) / 1000
+        if "retry-after" in lower:
+            value = lower["retry-after"]
+            try:
+                return float(value)
+            except ValueError:
+                return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None
+
+
+def retry_delay(headers: Mapping[str, str], retries_done: int, jitter: float | None = None,
+                longest: float = RETRY_AFTER_MAX_S) -> float:
     """Seconds to wait before the next try.
 
     What the server asks for — ``retry-after-ms``, or ``Retry-After`` in seconds or as an
-    HTTP date — when that is between 0 and 60 s; otherwise 0.5 s doubling per retry up to
+    HTTP date — when that is between 0 and ``longest`` s (60 s, the SDK's rule; a backend
+    that stops on a longer wait passes its own); otherwise 0.5 s doubling per retry up to
     8 s, less up to 25 % jitter (the ``openai`` SDK's rule).
 
     >>> retry_delay({"Retry-After": "2"}, 0)
@@ -78,21 +102,8 @@ def retry_delay(headers: Mapping[str, str], retries_done: int, jitter: float | N
     >>> retry_delay({}, 3, jitter=0.0)
     4.0
     """
-    lower = {k.lower(): v for k, v in headers.items()}
-    asked: float | None = None
-    try:
-        if "retry-after-ms" in lower:
-            asked = float(lower["retry-after-ms"]) / 1000
-        elif "retry-after" in lower:
-            value = lower["retry-after"]
-            try:
-                asked = float(value)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(value)
-                asked = when.timestamp() - time.time()
-    except (TypeError, ValueError, OverflowError):
-        asked = None
-    if asked is not None and 0 <= asked <= RETRY_AFTER_MAX_S:
+    asked = asked_wait(headers)
+    if asked is not None and 0 <= asked <= longest:
         return asked
     backoff = min(BACKOFF_START_S * 2**retries_done, BACKOFF_MAX_S)
     return backoff * (1 - 0.25 * (random.random() if jitter is None else jitter))

@@ -53,8 +53,9 @@ import mip
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 from mip.models.calls import RequestGuard, Retry
-from mip.models.chat_api import completion_from_body, error_message, request_body, retry_delay, should_retry
+from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
+from mip.models.fail_fast import FailFast
 from mip.models.overflow import ContextRefusal, send_within_window
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
@@ -86,6 +87,7 @@ class OpenAICompatBackend(Backend):
         # The transport makes its client inside the event loop on first use; the guard its gate there too.
         self._transport: Transport | None = None
         self._guard: RequestGuard | None = None
+        self.fail_fast = self._fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s)
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -235,11 +237,15 @@ class OpenAICompatBackend(Backend):
         means. A context-length refusal that shows the prompt may fit is sent again at once, with
         the output limit that fits (:func:`mip.models.overflow.send_within_window`)."""
         request, body = payload
+        if not await self._fail_fast.admit():  # the job stopped on refusals: nothing more is sent
+            return Completion(request_id, error=f"not sent: {self._fail_fast.tripped}")
         try:  # the transport was made by _encode, before any call
             (status, headers, raw), request, refusal = await send_within_window(self._transport.send, self._encode,
                                                                                 request, body)
         except ReplyTooLarge as e:  # the same request would bring the same reply
             return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
+        finally:
+            await self._fail_fast.done()
         latency = time.perf_counter() - start
         if refusal is not None:
             return self._refused(request, refusal, latency)
@@ -265,6 +271,7 @@ class OpenAICompatBackend(Backend):
         if status == 200:
             completion = completion_from_body(request_id, raw, latency, f"{self._root}/chat/completions")
             if not completion.error:
+                self._fail_fast.answered()
                 return completion
             # No model's answer (an error body, no choices, no readable message, no JSON): another
             # try may fare better. The body goes to the job's log, capped and without the key.
@@ -277,8 +284,20 @@ class OpenAICompatBackend(Backend):
                 "redirects, so the API key stays with its origin. Set model.base_url to the final address."))
         error = f"HTTP {status}: {error_message(raw)}"
         if not should_retry(status, headers):  # the request itself is refused; the same one fails again
-            return Completion(request_id, error=error, latency_s=latency)
-        return Retry(error, retry_delay(headers, retry))
+            return self._refused_request(request_id, status, raw, error, latency)
+        asked = asked_wait(headers)
+        if asked is not None and self._fail_fast.wait_too_long(asked, status, error_message(raw)):
+            self.stop_sending()  # a retry before the asked time would be refused again
+            return Completion(request_id, error=f"{error} (not retried: {self._fail_fast.tripped})", latency_s=latency)
+        return Retry(error, retry_delay(headers, retry, longest=self.cfg.request_timeout_s))
+
+    def _refused_request(self, request_id: str, status: int, raw: bytes, error: str, latency: float) -> Completion:
+        """A refusal no retry mends: counted by the fail-fast policy, which stops the job's sending
+        after a few in a row (:mod:`mip.models.fail_fast`)."""
+        self._fail_fast.refused(status, error_message(raw))
+        if self._fail_fast.tripped:
+            self.stop_sending()
+        return Completion(request_id, error=error, latency_s=latency)
 
     def _shown_body(self, raw: bytes) -> str:
         text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")
