@@ -118,16 +118,41 @@ def should_retry(status: int, headers: Mapping[str, str]) -> bool:
 
 
 def error_message(raw: bytes) -> str:
-    """The ``error.message`` of an error body, else the body's start."""
+    """The ``error.message`` of an error body, else the body's start. A message an aggregator
+    wraps — OpenRouter's "Provider returned error" with the provider's own body in
+    ``error.metadata.raw`` (https://openrouter.ai/docs/api-reference/errors) — is read whole:
+    the provider's message follows the wrapper's, so a context-length refusal inside is found.
+    Google's endpoint answers with a list of error objects.
+
+    >>> raw = orjson.dumps({"message": "too long"}).decode()
+    >>> error_message(orjson.dumps({"error": {"code": 400, "message": "Provider returned error",
+    ...                                       "metadata": {"provider_name": "DeepInfra", "raw": raw}}}))
+    'Provider returned error (DeepInfra): too long'
+    """
     try:
-        data = orjson.loads(raw)
-        if isinstance(data, list) and len(data) == 1:  # Google's endpoint: [{"error": {…}}]
-            data = data[0]
-        error = data.get("error", data) if isinstance(data, dict) else data
-        message = error.get("message") if isinstance(error, dict) else error
-        return str(message)[:500]
+        return _message(orjson.loads(raw))[:1000]
     except (orjson.JSONDecodeError, AttributeError):
         return raw[:500].decode("utf-8", "replace")
+
+
+def _message(data: Any, depth: int = 0) -> str:
+    if isinstance(data, list) and data:  # Google's endpoint: [{"error": {…}}]
+        data = data[0]
+    error = data.get("error", data) if isinstance(data, dict) else data
+    if not isinstance(error, dict):
+        return str(error)
+    message = str(error.get("message", error) if "message" in error else error)
+    metadata = error.get("metadata")
+    inner = metadata.get("raw") if isinstance(metadata, dict) else None
+    if inner in (None, "") or depth > 2:
+        return message
+    if isinstance(inner, (str, bytes)):
+        try:
+            inner = orjson.loads(inner)
+        except orjson.JSONDecodeError:
+            pass
+    who = metadata.get("provider_name")
+    return f"{message}{f' ({who})' if isinstance(who, str) else ''}: {_message(inner, depth + 1)}"
 
 
 def reasoning_of(message: Mapping[str, Any]) -> tuple[str | None, dict[str, Any], list[str]]:
