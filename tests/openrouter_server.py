@@ -46,8 +46,16 @@ ROUTING_KEYS = {"model", "messages", "provider", "stream", "usage"}
 
 
 class Provider:
-    def __init__(self, params: set[str], max_output: int = 100_000, counts_reasoning: bool = True):
+    """``rejects``: parameters this provider refuses although OpenRouter routes them to it (with
+    ``require_parameters: false``), each with the provider's message; OpenRouter passes the refusal
+    on as HTTP 400 "Provider returned error" with the provider's body in ``error.metadata.raw``
+    (https://openrouter.ai/docs/api-reference/errors). ``reasoning``: whether replies carry it;
+    ``usage``: whether replies carry ``usage`` at all (with ``cost``, usage accounting)."""
+
+    def __init__(self, params: set[str], max_output: int = 100_000, counts_reasoning: bool = True,
+                 rejects: dict[str, str] | None = None, reasoning: bool = True, cost: float | None = 0.0004):
         self.params, self.max_output, self.counts_reasoning = params, max_output, counts_reasoning
+        self.rejects, self.reasoning, self.cost = rejects or {}, reasoning, cost
 
 
 class OpenRouterServer(LocalServer):
@@ -109,6 +117,13 @@ class OpenRouterServer(LocalServer):
         if not usable:
             return 404, {"error": {"code": 404, "message": "No endpoints found that can handle the requested parameters. "
                                    "To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing"}}
+        chosen = self.providers[usable[0]]
+        for param, message in chosen.rejects.items():
+            if param in request:  # OpenAI's own words, e.g. for temperature on the GPT-5 family
+                raw = json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": param,
+                                            "code": "unsupported_value"}})
+                return 400, {"error": {"code": 400, "message": "Provider returned error",
+                                       "metadata": {"provider_name": usable[0], "raw": raw}}}
         return 200, self._completion(usable[0], request, limit)
 
     def _completion(self, name: str, request: dict, limit: int) -> dict:
@@ -126,7 +141,10 @@ class OpenRouterServer(LocalServer):
                    "reasoning_details": [{"type": "reasoning.text", "text": trace}]}
         if self.inline_thoughts:
             message = {"role": "assistant", "content": f"<thought>{trace}</thought>2, 3, 5, 7, 11"}
+        if not provider.reasoning:
+            message = {"role": "assistant", "content": "2, 3, 5, 7, 11"}
         return {"id": "gen-1", "model": request["model"], "provider": name, "object": "chat.completion",
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": 60, "completion_tokens": reasoning + answer, "total_tokens": 60 + reasoning + answer,
-                          "completion_tokens_details": {"reasoning_tokens": reasoning}, "cost": 0.0004}}
+                          "completion_tokens_details": {"reasoning_tokens": reasoning},
+                          **({"cost": provider.cost} if provider.cost is not None else {})}}

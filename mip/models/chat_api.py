@@ -36,14 +36,15 @@ def set_path(body: dict[str, Any], dotted: str, value: Any) -> None:
 def request_body(cfg: OpenAICompatModelConfig, request: Request, model_id: str | None = None) -> dict[str, Any]:
     """The JSON body of one chat-completions request (pure; tested directly).
 
-    Greedy decoding, the output limit under ``cfg.max_tokens_param``, provider pinning,
+    The model's temperature (0, greedy, unless its config says otherwise; null: left out),
+    the output limit under ``cfg.max_tokens_param``, provider pinning,
     the reasoning object, chat-template arguments, a split reasoning budget and
     ``extra_body``, all at the top level as the server reads them.
     """
     body: dict[str, Any] = {
         "model": model_id or cfg.model_id,
         "messages": [{"role": "user", "content": request.prompt}],
-        "temperature": 0.0,
+        **({"temperature": cfg.temperature} if cfg.temperature is not None else {}),
         cfg.max_tokens_param: request.max_tokens,
         **cfg.extra_body,
     }
@@ -63,6 +64,8 @@ def request_body(cfg: OpenAICompatModelConfig, request: Request, model_id: str |
         if reasoning_tokens < 1:
             raise ValueError(f"Budget {request.max_tokens} leaves no reasoning tokens after {cfg.budget_split.answer_tokens} answer tokens.")
         set_path(body, cfg.budget_split.reasoning_field, reasoning_tokens)
+        if not cfg.budget_split.max_tokens_counts_reasoning:  # the answer's own limit: the budget stays the sum
+            body[cfg.max_tokens_param] = cfg.budget_split.answer_tokens
     return body
 
 

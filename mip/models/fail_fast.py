@@ -20,7 +20,8 @@ later job of the sweep for a stopped model ends at its start with the same line,
 sends anything (:func:`resume`). A new command is a new sweep: it tries again.
 
 >>> policy = FailFast("m", "OPENROUTER_API_KEY")
->>> for _ in range(LIMIT): policy.refused(401, "Invalid credentials")
+>>> [policy.refused(401, "Invalid credentials") for _ in range(LIMIT)]
+[False, False, True]
 >>> print(policy.tripped)
 model m: stopped after 3 refusals in a row, HTTP 401 "Invalid credentials" — the key in $OPENROUTER_API_KEY was refused; set a valid one, then run the same command again
 """
@@ -29,9 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+from collections.abc import Awaitable, Callable
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -42,6 +46,25 @@ REFUSALS = frozenset({400, 401, 402, 403, 404, 422})
 
 class ProviderRefused(Exception):
     """A job stopped by :class:`FailFast`: the message is the one line to print."""
+
+
+_PARAMETER = (re.compile(r"unsupported (?:value|parameter)s?:? '([\w.]+)'", re.I),
+              re.compile(r"'([\w.]+)' is not supported", re.I),
+              re.compile(r"\bparam(?:eter)?[\"']?\s*[:=]\s*[\"']?([\w.]+)", re.I))
+
+
+def rejected_parameter(message: str) -> str | None:
+    """The body parameter a refusal names, in OpenAI's words ("Unsupported value: 'temperature'
+    does not support 0.0 with this model. Only the default (1) value is supported.",
+    "Unsupported parameter: 'max_tokens' …") or vLLM's ``(parameter=…)``.
+
+    >>> rejected_parameter("Provider returned error (OpenAI): Unsupported value: 'temperature' does not support 0.0")
+    'temperature'
+    """
+    for pattern in _PARAMETER:
+        if match := pattern.search(message):
+            return match.group(1)
+    return None
 
 
 def fix_for(status: int | None, message: str, key_env: str | None = None) -> str:
@@ -60,8 +83,11 @@ def fix_for(status: int | None, message: str, key_env: str | None = None) -> str
         return "the key may not use this model, or the input was flagged by the provider's moderation"
     if status == 404:
         return "the provider does not know this model id; check model.model_id and model.base_url"
-    if status == 400 and "provider" in lower:
+    if status == 400 and ("provider.order" in lower or "invalid provider" in lower):
         return "check the names in model.provider.order against the model's provider list on OpenRouter"
+    if status in (400, 422) and (param := rejected_parameter(message)):
+        return (f"the provider rejected the parameter {param!r} of the body: change it in the model's config"
+                + (" (model.temperature=null leaves temperature out)" if param == "temperature" else ""))
     if status in (400, 422):
         return ("the provider rejected a parameter of the body; run the command with preflight=only to see it, and "
                 "change the model's config (e.g. model.temperature=null leaves temperature out)")
@@ -100,21 +126,35 @@ class FailFast:
             async with self._changed:
                 self._changed.notify_all()
 
+    def gated(self, send: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+        """``send`` that waits its turn (:meth:`admit`), and raises :class:`ProviderRefused`
+        once the job has stopped: nothing more is sent."""
+        async def one(body: Any) -> Any:
+            if not await self.admit():
+                raise ProviderRefused(f"not sent: {self.tripped}")
+            try:
+                return await send(body)
+            finally:
+                await self.done()
+        return one
+
     def answered(self) -> None:
         self.in_row = 0
         self.answers += 1
 
-    def refused(self, status: int, message: str) -> None:
-        """A reply no retry can mend; after ``limit`` in a row the job stops."""
+    def refused(self, status: int, message: str) -> bool:
+        """A reply no retry can mend; after ``limit`` in a row the job stops: whether it has."""
         self.in_row += 1
         if self.in_row >= self.limit and not self.tripped:
             self.tripped = (f"model {self.model}: stopped after {self.in_row} refusals in a row, HTTP {status} "
                             f"\"{' '.join(message.split())[:300]}\" — {fix_for(status, message, self.key_env)}, then "
                             "run the same command again")
+        return bool(self.tripped)
 
-    def wait_too_long(self, seconds: float, status: int, message: str) -> bool:
-        """Whether a wait the server asked for is past ``longest_wait_s``: then the job stops."""
-        if seconds <= self.longest_wait_s or self.tripped:
+    def wait_too_long(self, seconds: float | None, status: int, message: str) -> bool:
+        """Whether a wait the server asked for (None: none) is past ``longest_wait_s``, or the
+        job stopped already: then the job stops."""
+        if seconds is None or seconds <= self.longest_wait_s or self.tripped:
             return bool(self.tripped)
         when = datetime.fromtimestamp(time.time() + seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         self.tripped = (f"model {self.model}: HTTP {status} \"{' '.join(message.split())[:300]}\" asks to wait "

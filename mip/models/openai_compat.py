@@ -237,15 +237,11 @@ class OpenAICompatBackend(Backend):
         means. A context-length refusal that shows the prompt may fit is sent again at once, with
         the output limit that fits (:func:`mip.models.overflow.send_within_window`)."""
         request, body = payload
-        if not await self._fail_fast.admit():  # the job stopped on refusals: nothing more is sent
-            return Completion(request_id, error=f"not sent: {self._fail_fast.tripped}")
-        try:  # the transport was made by _encode, before any call
-            (status, headers, raw), request, refusal = await send_within_window(self._transport.send, self._encode,
-                                                                                request, body)
+        try:  # the transport was made by _encode, before any call; each send waits its turn (fail_fast)
+            (status, headers, raw), request, refusal = await send_within_window(
+                self._fail_fast.gated(self._transport.send), self._encode, request, body)
         except ReplyTooLarge as e:  # the same request would bring the same reply
             return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
-        finally:
-            await self._fail_fast.done()
         latency = time.perf_counter() - start
         if refusal is not None:
             return self._refused(request, refusal, latency)
@@ -284,20 +280,13 @@ class OpenAICompatBackend(Backend):
                 "redirects, so the API key stays with its origin. Set model.base_url to the final address."))
         error = f"HTTP {status}: {error_message(raw)}"
         if not should_retry(status, headers):  # the request itself is refused; the same one fails again
-            return self._refused_request(request_id, status, raw, error, latency)
-        asked = asked_wait(headers)
-        if asked is not None and self._fail_fast.wait_too_long(asked, status, error_message(raw)):
+            if self._fail_fast.refused(status, error_message(raw)):  # a few in a row: the job stops sending
+                self.stop_sending()
+            return Completion(request_id, error=error, latency_s=latency)
+        if self._fail_fast.wait_too_long(asked_wait(headers), status, error_message(raw)):
             self.stop_sending()  # a retry before the asked time would be refused again
             return Completion(request_id, error=f"{error} (not retried: {self._fail_fast.tripped})", latency_s=latency)
         return Retry(error, retry_delay(headers, retry, longest=self.cfg.request_timeout_s))
-
-    def _refused_request(self, request_id: str, status: int, raw: bytes, error: str, latency: float) -> Completion:
-        """A refusal no retry mends: counted by the fail-fast policy, which stops the job's sending
-        after a few in a row (:mod:`mip.models.fail_fast`)."""
-        self._fail_fast.refused(status, error_message(raw))
-        if self._fail_fast.tripped:
-            self.stop_sending()
-        return Completion(request_id, error=error, latency_s=latency)
 
     def _shown_body(self, raw: bytes) -> str:
         text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")
