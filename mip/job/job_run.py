@@ -30,6 +30,7 @@ from mip.data.files import unwritable
 from mip.experiment.planning import Planned, plan_job
 from mip.experiment.instances import split_counts
 from mip.job.dry_run import dry_run
+from mip.job import measured
 from mip.job.loop import JobLoop
 from mip.job.notices import first_time
 from mip.job.provenance import GitState, git_commit, write_manifest
@@ -148,6 +149,10 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     )
     write_manifest(output_dir, cfg, git, summary)
     if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
+        measured.fill_in(cfg, summary)  # the preflight's price and characters a token, where the config has none
+        note = backend_class(cfg.model.backend).dry_run_note(cfg.model, cfg.budget.max_tokens)
+        if note and first_time(output_dir.resolve().parent, note):
+            print(note, file=sys.stderr)
         counter = backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir, said_in=output_dir.resolve().parent)
         dry_run(cfg, strategy, todo, summary, counter, _paid_attempts(store, cfg, todo, summary))
         write_manifest(output_dir, cfg, git, summary)
