@@ -34,6 +34,7 @@ from mip.job import StoreError, run_job
 from mip.job.notices import first_time
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
+from mip.models.fail_fast import ProviderRefused
 from mip.tools.hydra_callbacks import stopped
 from mip.tools.refusals import refusals
 from mip.tools.summary import describe
@@ -53,7 +54,8 @@ def main(cfg: DictConfig) -> None:
     sweep = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else None
     # A refusal (exit 2) leaves no job folder behind.
     try:
-        with refusals(hydra_cfg.runtime.output_dir, sweep, ValueError, DataError, BackendSetupError, StoreError):
+        with refusals(hydra_cfg.runtime.output_dir, sweep, ValueError, DataError, BackendSetupError, StoreError,
+                       ProviderRefused):
             check_keys(cfg, Config)
             check_sweep_preset(hydra_cfg)
             config: Config = OmegaConf.to_object(cfg)

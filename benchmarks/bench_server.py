@@ -1,6 +1,6 @@
 """A local OpenAI-compatible server for benchmarks: answers /v1/chat/completions after a fixed
 latency with a realistic reply (content ending in the JSON answer, a 20,000-character
-reasoning field, usage), like the server of shared/notes/peer-throughput.md. ``GET /count``
+reasoning field, usage), like the server peer tools were measured against. ``GET /count``
 says how many it answered, the requests it held in flight (peak, and the time integral
 since ``POST /reset`` for the mean) and the sustained rate (answers per second between the
 10th and 90th percentile answer since the reset).

@@ -19,7 +19,7 @@ check). "Sustained" is the server's answer rate between its 10th and 90th percen
 the job's rate with that start and the last requests' tail left out.
 "Ceiling" is a bare client on the same core, run right after each job: it only posts one
 prebuilt body of the same size n times at concurrency c and reads the replies — the most any
-client reaches against this server on this machine (shared/notes/peer-throughput.md: "raw aiohttp").
+client reaches against this server on this machine (a raw aiohttp client).
 Then the same job again: requests made (must be 0) and its time. ``--folder`` puts the store
 elsewhere (e.g. /dev/shm, to see the cost of the file system apart).
 """
@@ -172,7 +172,7 @@ def sdk_alone(port: int, c: int, latency: float, n: int) -> dict:
     """The openai SDK alone with its aiohttp transport (``DefaultAioHttpClient``) on the same core:
     n chat completions with the same ~215 KB message at concurrency c, the replies parsed into the
     SDK's objects — requests and replies only, nothing planned, scored or stored (the
-    "aiohttp transport" row of shared/notes/peer-throughput.md)."""
+    SDK's own aiohttp transport, as peer tools use it)."""
     import asyncio
 
     from openai import AsyncOpenAI, DefaultAioHttpClient

@@ -11,7 +11,7 @@ What it reproduces, and where it is documented:
   provider whose output limit is below ``max_tokens`` — is refused with 404 "No endpoints found
   that can handle the requested parameters. To learn more about provider routing, visit:
   https://openrouter.ai/docs/provider-routing" (the message clients report in their issues, e.g.
-  github.com/lastmile-ai/mcp-agent/issues/237 for its tool-use variant; shared/notes/providers.md).
+  github.com/lastmile-ai/mcp-agent/issues/237 for its tool-use variant).
 - A provider name in ``order`` that OpenRouter does not know: 400 (invalid parameter).
 - Replies name the serving ``provider`` at the top level; reasoning comes back in
   ``message.reasoning`` and ``message.reasoning_details``; ``usage`` carries
@@ -26,6 +26,13 @@ pass a valid API key.", "status": "INVALID_ARGUMENT", …}}]`` (as clients of
 generativelanguage.googleapis.com/v1beta/openai report it: github.com/continuedev/continue/issues/8516;
 the same error object, unlisted, in google/timesketch#3703).
 
+``refuse=(status, message)`` answers every chat request with that documented error
+(https://openrouter.ai/docs/api-reference/errors, read 2026-12-04: 400 "Bad Request (invalid or
+missing params, CORS)", 401 "Invalid credentials (OAuth session expired, disabled/invalid API key)",
+402 "Your account or API key has insufficient credits. Add more credits and retry the request.",
+429 "You are being rate limited"), with ``Retry-After: retry_after`` seconds when given. Every
+request it gets, ``GET /models`` included, is counted in ``requests``.
+
 The "model" wants to think ``think_tokens`` tokens and then answer ``answer_tokens`` tokens.
 """
 
@@ -39,14 +46,24 @@ ROUTING_KEYS = {"model", "messages", "provider", "stream", "usage"}
 
 
 class Provider:
-    def __init__(self, params: set[str], max_output: int = 100_000, counts_reasoning: bool = True):
+    """``rejects``: parameters this provider refuses although OpenRouter routes them to it (with
+    ``require_parameters: false``), each with the provider's message; OpenRouter passes the refusal
+    on as HTTP 400 "Provider returned error" with the provider's body in ``error.metadata.raw``
+    (https://openrouter.ai/docs/api-reference/errors). ``reasoning``: whether replies carry it;
+    ``usage``: whether replies carry ``usage`` at all (with ``cost``, usage accounting)."""
+
+    def __init__(self, params: set[str], max_output: int = 100_000, counts_reasoning: bool = True,
+                 rejects: dict[str, str] | None = None, reasoning: bool = True, cost: float | None = 0.0004):
         self.params, self.max_output, self.counts_reasoning = params, max_output, counts_reasoning
+        self.rejects, self.reasoning, self.cost = rejects or {}, reasoning, cost
 
 
 class OpenRouterServer(LocalServer):
     def __init__(self, providers: dict[str, Provider], key: str = "sk-or-test", model: str = "openai/gpt-oss-120b",
-                 think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False):
+                 think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False,
+                 refuse: tuple[int, str] | None = None, retry_after: int | None = None):
         super().__init__()
+        self.refuse, self.retry_after, self.requests = refuse, retry_after, 0
         self.google = google
         self.providers, self.key, self.model = providers, key, model
         self.think_tokens, self.answer_tokens, self.inline_thoughts = think_tokens, answer_tokens, inline_thoughts
@@ -56,18 +73,24 @@ class OpenRouterServer(LocalServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/v1"
 
-    async def _send(self, writer, status: int, payload: dict | list) -> None:
+    async def _send(self, writer, status: int, payload: dict | list, extra: str = "") -> None:
         raw = json.dumps(payload).encode()
-        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(raw)}\r\n\r\n".encode() + raw)
+        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {len(raw)}\r\n\r\n".encode() + raw)
         await writer.drain()
 
     async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
+        self.requests += 1
         if method == "GET" and path.endswith("/models"):
             await self._send(writer, 200, {"data": [{"id": self.model}]})
             return True
         headers = self.headers_seen[-1]
         request = json.loads(body)
         self.bodies.append(request)
+        if self.refuse:
+            status, message = self.refuse
+            await self._send(writer, status, {"error": {"code": status, "message": message}},
+                             f"Retry-After: {self.retry_after}\r\n" if self.retry_after is not None else "")
+            return True
         if headers.get("authorization") != f"Bearer {self.key}" and self.google:
             await self._send(writer, 400, [{"error": {
                 "code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
@@ -94,6 +117,13 @@ class OpenRouterServer(LocalServer):
         if not usable:
             return 404, {"error": {"code": 404, "message": "No endpoints found that can handle the requested parameters. "
                                    "To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing"}}
+        chosen = self.providers[usable[0]]
+        for param, message in chosen.rejects.items():
+            if param in request:  # OpenAI's own words, e.g. for temperature on the GPT-5 family
+                raw = json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": param,
+                                            "code": "unsupported_value"}})
+                return 400, {"error": {"code": 400, "message": "Provider returned error",
+                                       "metadata": {"provider_name": usable[0], "raw": raw}}}
         return 200, self._completion(usable[0], request, limit)
 
     def _completion(self, name: str, request: dict, limit: int) -> dict:
@@ -111,7 +141,10 @@ class OpenRouterServer(LocalServer):
                    "reasoning_details": [{"type": "reasoning.text", "text": trace}]}
         if self.inline_thoughts:
             message = {"role": "assistant", "content": f"<thought>{trace}</thought>2, 3, 5, 7, 11"}
+        if not provider.reasoning:
+            message = {"role": "assistant", "content": "2, 3, 5, 7, 11"}
         return {"id": "gen-1", "model": request["model"], "provider": name, "object": "chat.completion",
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": 60, "completion_tokens": reasoning + answer, "total_tokens": 60 + reasoning + answer,
-                          "completion_tokens_details": {"reasoning_tokens": reasoning}, "cost": 0.0004}}
+                          "completion_tokens_details": {"reasoning_tokens": reasoning},
+                          **({"cost": provider.cost} if provider.cost is not None else {})}}

@@ -6,18 +6,23 @@
   lists ids as ``models/gemini-…`` while chat requests take the bare id; thinking is asked
   for with ``"extra_body": {"google": {"thinking_config": {"include_thoughts": true}}}`` in the
   JSON body, and the thought summary then comes back inline at the start of
-  ``message.content`` in ``<thought>…</thought>`` (as clients report it,
-  shared/notes/providers.md); a prompt over the window is refused with HTTP 400 and Google's
+  ``message.content`` in ``<thought>…</thought>`` (as clients report it);
+  a prompt over the window is refused with HTTP 400 and Google's
   error list ``[{"error": {"code": 400, "message": "The input token count (P) exceeds the
   maximum number of tokens allowed (N).", "status": "INVALID_ARGUMENT"}}]``. Gemini's window
   holds the input alone.
 - :class:`RefusingServer` — a window over prompt + output, refused in the words of
-  ``openrouter`` (shared/notes/providers.md: "This endpoint's maximum context length is N
+  ``openrouter`` (https://openrouter.ai/docs/api-reference/errors: "This endpoint's maximum context length is N
   tokens. However, you requested about M tokens (P of text input, K in the output) …") or
   ``vllm`` (the current vLLM server: "This model's maximum context length is N tokens.
   However, you requested K output tokens and your prompt contains at least N-K+1 input
   tokens, for a total of at least N+1 tokens. …"; its count stops where the window is
-  passed). Its ``usage.prompt_tokens`` is the exact count.
+  passed). Its ``usage.prompt_tokens`` is the exact count. ``openrouter_wrapped``: OpenRouter
+  passing on a provider's refusal, HTTP 400 ``{"error": {"code": 400, "message": "Provider
+  returned error", "metadata": {"provider_name": …, "raw": <the provider's body>}}}``
+  (https://openrouter.ai/docs/api-reference/errors, ProviderErrorMetadata, read 2026-12-04),
+  here a vLLM-served provider's older wording with exact counts ("… you requested T tokens
+  (P in the messages, K in the completion) …").
 
 Both count a prompt as ``len(prompt) // 2`` tokens: denser than mip's estimate of 3.5
 characters per token, as real tokenizers often are (issue 28: NER 27K estimated, 36.6K counted).
@@ -82,6 +87,14 @@ class RefusingServer(FakeServer):
     async def _answer(self, fault, request: dict, prompt: str, writer) -> bool:
         n, k, w = tokens(prompt), request.get("max_tokens") or request.get("max_completion_tokens"), self.window
         if n + k > w:
+            if self.provider == "openrouter_wrapped":
+                inner = (f"This model's maximum context length is {w} tokens. However, you requested {n + k} tokens "
+                         f"({n} in the messages, {k} in the completion). Please reduce the length of the messages or "
+                         "completion.")
+                raw = json.dumps({"object": "error", "message": inner, "type": "BadRequestError", "param": None, "code": 400})
+                await self._send(writer, 400, json.dumps({"error": {"code": 400, "message": "Provider returned error",
+                                                                    "metadata": {"provider_name": "DeepInfra", "raw": raw}}}).encode())
+                return True
             if self.provider == "openrouter":
                 message = (f"This endpoint's maximum context length is {w} tokens. However, you requested about {n + k} "
                            f"tokens ({n} of text input, {k} in the output). Please reduce the length of either one, or "

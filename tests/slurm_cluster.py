@@ -1,5 +1,5 @@
-"""A single-node SLURM cluster for tests, with the settings measured in
-shared/notes/slurm-single-node.md (no systemd, no cgroups, no accounting)."""
+"""A single-node SLURM cluster for tests, in a container without systemd: no cgroups,
+no accounting (docs/tests.md)."""
 
 from __future__ import annotations
 

@@ -72,6 +72,21 @@ def test_gemini_refuses_a_prompt_over_its_window_and_that_is_input_overflow(tmp_
     assert again.already_stored == 2 and server.bodies == []
 
 
+def test_a_wrapped_context_length_refusal_is_input_overflow_and_not_asked_again(tmp_path):
+    """OpenRouter's "Provider returned error", the provider's refusal in error.metadata.raw."""
+    with RefusingServer("openrouter_wrapped", window=400) as server:
+        cfg = refusing(tmp_path, server, 400)
+        summary = run_job(cfg, tmp_path / "job")
+        calls = len(server.bodies)
+    assert summary.ok and summary.verdicts == {"input_overflow": 2}, summary.errors
+    for record in Store(cfg.paths.store_dir):
+        refusal = record.attempts[-1].stages[0].context_refusal
+        assert "Provider returned error (DeepInfra): This model's maximum context length is 400 tokens" in refusal
+    with RefusingServer("openrouter_wrapped", window=400) as server:
+        again = run_job(refusing(tmp_path, server, 400), tmp_path / "job2")
+    assert calls == 2 and again.already_stored == 2 and server.bodies == []
+
+
 def refusing(tmp_path, server, window, *more):
     return compose("model=gpt_oss_120b", f"model.base_url={server.base_url}", "model.tokenizer=null",
                    f"model.context_window={window}", *COMMON, f"paths.results_dir={tmp_path}",

@@ -142,11 +142,19 @@ def test_each_chunk_is_stored_before_the_next_and_a_rerun_asks_only_for_the_rest
     assert asked == {m[-1]["content"] for m in first.calls[2][0]}
 
 
-def test_the_chunk_defaults_to_four_engine_batches_and_a_bad_one_is_refused(tmp_path, fake_vllm):
+def test_the_chunk_is_a_few_minutes_of_generation_and_a_bad_one_is_refused(tmp_path, fake_vllm):
+    """Issue 41: at the paper's settings (Qwen3.6-35B-A3B's 6,900 output tokens/s, a 20K or 100K
+    budget) a chunk is what the engine generates in about five minutes; without a rate, four
+    engine batches."""
     from mip.models.vllm_engine import chunk_size
 
-    assert chunk_size(_job(tmp_path).model) == 1024  # 4 x vLLM's default max_num_seqs (256)
-    assert chunk_size(_job(tmp_path, "+model.engine_kwargs.max_num_seqs=32").model) == 128
+    model = _job(tmp_path).model
+    assert chunk_size(model, 20_000) == 103 and chunk_size(model, 100_000) == 20
+    assert all(n * budget / model.output_tokens_per_s <= 300 for n, budget in ((103, 20_000), (20, 100_000)))
+    unrated = _job(tmp_path, "model.output_tokens_per_s=null").model
+    assert chunk_size(unrated, 20_000) == 1024  # 4 x vLLM's default max_num_seqs (256)
+    assert chunk_size(_job(tmp_path, "model.output_tokens_per_s=null", "+model.engine_kwargs.max_num_seqs=32").model,
+                      20_000) == 128
     with pytest.raises(ValueError, match="chunk_size=0 must be at least 1"):
         run_job(_job(tmp_path, "model.chunk_size=0"), tmp_path / "job")
 
@@ -187,3 +195,19 @@ def test_the_vllm_extra_pins_what_vllm_033_installs_with_and_the_readme_says_how
     section = running[running.index("## On a GPU node"):][:1500]
     for needed in ("driver", "torch 2.14.0", "hf download", "HF_HUB_OFFLINE=1", "pip install -e '.[vllm]'"):
         assert needed in section, needed
+
+
+def test_a_rated_chunk_is_what_the_engine_gets(tmp_path, fake_vllm):
+    """The smoke budget's 320 tokens at a planted 2 output tokens/s: 2 × 300 / 320 = 1 prompt a chunk."""
+    summary = run_job(_job(tmp_path, "model.output_tokens_per_s=2"), tmp_path / "job")
+    llm = FakeLLM.instances[-1]
+    assert summary.ok and len(llm.calls) == summary.experiments and all(len(c[0]) == 1 for c in llm.calls)
+
+
+def test_the_dry_run_states_the_chunk(results):
+    from .conftest import run_entry
+
+    ran = run_entry("run.py", "model=qwen36_35b", "task=arith", "setting=smoke", "budget=20k", "dry_run=true")
+    assert ran.returncode == 0, ran.stderr
+    assert "qwen36_35b: vllm gets the prompts 103 at a time (a chunk), each chunk stored before the next" in ran.stderr
+    assert "a requeue loses at most about 5 min of generation at 6,900 output tokens/s" in ran.stderr

@@ -122,12 +122,18 @@ class BudgetSplitConfig:
 
     The request's output limit stays the whole budget; ``answer_tokens`` of it are kept
     for the answer and the rest is sent as the reasoning budget at ``reasoning_field``
-    (a dotted path into the request body). Answers forced after an exhausted reasoning
+    (a dotted path into the request body); ``max_tokens`` in the body is the whole budget or,
+    where the provider does not count reasoning in it, ``answer_tokens``. Answers forced after an exhausted reasoning
     budget are parsed like any other.
     """
 
     answer_tokens: Optional[int] = None
     reasoning_field: str = "reasoning.max_tokens"
+    max_tokens_counts_reasoning: bool = True
+    """Whether the provider counts reasoning inside ``max_tokens`` (the preflight measures it).
+    true: ``max_tokens`` is the whole budget, as the other models have it; false: the answer has
+    ``max_tokens`` of its own, so ``max_tokens`` is sent as ``answer_tokens`` and reasoning plus
+    answer stay within the budget (App. C.2). A preflight that finds the other rule fails."""
 
 
 @dataclass
@@ -149,6 +155,10 @@ class OpenAICompatModelConfig(ModelConfig):
     ``infra_retries`` then apply only to a crash of the backend (mip/models/calls.py)."""
     max_tokens_param: str = "max_tokens"
     """max_tokens, or max_completion_tokens for servers that want it."""
+    temperature: Optional[float] = 0.0
+    """Sent as the body's ``temperature``; null leaves it out (the provider's default). The paper
+    decodes at 0; a provider that accepts only its default (OpenAI's GPT-5 family) needs null.
+    Part of the experiment's identity: another value is another experiment."""
     transport: str = setting("aiohttp", why="how bodies travel; the body itself is keyed")
     """aiohttp (mip's lean client, the default) or openai (the openai SDK); see mip/models/openai_compat.py."""
     provider: ProviderConfig = field(default_factory=ProviderConfig)
@@ -186,7 +196,9 @@ class VLLMModelConfig(ModelConfig):
     With a parser, special tokens are kept in the text, as vLLM's server keeps them."""
     chunk_size: Optional[int] = setting(None, why="vllm: how many prompts go to the engine at once (batching under greedy decoding)")
     """Prompts per engine call; each chunk's answers are stored before the next is sent, so a
-    requeue loses at most one chunk. null: 4 × ``engine_kwargs.max_num_seqs`` (vLLM's default 256)."""
+    requeue loses at most one chunk. null: the prompts the engine generates whole in about five
+    minutes at ``output_tokens_per_s`` (mip.models.vllm_engine.chunk_size), or, with no rate,
+    4 × ``engine_kwargs.max_num_seqs`` (vLLM's default 256). A dry run states it."""
 
 
 @dataclass

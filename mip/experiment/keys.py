@@ -58,7 +58,8 @@ SCHEME_2_MODEL_DEFAULTS: dict[str, Any] = {
 
 #: Fields added to a schema after records of its configs were stored, with the value every
 #: config had before: keyed only when set to another value, so those records keep their keys.
-KEYED_WHEN_SET: dict[str, dict[str, Any]] = {"model": {"read_last": None}}
+KEYED_WHEN_SET: dict[str, dict[str, Any]] = {"model": {"read_last": None, "temperature": 0.0,
+                                                          "budget_split.max_tokens_counts_reasoning": True}}
 
 #: Keyed fields of the one strategy schema of key scheme 2 (decomposed's settings, on every
 #: strategy then), at its defaults: each strategy now has its own schema
@@ -130,7 +131,7 @@ def answer_settings(cfg: Config) -> dict[str, Any]:
         "prompt_variant": _keyed(cfg.prompt_variant, "prompt_variant"),
         "strategy": {**SCHEME_2_STRATEGY_DEFAULTS, **_keyed(cfg.strategy, "strategy")},
         "attempts_allowed": attempts_allowed(cfg),  # max_attempts, unless the model is deterministic
-        "temperature": 0.0,
+        "temperature": getattr(cfg.model, "temperature", 0.0),  # a model's own where its schema has one (issue 41)
         "template_version": prompts.TEMPLATE_VERSION,
     }
 

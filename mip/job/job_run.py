@@ -27,9 +27,11 @@ from mip.data.files import unwritable
 from mip.experiment.planning import Planned, plan_job
 from mip.job.checks import CheckedJob, check_job
 from mip.job.dry_run import dry_run
+from mip.job import measured
 from mip.job.loop import JobLoop
 from mip.job.notices import first_time
 from mip.job.provenance import GitState, git_commit, write_manifest
+from mip.models import fail_fast
 from mip.job.stop import Drain, JobStopped, Stopped
 from mip.job.job_summary import JobSummary, StoreError
 from mip.job.tokens import OfflineTokenizer
@@ -96,11 +98,15 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     )
     write_manifest(output_dir, cfg, git, summary)
     if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
+        _dry_run_inputs(cfg, summary, output_dir)
         counter = backend or OfflineTokenizer(cfg.model, cfg.paths.cache_dir, said_in=output_dir.resolve().parent)
         dry_run(cfg, strategy, todo, summary, counter, _paid_attempts(store, cfg, todo, summary))
         write_manifest(output_dir, cfg, git, summary)
         return summary
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
+    policy = getattr(backend, "fail_fast", None)  # a test's stand-in backend may have none
+    if policy is not None and todo:  # an earlier job of the sweep stopped this model: send nothing
+        fail_fast.resume(policy, output_dir)
     backend.prepare(pools)
 
     claim = _claim(store, cfg, todo, stored_keys, output_dir, new_store) if todo else Claim(None, frozenset())
@@ -114,12 +120,26 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
             summary.wandb_offline_run = str(tracker.offline_dir or "")
         summary.elapsed_s = round(time.monotonic() - started, 3)
         write_manifest(output_dir, cfg, git, summary)
+    if policy is not None and todo:  # the sweep's later jobs of this model go on from here
+        fail_fast.keep(policy, output_dir)
+        if policy.tripped:  # stopped after refusals no retry mends
+            raise fail_fast.ProviderRefused(f"{policy.tripped} ({summary.stored_now} stored now; the "
+                                            f"manifest is in {output_dir})")
     if stop.requested:
         raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
                          f"{summary.stored_now} stored now, {summary.unstored} left unstored"
                          f"{f' ({summary.dropped} request(s) in flight dropped)' if summary.dropped else ''}; the manifest is in "
                          f"{output_dir}. Run the same command again to carry on.", stop)
     return summary
+
+
+def _dry_run_inputs(cfg: Config, summary: JobSummary, output_dir: Path) -> None:
+    """The preflight's price and characters a token where the config has none
+    (:mod:`mip.job.measured`), and what the backend says of how it sends (vllm: its chunk)."""
+    measured.fill_in(cfg, summary)
+    note = backend_class(cfg.model.backend).dry_run_note(cfg.model, cfg.budget.max_tokens)
+    if note and first_time(output_dir.resolve().parent, note):
+        print(note, file=sys.stderr)
 
 
 def _call(cfg: Config, strategy: Strategy, backend: Backend, store: Store, plans: list[Planned], stored: set[str],

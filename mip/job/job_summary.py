@@ -46,6 +46,8 @@ class JobSummary:
     """Dry runs: the attempts each experiment may get, which the ceiling counts."""
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
+    measured: str = ""
+    """A dry run's numbers taken from the model's preflight (price, characters a token), and when."""
     backend: str = ""
     cost_basis: str = "price"
     """How the model's cost is counted: an API's price, a local model's time, or none

@@ -95,6 +95,14 @@ class Backend(ABC):
     #: through :class:`mip.models.calls.RequestGuard` — so that ``call_with_retries`` does not
     #: retry its errors again.
     retries_each_request: bool = False
+    @classmethod
+    def dry_run_note(cls, cfg: Any, max_tokens: int) -> str | None:
+        """What a dry run says of how this backend sends a job's prompts (vllm: its chunk)."""
+        return None
+
+    fail_fast: Any = None
+    """A backend whose requests can be refused (openai_compat): its
+    :class:`mip.models.fail_fast.FailFast`, which the job carries across a sweep's jobs."""
 
     @abstractmethod
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:

@@ -36,14 +36,15 @@ def set_path(body: dict[str, Any], dotted: str, value: Any) -> None:
 def request_body(cfg: OpenAICompatModelConfig, request: Request, model_id: str | None = None) -> dict[str, Any]:
     """The JSON body of one chat-completions request (pure; tested directly).
 
-    Greedy decoding, the output limit under ``cfg.max_tokens_param``, provider pinning,
+    The model's temperature (0, greedy, unless its config says otherwise; null: left out),
+    the output limit under ``cfg.max_tokens_param``, provider pinning,
     the reasoning object, chat-template arguments, a split reasoning budget and
     ``extra_body``, all at the top level as the server reads them.
     """
     body: dict[str, Any] = {
         "model": model_id or cfg.model_id,
         "messages": [{"role": "user", "content": request.prompt}],
-        "temperature": 0.0,
+        **({"temperature": cfg.temperature} if cfg.temperature is not None else {}),
         cfg.max_tokens_param: request.max_tokens,
         **cfg.extra_body,
     }
@@ -63,14 +64,40 @@ def request_body(cfg: OpenAICompatModelConfig, request: Request, model_id: str |
         if reasoning_tokens < 1:
             raise ValueError(f"Budget {request.max_tokens} leaves no reasoning tokens after {cfg.budget_split.answer_tokens} answer tokens.")
         set_path(body, cfg.budget_split.reasoning_field, reasoning_tokens)
+        if not cfg.budget_split.max_tokens_counts_reasoning:  # the answer's own limit: the budget stays the sum
+            body[cfg.max_tokens_param] = cfg.budget_split.answer_tokens
     return body
 
 
-def retry_delay(headers: Mapping[str, str], retries_done: int, jitter: float | None = None) -> float:
+def asked_wait(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms``, or ``Retry-After`` in seconds or as
+    an HTTP date; None when it asked nothing readable.
+
+    >>> asked_wait({"Retry-After": "7200"}), asked_wait({"retry-after-ms": "1500"}), asked_wait({})
+    (7200.0, 1.5, None)
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    try:
+        if "retry-after-ms" in lower:
+            return float(lower["retry-after-ms"]) / 1000
+        if "retry-after" in lower:
+            value = lower["retry-after"]
+            try:
+                return float(value)
+            except ValueError:
+                return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None
+
+
+def retry_delay(headers: Mapping[str, str], retries_done: int, jitter: float | None = None,
+                longest: float = RETRY_AFTER_MAX_S) -> float:
     """Seconds to wait before the next try.
 
     What the server asks for — ``retry-after-ms``, or ``Retry-After`` in seconds or as an
-    HTTP date — when that is between 0 and 60 s; otherwise 0.5 s doubling per retry up to
+    HTTP date — when that is between 0 and ``longest`` s (60 s, the SDK's rule; a backend
+    that stops on a longer wait passes its own); otherwise 0.5 s doubling per retry up to
     8 s, less up to 25 % jitter (the ``openai`` SDK's rule).
 
     >>> retry_delay({"Retry-After": "2"}, 0)
@@ -78,21 +105,8 @@ def retry_delay(headers: Mapping[str, str], retries_done: int, jitter: float | N
     >>> retry_delay({}, 3, jitter=0.0)
     4.0
     """
-    lower = {k.lower(): v for k, v in headers.items()}
-    asked: float | None = None
-    try:
-        if "retry-after-ms" in lower:
-            asked = float(lower["retry-after-ms"]) / 1000
-        elif "retry-after" in lower:
-            value = lower["retry-after"]
-            try:
-                asked = float(value)
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(value)
-                asked = when.timestamp() - time.time()
-    except (TypeError, ValueError, OverflowError):
-        asked = None
-    if asked is not None and 0 <= asked <= RETRY_AFTER_MAX_S:
+    asked = asked_wait(headers)
+    if asked is not None and 0 <= asked <= longest:
         return asked
     backoff = min(BACKOFF_START_S * 2**retries_done, BACKOFF_MAX_S)
     return backoff * (1 - 0.25 * (random.random() if jitter is None else jitter))
@@ -107,16 +121,41 @@ def should_retry(status: int, headers: Mapping[str, str]) -> bool:
 
 
 def error_message(raw: bytes) -> str:
-    """The ``error.message`` of an error body, else the body's start."""
+    """The ``error.message`` of an error body, else the body's start. A message an aggregator
+    wraps — OpenRouter's "Provider returned error" with the provider's own body in
+    ``error.metadata.raw`` (https://openrouter.ai/docs/api-reference/errors) — is read whole:
+    the provider's message follows the wrapper's, so a context-length refusal inside is found.
+    Google's endpoint answers with a list of error objects.
+
+    >>> raw = orjson.dumps({"message": "too long"}).decode()
+    >>> error_message(orjson.dumps({"error": {"code": 400, "message": "Provider returned error",
+    ...                                       "metadata": {"provider_name": "DeepInfra", "raw": raw}}}))
+    'Provider returned error (DeepInfra): too long'
+    """
     try:
-        data = orjson.loads(raw)
-        if isinstance(data, list) and len(data) == 1:  # Google's endpoint: [{"error": {…}}]
-            data = data[0]
-        error = data.get("error", data) if isinstance(data, dict) else data
-        message = error.get("message") if isinstance(error, dict) else error
-        return str(message)[:500]
+        return _message(orjson.loads(raw))[:1000]
     except (orjson.JSONDecodeError, AttributeError):
         return raw[:500].decode("utf-8", "replace")
+
+
+def _message(data: Any, depth: int = 0) -> str:
+    if isinstance(data, list) and data:  # Google's endpoint: [{"error": {…}}]
+        data = data[0]
+    error = data.get("error", data) if isinstance(data, dict) else data
+    if not isinstance(error, dict):
+        return str(error)
+    message = str(error.get("message", error) if "message" in error else error)
+    metadata = error.get("metadata")
+    inner = metadata.get("raw") if isinstance(metadata, dict) else None
+    if inner in (None, "") or depth > 2:
+        return message
+    if isinstance(inner, (str, bytes)):
+        try:
+            inner = orjson.loads(inner)
+        except orjson.JSONDecodeError:
+            pass
+    who = metadata.get("provider_name")
+    return f"{message}{f' ({who})' if isinstance(who, str) else ''}: {_message(inner, depth + 1)}"
 
 
 def reasoning_of(message: Mapping[str, Any]) -> tuple[str | None, dict[str, Any], list[str]]:

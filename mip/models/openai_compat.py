@@ -7,18 +7,17 @@ at a time), and completions are handed back as each one finishes. The runner's r
 pulled one by one as slots free up, so the next prompt is built while earlier ones are in
 flight.
 
-Two transports (``model.transport``, :mod:`mip.models.transports`): ``aiohttp`` (default),
-mip's own lean client, and ``openai``, the SDK's async client with its own retries off. They
-only send; the rules below apply to both.
-
-The rules, for both transports. The guard in :mod:`mip.models.calls` owns the retry loop,
-the deadlines and the concurrency; this backend makes one try at a time
-(:meth:`OpenAICompatBackend._one_try`) and says what each reply means (``_outcome``):
+Two transports (``model.transport``, :mod:`mip.models.transports`) only send: ``aiohttp``
+(default), mip's own lean client, and ``openai``, the SDK's async client with its retries off.
+The guard in :mod:`mip.models.calls` owns the retry loop, the deadlines and the concurrency;
+this backend makes one try at a time and says what each reply means (``_outcome``), the same
+for both transports:
 
 - **Retries** are the ``openai`` SDK's: HTTP 408, 409, 429 and 5xx, dropped connections and
   timeouts, up to ``client_max_retries`` times, waiting what the server asks
-  (``retry-after-ms``, ``Retry-After`` in seconds or as a date, up to 60 s) or else 0.5 s
-  doubling to 8 s, less up to 25 % jitter; ``x-should-retry`` decides when sent. Which replies
+  (``retry-after-ms``, ``Retry-After`` in seconds or as a date; a wait past ``request_timeout_s``
+  stops the job, :mod:`mip.models.fail_fast`) or else 0.5 s doubling to 8 s, less up to 25 %
+  jitter; ``x-should-retry`` decides when sent. Which replies
   are retried, and after what wait, is decided in ``_outcome`` only (the guard retries what
   raises: dropped connections, timeouts).
 - **Every try has one deadline**, ``request_timeout_s``, over connect, headers and the
@@ -53,10 +52,11 @@ import mip
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 from mip.models.calls import RequestGuard, Retry
-from mip.models.chat_api import completion_from_body, error_message, request_body, retry_delay, should_retry
+from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
-from mip.models.overflow import ContextRefusal, send_within_window
-from mip.models.served import ServedModel, same_models
+from mip.models.fail_fast import FailFast
+from mip.models.overflow import refusal_completion, send_within_window
+from mip.models.served import ServedModel, bare_id, same_models
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
@@ -89,6 +89,7 @@ class OpenAICompatBackend(Backend):
         self._guard: RequestGuard | None = None
         self._same_models: set[str] = set()  # the model's other names in its listing (mip.models.served)
         self._served: ServedModel | None = None
+        self.fail_fast = self._fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s)
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -239,28 +240,18 @@ class OpenAICompatBackend(Backend):
         means. A context-length refusal that shows the prompt may fit is sent again at once, with
         the output limit that fits (:func:`mip.models.overflow.send_within_window`)."""
         request, body = payload
-        try:  # the transport was made by _encode, before any call
-            (status, headers, raw), request, refusal = await send_within_window(self._transport.send, self._encode,
-                                                                                request, body)
+        try:  # the transport was made by _encode, before any call; each send waits its turn (fail_fast)
+            (status, headers, raw), request, refusal = await send_within_window(
+                self._fail_fast.gated(self._transport.send), self._encode, request, body)
         except ReplyTooLarge as e:  # the same request would bring the same reply
             return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
         latency = time.perf_counter() - start
         if refusal is not None:
-            return self._refused(request, refusal, latency)
+            return refusal_completion(request, refusal, latency)
         completion = self._outcome(request_id, status, headers, raw, latency, retry)
         if isinstance(completion, Completion) and request is not payload[0]:  # sent with the limit that fits
             completion = completion.model_copy(update={"max_tokens": request.max_tokens})
         return completion
-
-    def _refused(self, request: Request, refusal: ContextRefusal, latency: float) -> Completion:
-        """A context-length refusal: the prompt's input_overflow verdict (App. D.1), or, where the
-        provider's count cannot tell, a failure that says how to count exactly."""
-        if refusal.overflows:
-            return Completion(request.id, context_refusal=f"HTTP 400: {refusal.message}"[:1000], latency_s=latency,
-                              max_tokens=request.max_tokens)
-        return Completion(request.id, latency_s=latency, error=(
-            f"HTTP 400: {refusal.message[:300]} (the prompt may fit: count its tokens exactly with model.tokenizer, or "
-            "model.server_tokenize=true on a vllm server, so the output limit leaves it room)"))
 
     def _outcome(self, request_id: str, status: int, headers: Mapping[str, str], raw: bytes, latency: float,
                  retry: int) -> Completion | Retry:
@@ -269,7 +260,10 @@ class OpenAICompatBackend(Backend):
         if status == 200:
             completion = completion_from_body(request_id, raw, latency, endpoint(self._root, "chat/completions"))
             if not completion.error:
-                return self._from_requested(completion)
+                completion = self._from_requested(completion)
+                if not completion.error:  # an answer of the model asked: the refusals in a row end
+                    self._fail_fast.answered()
+                return completion
             # No model's answer (an error body, no choices, no readable message, no JSON): another
             # try may fare better. The body goes to the job's log, capped and without the key.
             log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,
@@ -281,8 +275,13 @@ class OpenAICompatBackend(Backend):
                 "redirects, so the API key stays with its origin. Set model.base_url to the final address."))
         error = f"HTTP {status}: {error_message(raw)}"
         if not should_retry(status, headers):  # the request itself is refused; the same one fails again
+            if self._fail_fast.refused(status, error_message(raw)):  # a few in a row: the job stops sending
+                self.stop_sending()
             return Completion(request_id, error=error, latency_s=latency)
-        return Retry(error, retry_delay(headers, retry))
+        if self._fail_fast.wait_too_long(asked_wait(headers), status, error_message(raw)):
+            self.stop_sending()  # a retry before the asked time would be refused again
+            return Completion(request_id, error=f"{error} (not retried: {self._fail_fast.tripped})", latency_s=latency)
+        return Retry(error, retry_delay(headers, retry, longest=self.cfg.request_timeout_s))
 
     def _from_requested(self, completion: Completion) -> Completion:  # another model's reply: a failure
         if self._served is None:
@@ -292,9 +291,3 @@ class OpenAICompatBackend(Backend):
     def _shown_body(self, raw: bytes) -> str:
         text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")
         return text.replace(self._api_key, "***") if len(self._api_key) >= 8 else text
-
-
-def bare_id(model_id: str) -> str:
-    """A model id without the ``models/`` prefix Google's ``/models`` lists it with
-    (``models/gemini-3.1-pro-preview``; chat requests take the bare id, shared/notes/providers.md)."""
-    return model_id.removeprefix("models/")

@@ -4,7 +4,7 @@ found, never an unstored experiment asked again on every rerun.
 
 The messages, as each server writes them:
 
-- OpenRouter (shared/notes/providers.md), HTTP 400: "This endpoint's maximum context length is
+- OpenRouter (https://openrouter.ai/docs/api-reference/errors, as clients report it), HTTP 400: "This endpoint's maximum context length is
   N tokens. However, you requested about T tokens (P of text input, K in the output). …";
 - vLLM's OpenAI-compatible server, HTTP 400, in its three wordings: "This model's maximum context
   length is N tokens. However, you requested T tokens (P in the messages, K in the completion). …"
@@ -46,7 +46,7 @@ from typing import Any
 
 import orjson
 
-from mip.models.base import Request
+from mip.models.base import Completion, Request
 from mip.models.chat_api import error_message
 from mip.models.transports import Reply
 
@@ -148,3 +148,14 @@ def _prompt_tokens(raw: bytes) -> int | None:
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
     return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+
+
+def refusal_completion(request: Request, refusal: ContextRefusal, latency: float) -> Completion:
+    """A context-length refusal: the prompt's input_overflow verdict (App. D.1), or, where the
+    provider's count cannot tell, a failure that says how to count exactly."""
+    if refusal.overflows:
+        return Completion(request.id, context_refusal=f"HTTP 400: {refusal.message}"[:1000], latency_s=latency,
+                          max_tokens=request.max_tokens)
+    return Completion(request.id, latency_s=latency, error=(
+        f"HTTP 400: {refusal.message[:300]} (the prompt may fit: count its tokens exactly with model.tokenizer, or "
+        "model.server_tokenize=true on a vllm server, so the output limit leaves it room)"))

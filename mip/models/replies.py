@@ -102,7 +102,7 @@ def readable(content: object) -> bool:
 # Gemini's OpenAI-compatible endpoint, asked for thought summaries
 # (extra_body.google.thinking_config.include_thoughts, https://ai.google.dev/gemini-api/docs/openai),
 # puts them inline at the start of message.content, wrapped in <thought>…</thought>
-# (shared/notes/providers.md): they are the trace, never the answer.
+# (as clients report it): they are the trace, never the answer.
 _THOUGHT = re.compile(r"\A\s*<thought>(.*?)</thought>\s*", re.DOTALL)
 
 

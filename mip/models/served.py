@@ -46,7 +46,9 @@ _DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})")
 _VARIANT = re.compile(r":[a-z][a-z0-9-]*\Z")
 
 
-def _bare(model_id: str) -> str:
+def bare_id(model_id: str) -> str:
+    """A model id without the ``models/`` prefix Google's ``/models`` lists it with
+    (``models/gemini-3.1-pro-preview``; chat requests take the bare id)."""
     return model_id.removeprefix("models/")
 
 
@@ -60,8 +62,8 @@ def same_models(listing: object, requested: str) -> set[str]:
     """
     if not isinstance(listing, list) or not requested:
         return set()
-    base = _VARIANT.sub("", _bare(requested))
-    return {m["canonical_slug"] for m in listing if isinstance(m, dict) and _bare(str(m.get("id"))) == base
+    base = _VARIANT.sub("", bare_id(requested))
+    return {m["canonical_slug"] for m in listing if isinstance(m, dict) and bare_id(str(m.get("id"))) == base
             and isinstance(m.get("canonical_slug"), str)}
 
 
@@ -72,9 +74,9 @@ class ServedModel:
     def __init__(self, requested: str, base_url: str, same_models: set[str] | None = None):
         host = (urlsplit(base_url).hostname or "").lower()
         self.provider = "openai" if host == "api.openai.com" else "openrouter" if host.endswith("openrouter.ai") else ""
-        self.requested = _bare(requested)
+        self.requested = bare_id(requested)
         base = _VARIANT.sub("", self.requested) if self.provider == "openrouter" else self.requested
-        self.accepted = {self.requested, base, *(_bare(m) for m in same_models or ())}
+        self.accepted = {self.requested, base, *(bare_id(m) for m in same_models or ())}
         """The ids the requested model answers as (a listing's canonical slug included)."""
         self.base_url = base_url
         self._said: set[str] = set()
@@ -92,7 +94,7 @@ class ServedModel:
         return Completion(completion.id, error=f"{why}; not stored as this model's answer", latency_s=completion.latency_s)
 
     def mismatch(self, served: str | None) -> str | None:
-        if not served or self._same(_bare(served)):
+        if not served or self._same(bare_id(served)):
             return None
         return f"the reply came from model {served!r}, not the requested {self.requested!r}"
 

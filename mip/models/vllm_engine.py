@@ -57,25 +57,54 @@ def reasoning_splitter(vllm: Any, name: str | None, tokenizer: Any, cfg: VLLMMod
 #: vLLM's own default of ``max_num_seqs`` (sequences one engine step holds) where
 #: ``engine_kwargs`` does not set it.
 VLLM_MAX_NUM_SEQS = 256
-#: A chunk is this many full engine batches (see :func:`chunk_size`).
+#: Where the config gives no output rate, a chunk is this many full engine batches.
 CHUNK_BATCHES = 4
+#: Where it does: a chunk is what the engine generates in about this many seconds, every prompt
+#: using its whole output budget, so a requeue loses at most a few minutes of generation.
+CHUNK_S = 300.0
 
 
-def chunk_size(cfg: VLLMModelConfig) -> int:
-    """Prompts per ``llm.chat`` call: ``model.chunk_size`` where set, else ``CHUNK_BATCHES``
-    times the engine's ``max_num_seqs``.
+def chunk_size(cfg: VLLMModelConfig, max_tokens: int | None = None) -> int:
+    """Prompts per ``llm.chat`` call: ``model.chunk_size`` where set; else, where the config
+    gives ``output_tokens_per_s``, the prompts whose whole ``max_tokens`` the engine generates
+    in about ``CHUNK_S`` seconds (at least one; at the paper's settings, Qwen3.6-35B-A3B at
+    6,900 output tokens/s and a 20K budget, 103 prompts: more than a job's ≤ 30 experiments
+    only where the job itself is shorter than that); else ``CHUNK_BATCHES`` times the engine's
+    ``max_num_seqs``.
 
-    Why four batches: a chunk keeps the GPU full until its last sequences drain, so a chunk
-    of one batch would idle the GPU behind every long reasoning trace, while a chunk of the
-    whole job loses every answer to a requeue. Four batches keep the drain to about a
-    quarter of a chunk's waves and bound the loss to four batches' answers.
+    A chunk keeps the GPU full until its last sequences drain, so a chunk of one batch would
+    idle the GPU behind every long reasoning trace, while a chunk of the whole job loses every
+    answer to a requeue; the rate bounds the loss in time, not in prompts. A chunk is never
+    less than one prompt, whose own generation time (its budget over one sequence's decoding
+    speed) is the floor of any loss.
 
     >>> chunk_size(VLLMModelConfig(engine_kwargs={"max_num_seqs": 64}))
     256
+    >>> chunk_size(VLLMModelConfig(output_tokens_per_s=6900), max_tokens=20000)
+    103
+    >>> chunk_size(VLLMModelConfig(output_tokens_per_s=6900), max_tokens=100000)
+    20
     """
     if cfg.chunk_size is not None:
         return cfg.chunk_size
+    if cfg.output_tokens_per_s and max_tokens:
+        return max(1, int(cfg.output_tokens_per_s * CHUNK_S / max_tokens))
     return CHUNK_BATCHES * int(cfg.engine_kwargs.get("max_num_seqs") or VLLM_MAX_NUM_SEQS)
+
+
+def chunk_note(cfg: VLLMModelConfig, max_tokens: int) -> str:
+    """What a dry run says of the chunk: its size and what a requeue may lose."""
+    size = chunk_size(cfg, max_tokens)
+    head = f"{cfg.name}: vllm gets the prompts {size:,} at a time (a chunk), each chunk stored before the next"
+    if cfg.chunk_size is not None:
+        return f"{head} (model.chunk_size)."
+    if cfg.output_tokens_per_s:
+        lost = size * max_tokens / cfg.output_tokens_per_s
+        return (f"{head}: a requeue loses at most about {lost / 60:.0f} min of generation at "
+                f"{cfg.output_tokens_per_s:,.0f} output tokens/s (model.output_tokens_per_s) and {max_tokens:,} "
+                "tokens a prompt; set model.chunk_size to change it.")
+    return (f"{head}: {CHUNK_BATCHES} engine batches, as the config gives no model.output_tokens_per_s to bound "
+            "what a requeue loses in time; set model.chunk_size to change it.")
 
 
 def keeps_special_tokens(cfg: VLLMModelConfig) -> bool:
@@ -100,8 +129,12 @@ class VLLMBackend(Backend):
     def refuses(cls, cfg) -> str | None:
         size = getattr(cfg.model, "chunk_size", None)
         if size is not None and size < 1:
-            return f"{cfg.model.name}: model.chunk_size={size} must be at least 1 (or null: four engine batches)."
+            return f"{cfg.model.name}: model.chunk_size={size} must be at least 1 (or null: sized by the output rate)."
         return None
+
+    @classmethod
+    def dry_run_note(cls, cfg: VLLMModelConfig, max_tokens: int) -> str | None:
+        return chunk_note(cfg, max_tokens)
 
     @classmethod
     def unavailable(cls) -> str | None:
@@ -137,9 +170,10 @@ class VLLMBackend(Backend):
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
         """Completions chunk by chunk: each chunk's are yielded (and so stored by the job)
         before the next chunk is pulled and sent."""
-        source, size = iter(requests), chunk_size(self.cfg)
-        while chunk := list(itertools.islice(source, size)):
-            yield from self._chunk(chunk)
+        source = iter(requests)
+        while (first := next(source, None)) is not None:  # sized by the output limit of the chunk's first prompt
+            size = chunk_size(self.cfg, first.max_tokens)
+            yield from self._chunk([first, *itertools.islice(source, size - 1)])
 
     def _chunk(self, requests: list[Request]) -> Iterator[Completion]:
         vllm = _import_vllm()

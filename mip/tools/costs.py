@@ -69,7 +69,7 @@ def _frame(jobs: list[dict]) -> pd.DataFrame:
                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
                           "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
                           "device": j.get("device") or "GPU", "cost": _cost_basis(j),
-                          "elapsed": j.get("elapsed_s")} for j in jobs])
+                          "elapsed": j.get("elapsed_s"), "measured": j.get("measured") or ""} for j in jobs])
 
 
 def cost_lines(jobs: list[dict], took_s: float | None = None, sweep_s: float | None = None) -> list[str]:
@@ -169,8 +169,9 @@ def _cost(model: str, g: pd.DataFrame, prompt: int, output: int) -> str:
 
     first = g.iloc[0]
     if pd.notna(first["in"]) and pd.notna(first["out"]):
+        measured = f"; {first['measured']}" if first["measured"] else ""  # the preflight's numbers, said as such
         return (f"expected cost ${prompt / 1e6 * first['in']:,.2f} input + at most ${output / 1e6 * first['out']:,.2f} "
-                "output (whole budget used)")
+                f"output (whole budget used{measured})")
     device = first["device"]
     if pd.notna(first["rate in"]) and pd.notna(first["rate out"]):
         hours = (prompt / first["rate in"] + output / first["rate out"]) / 3600

@@ -41,12 +41,12 @@ from mip.config import Config
 from mip.models import BackendContext, api_key
 from mip.models.chat_api import completion_from, error_message, request_body
 from mip.models.safe_http import SameOrigin, read_capped, with_deadline
+from mip.tools.preflight_checks import REASONING_FIELDS, split_error, trace_error
 
 MODES = ("off", "only", "required")
 PROMPT = ("Think step by step, at length, before you answer: go through the whole numbers from 2 to 1000 one by "
           "one and check for each whether it is prime. Then answer with every prime below 1000, in one line, "
           "separated by commas, and nothing else.")
-REASONING_FIELDS = ("reasoning", "reasoning_content", "reasoning_details")
 INLINE = re.compile(r"<(think|thought)>", re.I)
 
 
@@ -79,6 +79,10 @@ class Preflight:
     latency_s: Optional[float] = None
     cost_usd: Optional[float] = None
     cost_from: str = "unknown"
+    prompt_tokens: Optional[int] = None
+    """The prompt's tokens as the provider counted them (``usage.prompt_tokens``)."""
+    prompt_chars: Optional[int] = None
+    """The characters of the prompt sent: with ``prompt_tokens``, the characters a token a dry run uses."""
 
 
 def sent_body(cfg: Config) -> dict[str, Any]:
@@ -159,18 +163,18 @@ def _served_model(cfg: Config) -> str:
 
 
 def _hint(cfg: Config, status: int | None, raw: bytes) -> str:
-    """What to do about a refusal, as the provider's documented refusals mean it."""
-    message = error_message(raw).lower()
-    if status == 404 and "no endpoints" in message:
-        return (f" — no provider in model.provider.order {list(cfg.model.provider.order)} serves every parameter of "
-                "this body (require_parameters) or its max_tokens; drop the parameter or choose another provider")
-    if status == 400 and "provider" in message:
-        return " — check the names in model.provider.order against the model's provider list on OpenRouter"
-    if status in (401, 403) or "api key" in message or "api_key" in message:  # Google: 400 API_KEY_INVALID
-        return f" — the key in ${cfg.model.api_key_env} was refused; set a valid one"
+    """What to do about a refusal, as the provider's documented refusals mean it
+    (:func:`mip.models.fail_fast.fix_for`: the same words a job stopped by them ends with)."""
+    from mip.models.fail_fast import fix_for
+
     if status is None:
         return " — the endpoint could not be reached; check model.base_url and the network"
-    return ""
+    message = error_message(raw)
+    if status == 404 and "no endpoints" in message.lower():
+        return (f" — no provider in model.provider.order {list(cfg.model.provider.order)} serves every parameter of "
+                "this body (require_parameters) or its max_tokens; drop the parameter or choose another provider")
+    fix = fix_for(status, message, cfg.model.api_key_env)
+    return "" if fix == "see the provider's message" else f" — {fix}"
 
 
 def _read_reply(cfg: Config, found: Preflight, raw: bytes) -> None:
@@ -191,11 +195,12 @@ def _read_reply(cfg: Config, found: Preflight, raw: bytes) -> None:
     found.provider = data.get("provider") if isinstance(data.get("provider"), str) else None
     found.finish_reason = completion.finish_reason
     found.completion_tokens, found.reasoning_tokens = completion.completion_tokens, completion.reasoning_tokens
+    found.prompt_tokens, found.prompt_chars = completion.prompt_tokens, len(PROMPT)
     if found.completion_tokens is not None and found.reasoning_tokens is not None:
         found.answer_tokens = found.completion_tokens - found.reasoning_tokens
     _counting(cfg, found)
     _cost(cfg, found, completion.usage or {}, completion.prompt_tokens)
-    found.why = _pinning_error(cfg, found.provider)
+    found.why = _pinning_error(cfg, found.provider) or split_error(cfg, found) or trace_error(cfg, found)
     found.passed = not found.why
 
 

@@ -8,6 +8,11 @@ run or sweep is launched, on the machine the command runs on.
   each of its (model, body) has a passing preflight on file. A dry run spends nothing and
   is never refused.
 
+The gate fails closed: any error while checking (composing a model's config with the
+command's launcher and site files, reading the preflight folder) is one line and exit 2
+before any job or ``sbatch`` call — Hydra would turn a callback's exception into a warning
+and launch the sweep.
+
 Backends with nothing to pay for (vllm, hf, mock, simulated) are said so and pass.
 """
 
@@ -40,7 +45,9 @@ def sweep_configs(config: DictConfig) -> Iterator[Config]:
     models = choices.get("model") or [config.hydra.runtime.choices.model]
     budgets = choices.get("budget") or [config.hydra.runtime.choices.budget]
     fixed = [o for o in task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget.", "paths."))]
-    fixed += [o for o in config.hydra.overrides.hydra if o.startswith("hydra.searchpath=")]  # the user's model files
+    # the command's own hydra overrides: the user's model files (searchpath) and the launcher it
+    # chose, so a site file that sets hydra.launcher.partition composes here as it does for the sweep
+    fixed += list(config.hydra.overrides.hydra)
     for model, budget in itertools.product(models, budgets):
         cfg = OmegaConf.to_object(compose(config_name="config", overrides=[f"model={model}", f"budget={budget}", *fixed]))
         cfg.dry_run = bool(config.get("dry_run", False))
@@ -106,6 +113,12 @@ class PreflightCallback(Callback):
         if mode not in ("only", "required"):
             print(f"error: preflight={mode!r}; choose off, only or required.", file=sys.stderr)
             sys.exit(2)
-        code = check(list(sweep_configs(config)), mode)
+        try:
+            code = check(list(sweep_configs(config)), mode)
+        except Exception as e:  # noqa: BLE001 - the gate fails closed: Hydra would make this a warning and launch
+            why = " ".join(f"{type(e).__name__}: {e}".split())
+            print(f"error: preflight={mode} and the preflight could not be checked ({why[:600]}). Nothing was "
+                  "launched; fix the cause, or run with preflight=off to launch without the check.", file=sys.stderr)
+            sys.exit(2)
         if code is not None:
             sys.exit(code)

@@ -1,0 +1,67 @@
+"""What a model's preflight measured, for a dry run of a model whose config lacks it (issue 41):
+the provider's own count of the preflight prompt's tokens (characters per token, where the
+config has no tokenizer) and the cost the provider reported for the request (a price, where
+the config has none). The preflight (:mod:`mip.tools.preflight`) keeps one JSON file per
+request under ``<results_dir>/preflight/<model>/``; the newest that passed and carries the
+numbers is read here.
+
+A price from one reply: the provider reports one total (OpenRouter's ``usage.cost``) for a
+short prompt and a long answer, which cannot be split into input and output prices. The
+dry run prices every token at the total over the output tokens — the output price, a little
+over (the short prompt's share is counted as output) — and input tokens at that too: an upper
+bound where input costs no more than output, as at every provider mip ships a config for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    from mip.config import Config
+    from mip.job.job_summary import JobSummary
+
+
+def newest(results_dir: str | Path, model: str) -> tuple[Path, dict[str, Any]] | None:
+    """The newest passing preflight of ``model`` that carries the provider's counts.
+
+    >>> newest("/nonexistent/results", "qwen36_plus") is None
+    True
+    """
+    folder = Path(results_dir).expanduser() / "preflight" / model
+    for path in sorted(folder.glob("*.json"), reverse=True):  # named <date>T<time>-<key>.json
+        try:
+            found = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        if isinstance(found, dict) and found.get("passed") is True and found.get("prompt_tokens"):
+            return path, found
+    return None
+
+
+def fill_in(cfg: Config, summary: JobSummary) -> None:
+    """Put the preflight's measured price and characters per token into a dry run's ``cfg``
+    and ``summary`` where the config has none, and say which numbers are measured and when
+    (``summary.measured``)."""
+    hit = newest(cfg.paths.results_dir, cfg.model.name)
+    if hit is None:
+        return
+    path, found = hit
+    said = []
+    chars, prompt = found.get("prompt_chars"), found.get("prompt_tokens")
+    if not cfg.model.tokenizer and chars and prompt:
+        cfg.model.chars_per_token = round(chars / prompt, 2)
+        said.append(f"{cfg.model.chars_per_token:g} characters a token (the provider counted {prompt:,} tokens in "
+                    f"the preflight's {chars:,}-character prompt, chat template included: errs on the long side)")
+    cost, output = found.get("cost_usd"), found.get("completion_tokens")
+    unpriced = cfg.model.price_input_per_mtok is None or cfg.model.price_output_per_mtok is None
+    if unpriced and found.get("cost_from") == "the provider's usage.cost" and cost and output:
+        per_mtok = round(cost / output * 1e6, 4)
+        cfg.model.price_input_per_mtok = cfg.model.price_output_per_mtok = per_mtok
+        summary.price_input_per_mtok = summary.price_output_per_mtok = per_mtok
+        said.append(f"${per_mtok:g} per million tokens, input and output alike (the provider reported ${cost:g} for "
+                    f"{prompt:,} prompt + {output:,} output tokens; input priced as output: an upper bound)")
+    if said:
+        summary.measured = f"measured by the preflight of {found.get('when', '?')} ({path}): " + "; ".join(said)

@@ -1,0 +1,199 @@
+"""Fail fast: a job stops after a few consecutive refusals no retry can mend, and a sweep
+does not start the same model's next job (issue 41).
+
+A refusal of the request itself — HTTP 400 (a rejected parameter; a context-length refusal is
+a verdict, :mod:`mip.models.overflow`, and never counts here), 401 (a bad key), 402 (no
+credits), 403 (no access), 404 (no provider serves the body, or no such model), 422 — would
+be met again by every request of the sweep. After ``LIMIT`` of them in a row the job sends
+nothing more and ends with one line that names the status, the provider's message and the
+fix. Until the first answer, at most ``LIMIT`` requests are in flight, so a job against a
+server that refuses everything sends ``LIMIT`` requests, not ``max_concurrency`` or all.
+
+A retryable reply (408, 409, 429, 5xx, a timeout) keeps its backoff and leaves the count as
+it is. A wait the server asks for (``Retry-After``) longer than ``longest_wait_s`` stops the
+job the same way, with the provider's message and when to run the same command again: a
+retry before that time would be refused again.
+
+The count and the stop are kept in ``<sweep folder>/.fail_fast/<model>.json`` (in a sweep
+only): refusals in a row count across the sweep's jobs of a model (:func:`keep`), and each
+later job of the sweep for a stopped model ends at its start with the same line, before it
+sends anything (:func:`resume`). A new command is a new sweep: it tries again.
+
+>>> policy = FailFast("m", "OPENROUTER_API_KEY")
+>>> [policy.refused(401, "Invalid credentials") for _ in range(LIMIT)]
+[False, False, True]
+>>> print(policy.tripped)
+model m: stopped after 3 refusals in a row, HTTP 401 "Invalid credentials" — the key in $OPENROUTER_API_KEY was refused; set a valid one, then run the same command again
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Awaitable, Callable
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+LIMIT = 3
+"""Refusals in a row that stop a job; also the requests in flight before a first answer."""
+REFUSALS = frozenset({400, 401, 402, 403, 404, 422})
+
+
+class ProviderRefused(Exception):
+    """A job stopped by :class:`FailFast`: the message is the one line to print."""
+
+
+_PARAMETER = (re.compile(r"unsupported (?:value|parameter)s?:? '([\w.]+)'", re.I),
+              re.compile(r"'([\w.]+)' is not supported", re.I),
+              re.compile(r"\bparam(?:eter)?[\"']?\s*[:=]\s*[\"']?([\w.]+)", re.I))
+
+
+def rejected_parameter(message: str) -> str | None:
+    """The body parameter a refusal names, in OpenAI's words ("Unsupported value: 'temperature'
+    does not support 0.0 with this model. Only the default (1) value is supported.",
+    "Unsupported parameter: 'max_tokens' …") or vLLM's ``(parameter=…)``.
+
+    >>> rejected_parameter("Provider returned error (OpenAI): Unsupported value: 'temperature' does not support 0.0")
+    'temperature'
+    """
+    for pattern in _PARAMETER:
+        if match := pattern.search(message):
+            return match.group(1)
+    return None
+
+
+def fix_for(status: int | None, message: str, key_env: str | None = None) -> str:
+    """What to do about a refusal, as the providers document their statuses
+    (https://openrouter.ai/docs/api-reference/errors; Google's 400 API_KEY_INVALID)."""
+    lower = message.lower()
+    if status == 404 and "no endpoints" in lower:
+        return ("no provider in model.provider.order serves every parameter of this body (require_parameters) or "
+                "its max_tokens; run the command with preflight=only to see which, then drop the parameter or choose "
+                "another provider")
+    if status == 402:
+        return "the account has too few credits for this request; add credits"
+    if status == 401 or (status == 400 and ("api key" in lower or "api_key" in lower)):  # Google: 400 API_KEY_INVALID
+        return f"the key in ${key_env} was refused; set a valid one" if key_env else "the API key was refused"
+    if status == 403:
+        return "the key may not use this model, or the input was flagged by the provider's moderation"
+    if status == 404:
+        return "the provider does not know this model id; check model.model_id and model.base_url"
+    if status == 400 and ("provider.order" in lower or "invalid provider" in lower):
+        return "check the names in model.provider.order against the model's provider list on OpenRouter"
+    if status in (400, 422) and (param := rejected_parameter(message)):
+        return (f"the provider rejected the parameter {param!r} of the body: change it in the model's config"
+                + (" (model.temperature=null leaves temperature out)" if param == "temperature" else ""))
+    if status in (400, 422):
+        return ("the provider rejected a parameter of the body; run the command with preflight=only to see it, and "
+                "change the model's config (e.g. model.temperature=null leaves temperature out)")
+    return "see the provider's message"
+
+
+class FailFast:
+    """The fail-fast state of one job's requests; its async methods run on the backend's loop."""
+
+    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, longest_wait_s: float = 3600.0):
+        self.model, self.key_env, self.limit, self.longest_wait_s = model, key_env, limit, longest_wait_s
+        self.in_row = 0
+        self.answers = 0
+        self.in_flight = 0
+        self.tripped: str | None = None
+        """The one line saying why the job stopped; None while it goes on."""
+        self._changed: asyncio.Condition | None = None
+
+    async def admit(self) -> bool:
+        """Wait for a turn to send; False once the job has stopped (send nothing)."""
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        async with self._changed:
+            # before a first answer, no more in flight than refusals still allowed in a row
+            await self._changed.wait_for(lambda: self.tripped or self.answers
+                                         or self.in_flight < max(1, self.limit - self.in_row))
+            if self.tripped:
+                return False
+            self.in_flight += 1
+            return True
+
+    async def done(self) -> None:
+        """One admitted try is over (whatever it brought)."""
+        self.in_flight -= 1
+        if self._changed is not None:
+            async with self._changed:
+                self._changed.notify_all()
+
+    def gated(self, send: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+        """``send`` that waits its turn (:meth:`admit`), and raises :class:`ProviderRefused`
+        once the job has stopped: nothing more is sent."""
+        async def one(body: Any) -> Any:
+            if not await self.admit():
+                raise ProviderRefused(f"not sent: {self.tripped}")
+            try:
+                return await send(body)
+            finally:
+                await self.done()
+        return one
+
+    def answered(self) -> None:
+        self.in_row = 0
+        self.answers += 1
+
+    def refused(self, status: int, message: str) -> bool:
+        """A reply no retry can mend; after ``limit`` in a row the job stops: whether it has."""
+        self.in_row += 1
+        if self.in_row >= self.limit and not self.tripped:
+            self.tripped = (f"model {self.model}: stopped after {self.in_row} refusals in a row, HTTP {status} "
+                            f"\"{' '.join(message.split())[:300]}\" — {fix_for(status, message, self.key_env)}, then "
+                            "run the same command again")
+        return bool(self.tripped)
+
+    def wait_too_long(self, seconds: float | None, status: int, message: str) -> bool:
+        """Whether a wait the server asked for (None: none) is past ``longest_wait_s``, or the
+        job stopped already: then the job stops."""
+        if seconds is None or seconds <= self.longest_wait_s or self.tripped:
+            return bool(self.tripped)
+        when = datetime.fromtimestamp(time.time() + seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        self.tripped = (f"model {self.model}: HTTP {status} \"{' '.join(message.split())[:300]}\" asks to wait "
+                        f"{seconds:,.0f} s (Retry-After), longer than a request may wait ({self.longest_wait_s:,.0f} s, "
+                        f"model.request_timeout_s); stopped without retrying early. What is stored stays: run the same "
+                        f"command again after {when} to carry on")
+        return True
+
+
+def _marker(output_dir: Path, model: str) -> Path | None:
+    """Where a sweep keeps ``model``'s fail-fast state: in the sweep folder (the one with
+    Hydra's ``multirun.yaml``); None for a single run."""
+    sweep = Path(output_dir).resolve().parent
+    return sweep / ".fail_fast" / f"{model}.json" if (sweep / "multirun.yaml").exists() else None
+
+
+def resume(policy: FailFast, output_dir: Path) -> None:
+    """Start from where the sweep's earlier jobs of this model left the count (a job of a small
+    sweep may send fewer requests than ``LIMIT``); raise :class:`ProviderRefused` when one of
+    them stopped it."""
+    path = _marker(output_dir, policy.model)
+    if path is None or not path.exists():
+        return
+    try:
+        found = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if found.get("line"):
+        raise ProviderRefused(f"{found['line']} (job {found.get('job', '?')}); this job sent nothing")
+    policy.in_row, policy.answers = int(found.get("in_row") or 0), int(found.get("answers") or 0)
+
+
+def keep(policy: FailFast, output_dir: Path) -> None:
+    """Keep the count (and the stop, if any) for the sweep's later jobs of this model."""
+    path = _marker(output_dir, policy.model)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(orjson.dumps({"model": policy.model, "line": policy.tripped, "in_row": policy.in_row,
+                                  "answers": policy.answers, "job": str(output_dir)}))
+    tmp.replace(path)

@@ -1,0 +1,87 @@
+"""Fail fast (issue 41): a job stops after a few refusals no retry mends, and a sweep does not
+start the same model's next job; a wait asked longer than a request may wait stops the job
+instead of retrying early. Against tests/openrouter_server.py, which answers as OpenRouter's
+error page documents (https://openrouter.ai/docs/api-reference/errors)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mip.models.fail_fast import LIMIT
+
+from .conftest import run_entry
+from .openrouter_server import OpenRouterServer, Provider
+
+KEY = {"OPENROUTER_API_KEY": "sk-or-test"}
+SMALL = ("task=arith", "setting=smoke", "budget=smoke", "progress=false")
+SEVEN = "pattern=glob(*)"  # seven patterns: a seven-job sweep
+
+
+def _sweep(server, *extra: str, env=KEY):
+    return run_entry("run.py", "-m", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL, SEVEN, *extra,
+                     env=env)
+
+
+def test_a_seven_job_sweep_against_a_bad_key_sends_a_few_requests_in_all(results):
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
+        ran = _sweep(server, env={"OPENROUTER_API_KEY": "sk-or-wrong"})
+    assert server.requests <= 10, server.requests  # counted at the server: GET /models (no key needed) and chats
+    assert len(server.bodies) == LIMIT
+    assert ran.returncode == 2 and ran.stderr.count("error:") == 1, ran.stderr
+    line, = [x for x in ran.stderr.splitlines() if x.startswith("error:")]
+    assert "HTTP 401" in line and '"Invalid credentials"' in line and "$OPENROUTER_API_KEY was refused" in line
+
+
+@pytest.mark.parametrize("status, message, fix", [
+    (402, "Your account or API key has insufficient credits. Add more credits and retry the request.", "add credits"),
+    (400, "temperature is not supported with this model", "rejected a parameter"),
+])
+def test_other_refusals_stop_the_job_with_the_providers_message_and_the_fix(results, status, message, fix):
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}, refuse=(status, message)) as server:
+        ran = _sweep(server)
+    assert len(server.bodies) == LIMIT and ran.returncode == 2
+    assert f"HTTP {status}" in ran.stderr and message in ran.stderr and fix in ran.stderr
+
+
+def test_require_parameters_with_no_endpoint_stops_at_404(results):
+    """OpenRouter's 404 "No endpoints found" for a parameter the pinned provider lacks."""
+    with OpenRouterServer({"DeepInfra": Provider({"max_tokens"})}) as server:
+        ran = _sweep(server)
+    assert len(server.bodies) == LIMIT and ran.returncode == 2
+    assert "HTTP 404" in ran.stderr and "No endpoints found" in ran.stderr and "preflight=only" in ran.stderr
+
+
+def test_a_later_job_of_the_sweep_sends_nothing_after_a_stop(results, tmp_path):
+    """Under a launcher that runs each job in a process of its own (a SLURM array), the stop is
+    read from the sweep folder before the job sends anything."""
+    sweep = tmp_path / "sweep"
+    (sweep / ".fail_fast").mkdir(parents=True)
+    (sweep / ".fail_fast" / "gpt_oss_120b.json").write_text(json.dumps(
+        {"model": "gpt_oss_120b", "line": "model gpt_oss_120b: stopped after 3 refusals in a row, HTTP 401", "job": "0"}))
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
+        ran = _sweep(server, f"hydra.sweep.dir={sweep}")
+    assert server.requests == 0 and ran.returncode == 2
+    assert "an earlier job" not in ran.stderr and "HTTP 401" in ran.stderr and "this job sent nothing" in ran.stderr
+
+
+def test_a_retry_after_longer_than_a_request_may_wait_stops_the_job(results):
+    """429 with Retry-After past the request deadline: stopped with the provider's message and
+    when to run again, not retried early."""
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}, refuse=(429, "Rate limit exceeded"),
+                          retry_after=7200) as server:
+        ran = _sweep(server, "model.request_timeout_s=60")
+    assert len(server.bodies) <= LIMIT and ran.returncode == 2
+    assert "Rate limit exceeded" in ran.stderr and "asks to wait 7,200 s" in ran.stderr
+    assert "run the same command again after" in ran.stderr
+
+
+def test_a_short_retry_after_is_honoured_and_answers_go_on(results):
+    """A retryable refusal keeps its retries: the job is not stopped by it."""
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}, refuse=(429, "Rate limit exceeded"),
+                          retry_after=0) as server:
+        ran = run_entry("run.py", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL,
+                        "model.client_max_retries=1", env=KEY)
+    assert ran.returncode == 1 and "stopped" not in ran.stderr  # its tries spent, unstored: an infrastructure failure
+    assert len(server.bodies) > LIMIT
