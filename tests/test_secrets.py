@@ -116,3 +116,18 @@ def test_a_key_pasted_as_the_variable_name_without_a_dash_is_refused_without_ech
         assert "must name an environment variable" in out.stderr
         assert pasted not in out.stdout + out.stderr
         assert files_holding(results, pasted) == []
+
+
+def test_paths_model_ids_and_numbers_are_not_taken_for_keys():
+    """Masking by value must not eat what a record needs to be read back: a mixed-case results
+    path (job.json's store_dir), a Hub model id, a number typed for a key ending in "token"."""
+    from mip.config.redact import mask_text, secret_values, typed_secrets
+
+    plain = {"model": {"model_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "chars_per_token": "3.25",
+                       "extra_body": {"auth": "Zx81Qm0Lr55kTT90aBcD"}},
+             "paths": {"results_dir": "/scratch/JSmith1/mip/results", "store_dir": "/work/Project3/shared/store"},
+             "task": {"description": "token counting"}}
+    assert secret_values(plain) == {"Zx81Qm0Lr55kTT90aBcD"}
+    assert typed_secrets(["model.chars_per_token=3.25", "paths.results_dir=/scratch/JSmith1/mip/results"]) == set()
+    assert mask_text("cost $13.25 in /scratch/JSmith1/mip/results", secret_values(plain)) == \
+        "cost $13.25 in /scratch/JSmith1/mip/results"

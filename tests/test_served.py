@@ -24,6 +24,7 @@ OPENAI, OPENROUTER, LOCAL = "https://api.openai.com/v1", "https://openrouter.ai/
     ("gemini-3.1-pro-preview", "https://generativelanguage.googleapis.com/v1beta/openai/", "models/gemini-3.1-pro-preview"),
     ("fake-model", LOCAL, "fake-model"),
     ("fake-model", LOCAL, None),  # a server that names no model
+    ("HuggingFaceTB/SmolLM2-135M-Instruct", LOCAL, "HuggingFaceTB/SmolLM2-135M-Instruct@main"),  # transformers serve
 ])
 def test_a_documented_alias_is_the_requested_model(requested, base_url, served):
     assert ServedModel(requested, base_url).mismatch(served) is None
@@ -36,6 +37,7 @@ def test_a_documented_alias_is_the_requested_model(requested, base_url, served):
     ("~anthropic/claude-opus-latest", OPENROUTER, "openai/gpt-5"),
     ("fake-model", LOCAL, "fake-model-2024-08-06"),  # dated aliases are OpenAI's and OpenRouter's, not any server's
     ("Qwen/Qwen3-8B", LOCAL, "Qwen/Qwen3-0.6B"),
+    ("Qwen/Qwen3-8B@v2", LOCAL, "Qwen/Qwen3-8B@main"),  # a revision asked for is that revision
 ])
 def test_another_model_is_not(requested, base_url, served):
     why = ServedModel(requested, base_url).mismatch(served)
@@ -61,3 +63,16 @@ def test_a_server_answering_as_another_model_stores_no_verdict(results):
     assert records(results) == []
     log = "".join(p.read_text() for p in results.rglob("run.log")) + out.stdout + out.stderr
     assert "the reply came from model 'other-model', not the requested 'fake-model'" in log
+
+
+def test_another_model_answering_every_request_stops_the_job_after_a_few(results):
+    """Fail fast (issue 41) covers another model's replies too: each is paid for and thrown away,
+    so a job of 14 experiments stops after three in a row instead of asking them all."""
+    with FakeServer() as server:
+        server.answers_as = "other-model"
+        out = run_py(*server_args(server, "pattern=random", "order_seeds=[0,1,2,3,4,5,6]"))
+        asked = len(server.log)
+    assert out.returncode != 0
+    assert asked <= 5, asked  # three in a row stop it; one more may have gone out as a slot freed
+    assert records(results) == []
+    assert "another model answers for this model id" in out.stderr + out.stdout

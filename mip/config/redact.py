@@ -62,7 +62,7 @@ MASK = "***"
 # in both cases (a random key) that is not a hex digest.
 _CREDENTIAL_VALUE = re.compile(
     r"(sk[-_]|rk[-_]|hf_|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|AIza|ya29\.|eyJ)[A-Za-z0-9._\-]{6,}"
-    r"|(?i:bearer|basic|token)\s+[A-Za-z0-9._~+/=\-]{8,}")
+    r"|(?i:bearer|basic|token)\s+(?=\S*[0-9])[A-Za-z0-9._~+/=\-]{8,}")
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{24,}")
 
 
@@ -85,8 +85,10 @@ def looks_like_credential(value: str) -> bool:
     ``extra_body.user``, a header value ``Bearer …``, a key pasted as a variable's name).
 
     >>> [looks_like_credential(v) for v in ("sk-or-v1-0123abcd", "Bearer abcdefgh12", "OPENROUTER_API_KEY",
-    ...                                     "Qwen/Qwen3-235B-A22B-Thinking-2507", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b")]
-    [True, True, False, False, False]
+    ...                                     "Qwen/Qwen3-235B-A22B-Thinking-2507", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
+    ...                                     "HuggingFaceTB/SmolLM2-135M-Instruct", "/scratch/JSmith1/mip/results",
+    ...                                     "token counting")]
+    [True, True, False, False, False, False, False, False]
     """
     value = value.strip()
     if _CREDENTIAL_VALUE.fullmatch(value):
@@ -94,9 +96,9 @@ def looks_like_credential(value: str) -> bool:
     if not _LONG_TOKEN.fullmatch(value) or re.fullmatch(r"[0-9a-f]+", value):  # a hex digest is no key
         return False
     # A random key mixes upper case, lower case and digits in a long run; names, ids and
-    # variable names are words joined by "_", "-" or "/".
+    # variable names and paths are words joined by "_", "-", "/" or ".".
     return any(len(part) >= 16 and re.search(r"[a-z]", part) and re.search(r"[A-Z]", part) and re.search(r"[0-9]", part)
-               for part in re.split(r"[_\-]", value))
+               for part in re.split(r"[_\-/.]", value))
 
 
 def url_secrets(value: str) -> set[str]:
@@ -147,6 +149,9 @@ def variable_name(value: str) -> bool:
         len(value) >= 16 and re.search(r"[0-9]", value) and "_" not in value)
 
 
+_SCALAR = re.compile(r"(?i)[-+]?[0-9][0-9_]*(\.[0-9]*)?(e[-+]?[0-9]+)?|true|false|null|none")
+
+
 def _names_a_key(name: str) -> bool:
     """A field that names the variable holding a secret (api_key_env, hf_token_env)."""
     words = str(name).lower().rsplit("_env", 1)
@@ -169,8 +174,8 @@ def secret_values(plain: Any) -> set[str]:
             continue
         for k, v in value.items():
             stack.append(v)
-            if not (isinstance(v, str) and v.strip()):
-                continue
+            if not (isinstance(v, str) and v.strip()) or _SCALAR.fullmatch(v.strip()):
+                continue  # a number, a boolean or null is no key (chars_per_token=3.25)
             if secret_key(k) or looks_like_credential(v) or (_names_a_key(k) and not variable_name(v)):
                 found.add(v)
             elif _names_a_key(k) and os.environ.get(v, "").strip():

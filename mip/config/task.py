@@ -31,7 +31,7 @@ def unwritable_label(labels) -> str | None:
     "neg".``) and asks for ``{"answer": <label>}``: a label holding a double quote, a backslash
     or a control character (a line break, a tab) must be escaped inside a JSON string, so a
     model that copies it as shown writes JSON that does not parse, or another label. Such a
-    label is refused when the job is composed (:func:`mip.job.validate`).
+    label is refused when the job is checked, before it runs (:func:`mip.job.checks.settings`).
 
     >>> unwritable_label(["neg", "pos"]), unwritable_label(["a", 'say "b"'])
     (None, 'say "b"')

@@ -7,7 +7,10 @@ credits), 403 (no access), 404 (no provider serves the body, or no such model), 
 be met again by every request of the sweep. After ``LIMIT`` of them in a row the job sends
 nothing more and ends with one line that names the status, the provider's message and the
 fix. Until the first answer, at most ``LIMIT`` requests are in flight, so a job against a
-server that refuses everything sends ``LIMIT`` requests, not ``max_concurrency`` or all.
+server that refuses everything sends ``LIMIT`` requests, not ``max_concurrency`` or all; the
+gate opens after ``PROBE_S`` seconds without a refusal too, since providers refuse a bad key,
+an exhausted account or an unknown model within a second, while a reasoning model's first
+answer can take minutes, which the job should not spend at ``LIMIT`` requests.
 
 A retryable reply (408, 409, 429, 5xx, a timeout) keeps its backoff and leaves the count as
 it is. A wait the server asks for (``Retry-After``) longer than ``longest_wait_s`` stops the
@@ -42,6 +45,9 @@ import orjson
 LIMIT = 3
 """Refusals in a row that stop a job; also the requests in flight before a first answer."""
 REFUSALS = frozenset({400, 401, 402, 403, 404, 422})
+PROBE_S = 5.0
+"""Seconds after a job's first request with no refusal, after which the gate opens to
+``max_concurrency`` even before a first answer."""
 
 
 class ProviderRefused(Exception):
@@ -91,6 +97,9 @@ def fix_for(status: int | None, message: str, key_env: str | None = None) -> str
     if status in (400, 422):
         return ("the provider rejected a parameter of the body; run the command with preflight=only to see it, and "
                 "change the model's config (e.g. model.temperature=null leaves temperature out)")
+    if status == 200:  # another model's reply (mip.models.served)
+        return ("another model answers for this model id; check model.model_id and model.base_url, or pin the "
+                "provider (model.provider.order)")
     return "see the provider's message"
 
 
@@ -105,15 +114,28 @@ class FailFast:
         self.tripped: str | None = None
         """The one line saying why the job stopped; None while it goes on."""
         self._changed: asyncio.Condition | None = None
+        self._first: float | None = None
+        """When the job's first request was admitted (monotonic)."""
+
+    def _open(self) -> bool:
+        """The gate is open: an answer came, or :data:`PROBE_S` passed with no refusal in a row."""
+        return bool(self.answers) or (self.in_row == 0 and self._first is not None
+                                      and time.monotonic() - self._first >= PROBE_S)
 
     async def admit(self) -> bool:
         """Wait for a turn to send; False once the job has stopped (send nothing)."""
         if self._changed is None:
             self._changed = asyncio.Condition()
+        if self._first is None:
+            self._first = time.monotonic()
         async with self._changed:
-            # before a first answer, no more in flight than refusals still allowed in a row
-            await self._changed.wait_for(lambda: self.tripped or self.answers
-                                         or self.in_flight < max(1, self.limit - self.in_row))
+            # before the gate opens, no more in flight than refusals still allowed in a row
+            while not (self.tripped or self._open() or self.in_flight < max(1, self.limit - self.in_row)):
+                left = self._first + PROBE_S - time.monotonic()
+                try:  # wake at the probe's end where no refusal came, else when a try is over
+                    await asyncio.wait_for(self._changed.wait(), timeout=left if self.in_row == 0 and left > 0 else None)
+                except asyncio.TimeoutError:
+                    pass
             if self.tripped:
                 return False
             self.in_flight += 1

@@ -263,6 +263,8 @@ class OpenAICompatBackend(Backend):
                 completion = self._from_requested(completion)
                 if not completion.error:  # an answer of the model asked: the refusals in a row end
                     self._fail_fast.answered()
+                elif self._fail_fast.refused(200, completion.error):  # another model, a few in a row: stop
+                    self.stop_sending()
                 return completion
             # No model's answer (an error body, no choices, no readable message, no JSON): another
             # try may fare better. The body goes to the job's log, capped and without the key.

@@ -99,7 +99,8 @@ class ServedModel:
         return f"the reply came from model {served!r}, not the requested {self.requested!r}"
 
     def _same(self, served: str) -> bool:
-        if served in self.accepted:
+        # transformers serve answers "Org/Model@main" (the Hub id and its revision) for "Org/Model"
+        if served in self.accepted or ("@" not in self.requested and served.partition("@")[0] in self.accepted):
             return True
         if self.provider in ("openai", "openrouter"):
             if any(served.startswith(a) and _DATED.fullmatch(served[len(a):]) for a in self.accepted):

@@ -57,9 +57,10 @@ def log_quarantined(store_root: Path, entry: dict) -> None:
 def move(path: Path, target: Path) -> None:
     """Move the file ``path`` to ``target``: a rename where both lie on one file system; else —
     a task folder or the record on another mount, a record that is a symlink — the file's
-    bytes are copied beside ``target``, flushed to disk (``fsync``), renamed into place, and
-    only then is ``path`` removed (the link, where it is one; what it points to stays). A kill
-    in between leaves the record where it was, and the next job moves it again."""
+    file is first renamed aside in its own folder, its bytes copied beside ``target``, flushed to
+    disk (``fsync``), renamed into place, and only then is the file renamed aside removed (the
+    link, where it is one; what it points to stays). A kill in between leaves the damaged file
+    renamed aside in its folder (a dot file no reader counts), and the rerun asks again."""
     if not path.is_symlink():
         try:
             os.replace(path, target)
@@ -67,12 +68,17 @@ def move(path: Path, target: Path) -> None:
         except OSError as e:
             if e.errno != errno.EXDEV:
                 raise
-    if path.is_symlink() and not path.exists():  # a link to nothing: what it named is kept
-        data = os.readlink(path).encode("utf-8", "surrogateescape")
+    # Claim the file first with a rename in its own folder (one file system, atomic): another
+    # process that quarantines it too, or a job that stores a fresh record at ``path`` meanwhile,
+    # then never has its file removed by this one.
+    claimed = path.with_name(f".{path.name}.quarantining-{os.getpid()}")
+    os.replace(path, claimed)  # FileNotFoundError if another process moved it first
+    if claimed.is_symlink() and not claimed.exists():  # a link to nothing: what it named is kept
+        data = os.readlink(claimed).encode("utf-8", "surrogateescape")
     else:
-        data = path.read_bytes()  # a damaged record: small, read whole (FileNotFoundError if it is gone)
+        data = claimed.read_bytes()  # a damaged record: small, read whole
     atomic_write(target, data)  # a temporary file beside target, fsync, rename, fsync of the folder
-    path.unlink(missing_ok=True)
+    claimed.unlink(missing_ok=True)
 
 
 def quarantine(store_root: Path, path: Path, why: str) -> Path | None:

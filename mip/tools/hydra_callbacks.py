@@ -230,7 +230,9 @@ def stopped(how: str, command: list[str], program: str = "run.py") -> int:
 
     from mip.tools.summary import describe
 
-    rerun = " ".join(["python", program, *map(shlex.quote, command)])
+    from mip.config.redact import mask_text, typed_secrets
+
+    rerun = mask_text(" ".join(["python", program, *map(shlex.quote, command)]), typed_secrets(command))  # keys typed: ***
     running = SummaryCallback.running
     if running is None or running.folder is None:
         print(f"error: stopped by {how} before the job called a model; nothing was paid. Run the same command "
