@@ -74,11 +74,14 @@ class JobLoop:
     def calls(self, requests: Iterable[Request]) -> Iterator[Completion]:
         """Completions through the one retry wrapper; calls and errors go into the summary,
         the requests waited on into ``waiting`` (the heartbeat's)."""
-        stats, sent, back = CallStats(), [], set()
+        stats, sent, back, given_up = CallStats(), [], set(), 0
         try:
             for completion in call_with_retries(self.backend, self._sent(requests, sent), self.cfg.infra_retries, stats,
                                                 stopping=lambda: self.stop.requested):
                 self.waiting.landed(completion.id)
+                if len(stats.failed) > given_up:  # given up (a 4xx, another model's reply): no longer waited on
+                    self.waiting.forget(stats.failed[given_up:])
+                    given_up = len(stats.failed)
                 back.add(completion.id)
                 yield completion
         except Stopped:  # the stop's wait ended: what was handed to the backend and not answered is dropped
