@@ -27,6 +27,15 @@ def _rows(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def row_order(rows: pd.DataFrame) -> list[str]:
+    """The row labels of :func:`_rows` in reading order: by model, then budget by its value (20k
+    before 100k, :func:`mip.analysis.slices.budget_order`), then pool."""
+    firsts = rows.drop_duplicates("model")
+    rank = {b: i for i, b in enumerate(slices.budget_order(firsts["budget"]))}
+    key = {m: (m.split(" · ")[0], rank[str(b)], str(p)) for m, b, p in zip(firsts["model"], firsts["budget"], firsts["pool"])}
+    return sorted(key, key=key.__getitem__)
+
+
 def holds(frame: pd.DataFrame) -> str:
     """What a figure's records are, for its title: ``task ner, 36 experiments`` or ``tasks a, b pooled, …``."""
     return f"{tasks_of(frame)}, {plural(len(frame), 'experiment')}"
@@ -91,7 +100,8 @@ def core(report, frame: pd.DataFrame) -> None:
         total = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc="size")
         order = [c for c in order if c in invalid.columns]
         # Task × pattern cells as rows (35 on the paper's grid), slices as columns: a figure as tall as it needs, never too wide.
-        invalid, total = invalid[order].T, total[order].T
+        columns = [c for c in row_order(rows) if c in invalid.index]  # 20k before 100k, not by the label's text
+        invalid, total = invalid.loc[columns, order].T, total.loc[columns, order].T
         report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
                                       "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
                       f"fig15_invalid_counts_{tag}",
