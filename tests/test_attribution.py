@@ -399,7 +399,8 @@ def test_a_replay_that_cannot_fit_is_refused_with_its_estimate_before_the_weight
     assert not (tmp_path / "attr" / "replays.jsonl").exists()
 
 
-def test_summary_reports_passes_and_the_process_rss_not_a_gpu_peak_on_the_cpu(results, tmp_path, tiny_weights):
+def one_replay_summary(tmp_path: Path, weights: Path, device: str) -> dict:
+    """attribute.py's summary.json after one replay of a mock record with ``weights`` on ``device``."""
     from mip.attribution.replay import attribute
     from mip.config import AttributeConfig
     from mip.job import run_job
@@ -408,8 +409,12 @@ def test_summary_reports_passes_and_the_process_rss_not_a_gpu_peak_on_the_cpu(re
     run_job(cfg, tmp_path / "job")
     attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
                            results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
-                           max_replays=1, weights=str(tiny_weights), device="cpu")
-    summary = json.loads((attribute(attr) / "summary.json").read_text())
+                           max_replays=1, weights=str(weights), device=device)
+    return json.loads((attribute(attr) / "summary.json").read_text())
+
+
+def test_summary_reports_passes_and_the_process_rss_not_a_gpu_peak_on_the_cpu(results, tmp_path, tiny_weights):
+    summary = one_replay_summary(tmp_path, tiny_weights, "cpu")
     assert summary["placement"] == "cpu" and summary["passes"] == {"2": 1}  # even_number / odd_number: two passes
     assert summary["peak_gpu_allocated_mb"] is None and summary["peak_gpu_reserved_mb"] is None
     assert summary["process_peak_rss_mb"] > 0 and "peak_rss_mb" not in summary
@@ -467,16 +472,7 @@ def test_replays_on_cuda_agree_with_the_cpu_and_report_gpu_memory(tokenizer):
 @pytest.mark.gpu
 @needs_cuda
 def test_attribute_on_cuda_writes_gpu_memory_beside_the_rss(results, tmp_path, tiny_weights):
-    from mip.attribution.replay import attribute
-    from mip.config import AttributeConfig
-    from mip.job import run_job
-
-    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false")
-    run_job(cfg, tmp_path / "job")
-    attr = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
-                           results=[str(cfg.paths.store_dir)], records_model="mock", out_dir=str(tmp_path / "attr"),
-                           max_replays=1, weights=str(tiny_weights), device="cuda")
-    summary = json.loads((attribute(attr) / "summary.json").read_text())
+    summary = one_replay_summary(tmp_path, tiny_weights, "cuda")
     assert summary["placement"] == "gpu"
     assert 0 < summary["peak_gpu_allocated_mb"] <= summary["peak_gpu_reserved_mb"]
     assert summary["process_peak_rss_mb"] > 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .conftest import run_entry, run_py
 from .fake_server import FakeServer
 from .test_store_trust import server_args
@@ -38,8 +40,9 @@ def test_planted_keys_reach_no_file_a_sweep_writes(results):
     assert PASTED not in out.stdout + out.stderr and IN_ENV not in out.stdout + out.stderr
 
 
-def test_a_key_pasted_as_the_variable_name_is_refused_without_echoing_it(results):
-    pasted = "sk-or-v1-pasted-0003"
+@pytest.mark.parametrize("pasted", ["sk-or-v1-pasted-0003", "sk_live_51HpastedNoDash0010",  # with a dash, without
+                                    "AIzaSyPastedGoogleKey00011abcdEFGH"])
+def test_a_key_pasted_as_the_variable_name_is_refused_without_echoing_it(results, pasted):
     out = run_entry("run.py", "model=smollm2_135m_server", "model.base_url=http://127.0.0.1:9/v1", "model.model_id=m",
                     "model.tokenizer=null", "task=arith", "n=20", "p=0.6", "budget=smoke", "pattern=majority_first",
                     "progress=false", f"model.api_key_env={pasted}")
@@ -105,17 +108,6 @@ def test_keys_in_urls_and_body_fields_reach_no_file_of_a_sweep(results):
     assert files_holding(results, *planted) == []
     printed = typed.stdout + typed.stderr + from_env.stdout + from_env.stderr + userinfo.stdout + userinfo.stderr
     assert [s for s in planted if s in printed] == []
-
-
-def test_a_key_pasted_as_the_variable_name_without_a_dash_is_refused_without_echoing_it(results):
-    for pasted in ("sk_live_51HpastedNoDash0010", "AIzaSyPastedGoogleKey00011abcdEFGH"):
-        out = run_entry("run.py", "model=smollm2_135m_server", "model.base_url=http://127.0.0.1:9/v1", "model.model_id=m",
-                        "model.tokenizer=null", "task=arith", "n=20", "p=0.6", "budget=smoke", "pattern=majority_first",
-                        "progress=false", f"model.api_key_env={pasted}")
-        assert out.returncode == 2 and out.stderr.count("error:") == 1, out.stderr[-2000:]
-        assert "must name an environment variable" in out.stderr
-        assert pasted not in out.stdout + out.stderr
-        assert files_holding(results, pasted) == []
 
 
 def test_paths_model_ids_and_numbers_are_not_taken_for_keys():
