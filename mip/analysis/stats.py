@@ -123,6 +123,8 @@ class Gap:
     """Every pattern tied for the best mean accuracy, π⁺ first, in the paper's pattern order."""
     worst_tied: tuple[str, ...] = ()
     """Every other pattern tied for the worst, π⁻ first."""
+    seeds: tuple = ()
+    """The selection seeds Δ pairs (both π⁺ and π⁻ have an accuracy there)."""
 
 
 #: Short pattern names for cells and printed tables (soft_majority_edges → s.edges); a legend says which.
@@ -165,7 +167,8 @@ def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
     paired = (table[best] - table[worst]).dropna()
     marker = {1: "†", 2: "‡"}.get(len(paired), "")
     return Gap(best, worst, float(paired.mean()) if len(paired) else None,
-               float(paired.std(ddof=1)) if len(paired) > 1 else None, len(paired), marker, best_tied, worst_tied)
+               float(paired.std(ddof=1)) if len(paired) > 1 else None, len(paired), marker, best_tied, worst_tied,
+               tuple(paired.index))
 
 
 def model_columns() -> list[str]:

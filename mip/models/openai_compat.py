@@ -89,7 +89,7 @@ class OpenAICompatBackend(Backend):
         self._guard: RequestGuard | None = None
         self._same_models: set[str] = set()  # the model's other names in its listing (mip.models.served)
         self._served: ServedModel | None = None
-        self.fail_fast = self._fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s)
+        self.fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s)
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -242,7 +242,7 @@ class OpenAICompatBackend(Backend):
         request, body = payload
         try:  # the transport was made by _encode, before any call; each send waits its turn (fail_fast)
             (status, headers, raw), request, refusal = await send_within_window(
-                self._fail_fast.gated(self._transport.send), self._encode, request, body)
+                self.fail_fast.gated(self._transport.send), self._encode, request, body)
         except ReplyTooLarge as e:  # the same request would bring the same reply
             return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
         latency = time.perf_counter() - start
@@ -262,8 +262,8 @@ class OpenAICompatBackend(Backend):
             if not completion.error:
                 completion = self._from_requested(completion)
                 if not completion.error:  # an answer of the model asked: the refusals in a row end
-                    self._fail_fast.answered()
-                elif self._fail_fast.refused(200, completion.error):  # another model, a few in a row: stop
+                    self.fail_fast.answered()
+                elif self.fail_fast.refused(200, completion.error):  # another model, a few in a row: stop
                     self.stop_sending()
                 return completion
             # No model's answer (an error body, no choices, no readable message, no JSON): another
@@ -275,14 +275,15 @@ class OpenAICompatBackend(Backend):
             return Completion(request_id, latency_s=latency, error=(
                 f"HTTP {status}: {self._root} redirects to {headers.get('Location', '?')}; mip does not follow "
                 "redirects, so the API key stays with its origin. Set model.base_url to the final address."))
-        error = f"HTTP {status}: {error_message(raw)}"
+        message = error_message(raw)
+        error = f"HTTP {status}: {message}"
         if not should_retry(status, headers):  # the request itself is refused; the same one fails again
-            if self._fail_fast.refused(status, error_message(raw)):  # a few in a row: the job stops sending
+            if self.fail_fast.refused(status, message):  # a few in a row: the job stops sending
                 self.stop_sending()
             return Completion(request_id, error=error, latency_s=latency)
-        if self._fail_fast.wait_too_long(asked_wait(headers), status, error_message(raw)):
+        if self.fail_fast.wait_too_long(asked_wait(headers), status, message):
             self.stop_sending()  # a retry before the asked time would be refused again
-            return Completion(request_id, error=f"{error} (not retried: {self._fail_fast.tripped})", latency_s=latency)
+            return Completion(request_id, error=f"{error} (not retried: {self.fail_fast.tripped})", latency_s=latency)
         return Retry(error, retry_delay(headers, retry, longest=self.cfg.request_timeout_s))
 
     def _from_requested(self, completion: Completion) -> Completion:  # another model's reply: a failure

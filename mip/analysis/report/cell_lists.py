@@ -76,12 +76,9 @@ class Lists:
         return {k for cell in self.lists.values() for k in cell.keys}
 
 
-def _paired(sub: pd.DataFrame, best: str, worst: str, metric: str) -> pd.DataFrame:
-    """The experiments of π⁺ and π⁻ in the seeds where both have an accuracy (the seeds Δ pairs)."""
-    pair = sub[sub["pattern"].isin([best, worst])]
-    seeds = stats.per_seed(pair, ["pattern"], metric).pivot(index="seed", columns="pattern", values="acc")
-    paired = seeds.dropna().index if {best, worst} <= set(seeds.columns) else []
-    return pair[pair["seed"].isin(paired)]
+def _paired(sub: pd.DataFrame, gap: stats.Gap) -> pd.DataFrame:
+    """The experiments of π⁺ and π⁻ in the seeds Δ pairs."""
+    return sub[sub["pattern"].isin([gap.best, gap.worst]) & sub["seed"].isin(gap.seeds)]
 
 
 def table2(lists: Lists, group: pd.DataFrame, tag: str) -> None:
@@ -96,7 +93,7 @@ def table2(lists: Lists, group: pd.DataFrame, tag: str) -> None:
             gap = stats.best_worst_gap(sub, metric)
             if gap.best and gap.worst:
                 lists.add(name, key, f"Δ{m.suffix} (pp)", f"Table 2, {where}: Δ{m.suffix} = {gap.best} − {gap.worst}, "
-                          "their experiments in the paired seeds", _paired(sub, gap.best, gap.worst, metric))
+                          "their experiments in the paired seeds", _paired(sub, gap))
             if metric == "valid_only":
                 for pattern in {*gap.best_tied, *gap.worst_tied}:
                     lists.add(name, key, "π⁺ / π⁻", f"Table 2, {where}: pattern {pattern}",
@@ -117,7 +114,7 @@ def model_rows(lists: Lists, name: str, group: pd.DataFrame, by: list[str], wher
             gap = stats.best_worst_gap(sub, metric)
             if gap.best and gap.worst:
                 url = lists.add(name, key, f"delta{m.suffix}", f"{label}: Δ{m.suffix} = {gap.best} − {gap.worst}, their "
-                                "experiments in the paired seeds", _paired(sub, gap.best, gap.worst, metric))
+                                "experiments in the paired seeds", _paired(sub, gap))
                 lists.cells[name][tuple(map(str, key))][f"delta{m.suffix}_sd"] = url
 
 
