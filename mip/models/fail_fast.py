@@ -116,6 +116,8 @@ class FailFast:
         self._changed: asyncio.Condition | None = None
         self._first: float | None = None
         """When the job's first request was admitted (monotonic)."""
+        self._waiting = 0
+        """Requests waiting in :meth:`_turn` (only they need a wake-up)."""
 
     def _open(self) -> bool:
         """The gate is open: an answer came, or :data:`PROBE_S` passed with no refusal in a row."""
@@ -123,28 +125,38 @@ class FailFast:
                                       and time.monotonic() - self._first >= PROBE_S)
 
     async def admit(self) -> bool:
-        """Wait for a turn to send; False once the job has stopped (send nothing)."""
-        if self._changed is None:
-            self._changed = asyncio.Condition()
+        """Wait for a turn to send; False once the job has stopped (send nothing). Once the gate
+        is open this takes no lock: the hot path of a healthy job."""
         if self._first is None:
             self._first = time.monotonic()
+        if not (self.tripped or self._open()):
+            await self._turn()
+        if self.tripped:
+            return False
+        self.in_flight += 1
+        return True
+
+    async def _turn(self) -> None:
+        """Before the gate opens, no more in flight than refusals still allowed in a row."""
+        if self._changed is None:
+            self._changed = asyncio.Condition()
         async with self._changed:
-            # before the gate opens, no more in flight than refusals still allowed in a row
-            while not (self.tripped or self._open() or self.in_flight < max(1, self.limit - self.in_row)):
-                left = self._first + PROBE_S - time.monotonic()
-                try:  # wake at the probe's end where no refusal came, else when a try is over
-                    await asyncio.wait_for(self._changed.wait(), timeout=left if self.in_row == 0 and left > 0 else None)
-                except asyncio.TimeoutError:
-                    pass
-            if self.tripped:
-                return False
-            self.in_flight += 1
-            return True
+            self._waiting += 1
+            try:
+                while not (self.tripped or self._open() or self.in_flight < max(1, self.limit - self.in_row)):
+                    left = self._first + PROBE_S - time.monotonic()
+                    try:  # wake at the probe's end where no refusal came, else when a try is over
+                        await asyncio.wait_for(self._changed.wait(),
+                                               timeout=left if self.in_row == 0 and left > 0 else None)
+                    except asyncio.TimeoutError:
+                        pass
+            finally:
+                self._waiting -= 1
 
     async def done(self) -> None:
-        """One admitted try is over (whatever it brought)."""
+        """One admitted try is over (whatever it brought): a request waiting for its turn may go."""
         self.in_flight -= 1
-        if self._changed is not None:
+        if self._waiting:
             async with self._changed:
                 self._changed.notify_all()
 
