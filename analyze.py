@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mip.analysis.analyze import analyze
-from mip.tools.cli import check_overrides, folders_as_results
+from mip.entry.cli import check_overrides, folders_as_results
 from mip.config import AnalyzeConfig
 from mip.tools.config_store import register
 from mip.tools.prompt_source import Rebuilder

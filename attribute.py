@@ -8,7 +8,7 @@
 import sys
 from pathlib import Path
 
-from mip.tools.cli import check_overrides, folders_as_results, quiet_library_bars
+from mip.entry.cli import check_overrides, folders_as_results, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 

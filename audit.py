@@ -10,7 +10,7 @@ at the sizes you name, through a model, into one short report (mip.tools.audit).
 import sys
 from pathlib import Path
 
-from mip.tools.cli import check_keys, check_overrides, quiet_library_bars
+from mip.entry.cli import check_keys, check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
@@ -25,7 +25,7 @@ from mip.data import DataError
 from mip.job import StoreError
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
-from mip.tools.refusals import refusals
+from mip.entry.refusals import refusals
 
 register()
 

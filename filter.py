@@ -9,7 +9,7 @@ Later runs use the filtered pools by default (run.py use_filtered=false for the 
 import sys
 from pathlib import Path
 
-from mip.tools.cli import check_overrides, quiet_library_bars
+from mip.entry.cli import check_overrides, quiet_library_bars
 
 quiet_library_bars()  # before transformers is imported
 
@@ -24,7 +24,7 @@ from mip.tools.config_store import register
 from mip.data import DataError
 from mip.tools.filtering import describe, run_filter
 from mip.models import BackendSetupError
-from mip.tools.refusals import refusals
+from mip.entry.refusals import refusals
 
 register()
 

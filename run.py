@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from mip.tools.cli import (NEXT_STEPS, check_keys, check_overrides, check_sweep_preset, quiet_library_bars,
+from mip.entry.cli import (NEXT_STEPS, check_keys, check_overrides, check_sweep_preset, quiet_library_bars,
                            say_sweep_starts)
 
 # torch's OpenMP threads wait passively: spinning, they fight for a busy machine's cores (a
@@ -35,8 +35,8 @@ from mip.job.notices import first_time
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.models.fail_fast import ProviderRefused
-from mip.tools.hydra_callbacks import stopped
-from mip.tools.refusals import refusals
+from mip.entry.hydra_callbacks import stopped
+from mip.entry.refusals import refusals
 from mip.tools.summary import describe
 from mip.tracking.tracker import run_group, sync_hint
 
@@ -84,7 +84,7 @@ def main(cfg: DictConfig) -> None:
             f"verdicts {summary.verdicts or '-'}"
         )
     if hint := sync_hint([Path(summary.wandb_offline_run)] if summary.wandb_offline_run else []):
-        # a sweep says it once at its end, for all its runs (mip.tools.hydra_callbacks); each job's log keeps its own
+        # a sweep says it once at its end, for all its runs (mip.entry.hydra_callbacks); each job's log keeps its own
         (log if hydra_cfg.mode == RunMode.RUN else logging.getLogger("mip.file")).info(hint)
     if hydra_cfg.mode == RunMode.RUN:
         log.info(describe(Path(summary.output_dir)))

@@ -125,7 +125,7 @@ def test_a_paper_model_on_the_default_smoke_budget_is_refused_unless_a_budget_is
 ])
 def test_overrides_the_audit_does_not_take_are_refused_before_composing(capsys, args, message):
     from mip.tools.audit import SET_BY_THE_AUDIT
-    from mip.tools.cli import check_overrides
+    from mip.entry.cli import check_overrides
     from mip.config import AuditConfig
 
     ok = ["--help", "-m", "model=mock", "model.base_url=x", "audit.data=a.csv", "hydra.run.dir=x",

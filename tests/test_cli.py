@@ -97,7 +97,7 @@ def _uses_a_paper_task(command: str) -> bool:
 def test_every_printed_command_on_the_paper_data_names_data_dir(tmp_path):
     """The commands the demo and plain run.py end with work offline as printed: one on the
     paper's tasks reads the shared data (unset, it would go to the hub, which has no WSD)."""
-    from mip.tools.cli import NEXT_STEPS
+    from mip.entry.cli import NEXT_STEPS
     from mip.tools.demo import summary
 
     text = summary(tmp_path) + "\n" + NEXT_STEPS
@@ -223,7 +223,7 @@ def test_unknown_keys_are_those_the_backends_schema_lacks():
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from mip.tools.cli import unknown_keys
+    from mip.entry.cli import unknown_keys
     from mip.config import Config
     from mip.tools.config_store import register
 

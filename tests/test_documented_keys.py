@@ -41,8 +41,8 @@ def spans() -> list[tuple[str, str]]:
 def owner(key: str) -> str | None:
     """The entry point whose config (its schema, its config groups) has ``key``."""
     from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig
-    from mip.tools.overrides import config_groups
-    from mip.tools.schema_fields import schema_has
+    from mip.entry.overrides import config_groups
+    from mip.entry.schema_fields import schema_has
 
     key = key.lstrip("+~")
     for program, schema, groups in [("run.py", Config, ("experiment",)), ("analyze.py", AnalyzeConfig, ()),
@@ -60,12 +60,12 @@ def placeholder(value: str) -> bool:
 
 def sample(program: str, key: str) -> str:
     """A value of ``key``'s type for a placeholder (`strategy.batch_size=k`, `model.base_url=…`)."""
-    from mip.tools.overrides import leaf_type
+    from mip.entry.overrides import leaf_type
     from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig
 
     schema = {"run.py": Config, "analyze.py": AnalyzeConfig, "attribute.py": AttributeConfig, "audit.py": AuditConfig,
               "filter.py": FilterConfig}[program]
-    from mip.tools.overrides import config_groups
+    from mip.entry.overrides import config_groups
 
     groups = config_groups(REPO / "conf", "config" if program == "run.py" else program.removesuffix(".py"))
     if key in groups:  # `task=<name>`: the group's default option
@@ -80,7 +80,7 @@ def sample(program: str, key: str) -> str:
 
 def _leaf(schema: type, key: str):
     """The type of a key under a config group whose options extend their field's schema."""
-    from mip.tools.overrides import leaf_type
+    from mip.entry.overrides import leaf_type
 
     group, _, field = key.partition(".")
     if group in ("model", "strategy") and field:
@@ -110,7 +110,7 @@ def option_schemas(group: str) -> dict[str, type]:
 def bringing(tokens: list[str]) -> list[str]:
     """The group option each `<group>.<key>` of a run.py span needs where the span names none:
     the default's where it has the key, else the first option that has it."""
-    from mip.tools.overrides import config_groups, leaf_type
+    from mip.entry.overrides import config_groups, leaf_type
 
     defaults = config_groups(REPO / "conf", "config")
     named = {t.split("=", 1)[0].lstrip("+~") for t in tokens}

@@ -10,7 +10,7 @@ import pytest
 
 from mip.tools.audit import SET_BY_THE_AUDIT
 from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig
-from mip.tools.overrides import config_groups, options
+from mip.entry.overrides import config_groups, options
 
 from .conftest import REPO, run_entry
 

@@ -31,6 +31,8 @@ ALLOWED = {
     "attribution": {"config", "data", "experiment", "store", "models", "strategies", "analysis"},
     "tools": {"registry", "config", "data", "experiment", "store", "tracking", "models", "strategies", "job",
               "analysis", "attribution"},
+    "entry": {"registry", "config", "data", "experiment", "store", "tracking", "models", "strategies", "job",
+              "analysis", "attribution", "tools"},
 }
 # Root modules kept for users: `python -m mip.show` etc. and the mip 0.2/0.3 import paths.
 SHIMS = {"show": "tools", "summary": "tools", "demo": "tools", "serve": "tools", "records": "experiment",

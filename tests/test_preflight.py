@@ -218,7 +218,7 @@ def test_a_sweep_with_a_cluster_partition_submits_nothing_without_a_passing_pref
 def test_an_error_while_checking_stops_the_sweep(results, tmp_path, monkeypatch):
     """Any error of the gate's own (here: its composition) is one line and exit 2, never a
     warning that lets the sweep go on."""
-    from mip.tools import preflight_hook
+    from mip.entry import preflight_hook
 
     def broken(config):
         raise ValueError("Key 'partition' not in 'BasicLauncherConf'")

@@ -33,7 +33,7 @@ class Terminal(io.StringIO):
 
 @pytest.mark.parametrize("script", ENTRY_POINTS)
 def test_an_entry_point_quiets_library_bars_before_importing_anything_else(script):
-    """Only the standard library and mip.tools.cli may be imported before quiet_library_bars():
+    """Only the standard library and mip.entry.cli may be imported before quiet_library_bars():
     transformers reads the setting when it is imported."""
     body = ast.parse((REPO / script).read_text()).body
     calls = [i for i, node in enumerate(body) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
@@ -41,7 +41,7 @@ def test_an_entry_point_quiets_library_bars_before_importing_anything_else(scrip
     assert calls, f"{script} does not call quiet_library_bars()"
     before = [n.names[0].name if isinstance(n, ast.Import) else n.module for n in body[:calls[0]]
               if isinstance(n, (ast.Import, ast.ImportFrom))]
-    assert all(name in sys.stdlib_module_names or name == "mip.tools.cli" for name in before), before
+    assert all(name in sys.stdlib_module_names or name == "mip.entry.cli" for name in before), before
 
 
 def test_a_job_off_a_terminal_logs_progress_lines_without_carriage_returns(tmp_path, capsys, caplog, monkeypatch):

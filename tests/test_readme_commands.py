@@ -114,7 +114,7 @@ def test_every_shell_block_parses_with_bash(page, block):
 
 @pytest.mark.parametrize("command", RUN_COMMANDS + EXAMPLES, ids=words)
 def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
-    from mip.tools.cli import check_overrides
+    from mip.entry.cli import check_overrides
     from mip.config import Config
 
     monkeypatch.setenv("MIP_SLURM_PARTITION", "gpu-part")
@@ -143,7 +143,7 @@ def test_every_tool_command_passes_its_checks_and_composes(command, tmp_path):
     """analyze.py, attribute.py, filter.py and audit.py lines: the entry point's own check of the
     overrides (as its `__main__` runs it: a bare folder, made here, becomes results=[…]), then its
     config composed with them."""
-    from mip.tools.cli import check_overrides, folders_as_results
+    from mip.entry.cli import check_overrides, folders_as_results
 
     program = command.split()[1]
     schema, refused = tool_schema(program)

@@ -1,5 +1,5 @@
 """Every mistake is one line (issue 29, items 1, 7 and 8): it names the key and what to do,
-exits 2, and leaves no job folder behind (mip.tools.overrides, mip.tools.refusals, mip.tools.hydra_callbacks)."""
+exits 2, and leaves no job folder behind (mip.entry.overrides, mip.entry.refusals, mip.entry.hydra_callbacks)."""
 
 from __future__ import annotations
 

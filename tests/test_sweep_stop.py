@@ -14,7 +14,7 @@ from .conftest import REPO
 # (Hydra's launcher then goes on to the next job): what Ctrl-C between two jobs does.
 SCRIPT = """
 import os, runpy, signal, sys
-from mip.tools import hydra_callbacks
+from mip.entry import hydra_callbacks
 real = hydra_callbacks.SummaryCallback.on_job_end
 def on_job_end(self, *args, **kwargs):
     real(self, *args, **kwargs)

@@ -1,6 +1,6 @@
 """Configs as plain containers for records and W&B, with secret-looking values masked; the
 same masking for every file mip writes (config.yaml, .hydra/, run.log: :func:`mask_text`,
-:class:`SecretFilter`, :mod:`mip.tools.hydra_callbacks`).
+:class:`SecretFilter`, :mod:`mip.entry.hydra_callbacks`).
 
 >>> redact({"api_key": "sk-1", "api_key_env": "OPENROUTER_API_KEY"})
 {'api_key': '***', 'api_key_env': 'OPENROUTER_API_KEY'}

@@ -4,7 +4,7 @@ strategy and prompt variant, the store folder, and its data (every task's pool i
 :func:`check_job`, whose result the job runs with.
 
 A job calls it once (:func:`mip.job.run_job`); a sweep asks it of every combination of settings
-its jobs will run before any job is launched (:mod:`mip.tools.hydra_callbacks`). A refusal is
+its jobs will run before any job is launched (:mod:`mip.entry.hydra_callbacks`). A refusal is
 one exception that says what to do: ValueError (settings), DataError (data),
 BackendSetupError (a package or key the model needs).
 

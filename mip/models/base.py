@@ -131,7 +131,7 @@ class Backend(ABC):
     @classmethod
     def unavailable(cls) -> str | None:
         """Why this backend cannot be built in this environment (a package it needs is not
-        installed), or None. Asked before a real run launches any job (mip.tools.hydra_callbacks)."""
+        installed), or None. Asked before a real run launches any job (mip.entry.hydra_callbacks)."""
         return None
 
     def check(self) -> None:

@@ -57,3 +57,19 @@ def load_saved(path: str | os.PathLike, schema: type = Config) -> Any:
         typed.strategy = OmegaConf.structured(settings)
         saved.strategy = {k: v for k, v in saved.strategy.items() if k in settings.__dataclass_fields__}
     return OmegaConf.to_object(OmegaConf.merge(typed, saved))
+
+
+def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str = "config") -> Any:
+    """The primary config of the config folder ``conf_dir`` (the repository's ``conf/``, which
+    the caller names: the package never looks for it) composed with ``overrides``, as run.py
+    composes it, or with
+    ``config_name``, as analyze.py or attribute.py composes theirs (a DictConfig)."""
+    from hydra import compose, initialize_config_dir
+
+    folder = os.path.abspath(os.path.expanduser(conf_dir))
+    if not os.path.isfile(os.path.join(folder, "config.yaml")):
+        raise FileNotFoundError(f"No config folder at {folder} (it holds config.yaml); run from the repository "
+                                "folder or pass --conf <repository>/conf.")
+    register()
+    with initialize_config_dir(config_dir=folder, version_base="1.3"):
+        return compose(config_name, overrides=list(overrides))

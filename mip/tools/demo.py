@@ -49,7 +49,7 @@ def compose(conf: Path, config_name: str, *overrides: str) -> Any:
     """A config of the config folder ``conf`` as its entry point composes it, as the schema's dataclass."""
     from omegaconf import OmegaConf
 
-    from mip.tools.cli import compose_conf
+    from mip.tools.config_store import compose_conf
 
     return OmegaConf.to_object(compose_conf(conf, *overrides, config_name=config_name))
 

@@ -12,7 +12,7 @@ The body is built by the job's own builders (:meth:`mip.strategies.Context.reque
 ``reasoning.max_tokens``) — only the prompt differs. A result is keyed by a hash of that body
 without its messages (and the endpoint), so a changed setting needs a new preflight. Results:
 ``<results_dir>/preflight/<model>/<date>T<time>-<key>.json``. The Hydra hook that runs this
-before any job is :mod:`mip.tools.preflight_hook`.
+before any job is :mod:`mip.entry.preflight_hook`.
 
 The prompt asks for long reasoning and then an answer of a few hundred tokens, so one reply
 can tell whether the provider counts reasoning inside ``max_tokens``: output past

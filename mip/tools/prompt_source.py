@@ -28,7 +28,7 @@ def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskCo
 
     if name in job_tasks:
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
-    from mip.tools.cli import compose_conf
+    from mip.tools.config_store import compose_conf
 
     folder = conf_dir.expanduser() / "task"
     if not folder.is_dir():

@@ -30,7 +30,7 @@ def serve_command(conf_dir: str | Path, port: int | None = None) -> tuple[list[s
     the model configs of the config folder ``conf_dir``."""
     from omegaconf import OmegaConf
 
-    from mip.tools.cli import compose_conf
+    from mip.tools.config_store import compose_conf
     from mip.models.hf_local import converted_dir
 
     try:

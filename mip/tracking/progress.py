@@ -12,7 +12,7 @@ seconds, so a short job writes none and a long one a readable few:
 
 A job's bar counts experiments; a batched backend (:mod:`mip.models.hf_local`) adds a bar of
 the tokens its batch decodes, so something moves while a batch runs; a sweep logs a line per
-finished job (:mod:`mip.tools.hydra_callbacks`).
+finished job (:mod:`mip.entry.hydra_callbacks`).
 
 ``python -m pytest tests/test_progress.py`` exercises both, and a job run off a terminal.
 """

@@ -1,5 +1,5 @@
 """The fields of a config schema as a command line names them (``audit.data``), and the
-ones a typo most likely meant; shared by :mod:`mip.tools.cli` and :mod:`mip.tools.overrides`."""
+ones a typo most likely meant; shared by :mod:`mip.entry.cli` and :mod:`mip.entry.overrides`."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _field_hints(schema: type, extended: bool = True) -> dict[str, Any]:
     """The fields a command line may set under a node of type ``schema``. A model config is
     typed by its backend's schema, a strategy's settings by its strategy's (each a subclass):
     before composition the option is not known, so any one's field is accepted here, and
-    mip.tools.overrides checks it against the option chosen (``extended=False``: the schema's own)."""
+    mip.entry.overrides checks it against the option chosen (``extended=False``: the schema's own)."""
     from mip.config import ModelConfig, StrategyConfig
 
     hints: dict[str, Any] = {}

@@ -17,7 +17,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from mip.tools.schema_fields import close_keys, schema_has
+from mip.entry.schema_fields import close_keys, schema_has
 
 
 def quiet_library_bars() -> None:
@@ -101,12 +101,12 @@ def check_overrides(args: list[str], schema: type, program: str, refused: dict[s
     composes: its own message for a typo runs over several lines and suggests ``+key=…``,
     which only adds the typo to the config. ``groups``: config groups that are no field
     (``+experiment=core``), which Hydra checks itself. With ``conf_dir`` (the entry point's
-    config folder) the values are checked too (:mod:`mip.tools.overrides`): a group's option, a
+    config folder) the values are checked too (:mod:`mip.entry.overrides`): a group's option, a
     value's type, a model key of the chosen model's backend."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
 
-    from mip.tools import overrides as values
+    from mip.entry import overrides as values
 
     # Options from another search path (hydra.searchpath=…) are Hydra's to find.
     conf = Path(conf_dir) if conf_dir and not any(a.startswith("hydra.searchpath") for a in args) else None
@@ -201,21 +201,3 @@ NEXT_STEPS = """Next:
       count the paper's core grid for an API model, its prompt tokens and cost; calls nothing
   python run.py -m +experiment=core model=qwen36_35b data_dir=../shared/data/raw hydra/launcher=slurm_gpu
       run the paper's core grid (README, "Running the paper's grid")"""
-
-
-def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str = "config") -> Any:
-    """The primary config of the config folder ``conf_dir`` (the repository's ``conf/``, which
-    the caller names: the package never looks for it) composed with ``overrides``, as run.py
-    composes it, or with
-    ``config_name``, as analyze.py or attribute.py composes theirs (a DictConfig)."""
-    from hydra import compose, initialize_config_dir
-
-    from mip.tools.config_store import register
-
-    folder = os.path.abspath(os.path.expanduser(conf_dir))
-    if not os.path.isfile(os.path.join(folder, "config.yaml")):
-        raise FileNotFoundError(f"No config folder at {folder} (it holds config.yaml); run from the repository "
-                                "folder or pass --conf <repository>/conf.")
-    register()
-    with initialize_config_dir(config_dir=folder, version_base="1.3"):
-        return compose(config_name, overrides=list(overrides))

@@ -151,7 +151,7 @@ def option_key_error(conf_dir: Path, group: str, chosen: list[str], key: str, ov
     """A ``<group>.<key>`` (``model.max_concurrency``, ``strategy.batch_size``) that the schema of
     an option the command chose lacks, or a value it cannot take; where another option of
     the group has the key, says which to choose (``strategy.max_reasks`` → ``strategy=decomposed``)."""
-    from mip.tools.schema_fields import close_keys, schema_has
+    from mip.entry.schema_fields import close_keys, schema_has
 
     field = key.split(".", 1)[1]
     what = {"model": "backend"}.get(group, group)
@@ -170,7 +170,7 @@ def option_key_error(conf_dir: Path, group: str, chosen: list[str], key: str, ov
 
 
 def _missing_key(conf_dir: Path, group: str, name: str, label: str, key: str, field: str, guess: list[str]) -> str:
-    from mip.tools.schema_fields import schema_has
+    from mip.entry.schema_fields import schema_has
 
     bringing = [o for o in options(conf_dir, group)
                 if (found := option_schema(conf_dir, group, o)) and schema_has(found[1], field)]

@@ -169,10 +169,10 @@ class SummaryCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: its job checks its own settings (mip.job.check_job, once), and a
-        refused job's folder is removed (mip.tools.refusals)."""
+        refused job's folder is removed (mip.entry.refusals)."""
         _check_writable(config)
         _filter_logs(config)
-        from mip.tools.cli import check_sweep_preset
+        from mip.entry.cli import check_sweep_preset
 
         check_sweep_preset(config.hydra)  # a preset that sweeps needs -m: said before anything else
 
