@@ -135,6 +135,69 @@ def test_the_wandb_report_links_the_same_experiments(reports):
     assert "as logged to W&amp;B; the W&amp;B table keeps no prompt hash" in page and "Instance 1:" in page
 
 
+class _File:
+    """A run's file as ``wandb.Api`` serves it: ``download`` writes it under ``root`` by its name and opens it."""
+
+    def __init__(self, path: Path, name: str):
+        self.path, self.name = path, name
+
+    def download(self, replace: bool = False, root: str = ".", exist_ok: bool = False):
+        target = Path(root) / self.name
+        assert replace or exist_ok or not target.exists(), target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.path, target)
+        return open(target, encoding="utf-8")
+
+
+class _Run:
+    """An offline run folder (``offline-run-<time>-<id>``) as ``wandb.Api`` serves a synced run."""
+
+    def __init__(self, folder: Path):
+        self.id, self._files = folder.name.rsplit("-", 1)[-1], folder / "files"
+
+    def files(self):
+        return [_File(p, p.relative_to(self._files).as_posix()) for p in sorted(self._files.rglob("*")) if p.is_file()]
+
+
+class _Api:
+    """A stand-in for ``wandb.Api``: the runs of a project are the offline run folders under ``root``."""
+
+    def __init__(self, root: Path):
+        self.root, self.asked = root, []
+
+    def runs(self, path: str, filters: dict | None = None):
+        self.asked.append((path, filters))
+        return [_Run(f) for f in sorted(self.root.rglob("offline-run-*")) if f.is_dir()]
+
+
+def test_the_wandb_api_report_links_the_same_experiments(reports, tmp_path, monkeypatch):
+    """``source=wandb wandb.project=…``: the tables and record pages come through ``wandb.Api``
+    (here a stand-in serving the planted sweep's own offline run files, downloaded as the API
+    downloads them), and report.html links the same cells to the same experiments as from the store."""
+    import wandb
+
+    from mip.analysis import results as loaded
+
+    local, _ = reports
+    api = _Api(local.parent / "results" / "jobs")
+    monkeypatch.setattr(wandb, "Api", lambda *a, **k: api)
+    monkeypatch.setattr(loaded, "WANDB_DOWNLOADS", tmp_path / "downloads")
+    remote = _analyze(tmp_path / "api", "source=wandb", "wandb.project=mip-test", "wandb.group=planted", encode=False)
+    assert api.asked == [("mip-test", {"group": "planted"})] * len(api.asked) and api.asked
+    assert list((tmp_path / "downloads").rglob("*.table.json"))  # read as downloaded, not from the run folders
+    names = sorted(p.name for p in (local / "lists").glob("*.html"))
+    assert names and names == sorted(p.name for p in (remote / "lists").glob("*.html"))
+    for name in names:
+        assert _list_keys(local, f"lists/{name}") == _list_keys(remote, f"lists/{name}"), name
+    for table in (f"table2_{TAG}", f"table2_numbers_{TAG}"):  # the same cells link, to the same list files
+        for model in MODELS:
+            links = re.findall(r'href="(lists/[^"]+)"', _row(local, table, model))
+            assert links and links == re.findall(r'href="(lists/[^"]+)"', _row(remote, table, model)), (table, model)
+    key = _list_keys(remote, f"lists/{names[0]}")[0]
+    page = (remote / "records" / key[:2] / f"{key}.html").read_text(encoding="utf-8")
+    assert "as logged to W&amp;B" in page and "Instance 1:" in page
+
+
 def test_table_5_links_each_prompt_variants_experiments(tmp_path):
     """Beyond the core: Table 5's numbers (per model, prompt variant and budget) link down too."""
     results = tmp_path / "results"
@@ -178,6 +241,8 @@ def _browser():
 
 def test_a_browser_clicks_from_table_2_down_to_a_record(reports, tmp_path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import presence_of_element_located, text_to_be_present_in_element
+    from selenium.webdriver.support.ui import WebDriverWait
 
     local, _ = reports
     shots = Path(os.environ.get("MIP_SCREENSHOTS") or tmp_path)
@@ -224,9 +289,13 @@ def test_a_browser_clicks_from_table_2_down_to_a_record(reports, tmp_path):
         for i, rate, count in ((9, "1", "mentioned by 2 of them (100.0 %)"), (10, "0", "mentioned by 0 of them (0.0 %)")):
             assert cells[2 + i].text == rate
             browser.execute_script("arguments[0].click()", cells[2 + i].find_element(By.TAG_NAME, "a"))
+            # A script's click does not wait for the list to load: wait for its count (missing meanwhile).
+            WebDriverWait(browser, 20).until(text_to_be_present_in_element(
+                (By.ID, "count"), f"2 of 18 experiments shown; ID {i} is {count}"))
             assert browser.find_element(By.ID, "count").text == f"2 of 18 experiments shown; ID {i} is {count}"
             browser.back()
-            rates = browser.find_element(By.ID, f"t-mention_rates_{TAG}_smoke_unfiltered")
+            rates = WebDriverWait(browser, 20).until(presence_of_element_located(
+                (By.ID, f"t-mention_rates_{TAG}_smoke_unfiltered")))
             row = next(r for r in rates.find_elements(By.TAG_NAME, "tr")
                        if r.text.startswith("simulated_first_k majority_last"))
             cells = row.find_elements(By.TAG_NAME, "td")

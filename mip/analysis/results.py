@@ -223,8 +223,10 @@ def load_wandb_offline(paths: Sequence[str | Path]) -> pd.DataFrame:
 
 
 def load_wandb_api(project: str, entity: str | None = None, group: str | None = None,
-                   tags: Sequence[str] = ()) -> pd.DataFrame:  # pragma: no cover - needs network and a key
-    """The experiment tables of a W&B project's runs (filtered by group and tags), via the public API."""
+                   tags: Sequence[str] = ()) -> pd.DataFrame:
+    """The experiment tables of a W&B project's runs (filtered by group and tags), via the public API;
+    each table is downloaded under :data:`WANDB_DOWNLOADS` (report.html's record pages read them
+    there). Tested with a stand-in API serving offline run files (tests/test_html_report.py)."""
     import wandb
 
     api = wandb.Api()

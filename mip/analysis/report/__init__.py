@@ -177,8 +177,9 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
         if not records.empty:
             run(report, records)
     report.section = "strategies"
+    baseline = slices.single_call_twins(frame, parts.strategies) if not parts.strategies.empty else None
     if not parts.strategies.empty:
-        strategies.strategies(report, parts.strategies, baseline=slices.single_call_twins(frame, parts.strategies))
+        strategies.strategies(report, parts.strategies, baseline=baseline)
     report.section = "other"
     rest = slices.unassigned(parts.rest)
     if not rest.empty:
@@ -199,7 +200,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
     path = report.folder / "report.md"
     path.write_text(report.markdown(header), encoding="utf-8")
     html.write(report, header, parts, source, SECTIONS,
-               [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES])
+               [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES], baseline)
     return path
 
 

@@ -58,6 +58,8 @@ class Lists:
 
     cells: dict[str, dict[tuple, dict[str, str | dict[str, str]]]] = field(default_factory=dict)
     lists: dict[str, CellList] = field(default_factory=dict)
+    columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The row key of a table whose key is not in :data:`mip.analysis.report.html.KEYS` (by its full name)."""
 
     def add(self, table: str, row: tuple, column: str, title: str, rows: pd.DataFrame, token: str | None = None,
             mention: bool = False) -> str:

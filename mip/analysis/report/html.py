@@ -26,7 +26,7 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from mip.analysis import stats
-from mip.analysis.report import cell_lists, record_pages
+from mip.analysis.report import cell_lists, record_pages, section_lists
 from mip.analysis.report.cell_lists import Lists
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -90,7 +90,7 @@ def _keys_of(name: str) -> tuple[str, ...] | None:
 
 def table_html(frame: pd.DataFrame, name: str, lists: Lists) -> Markup:
     """The table with each linked cell an anchor to its list (the list learns the number it stands behind)."""
-    keys, linked = _keys_of(name), lists.cells.get(name, {})
+    keys, linked = lists.columns.get(name) or _keys_of(name), lists.cells.get(name, {})
     head = "".join(f"<th>{escape(c)}</th>" for c in frame.columns)
     body = []
     for _, row in frame.iterrows():
@@ -114,8 +114,8 @@ def table_html(frame: pd.DataFrame, name: str, lists: Lists) -> Markup:
             else:
                 cells.append(f"<td>{escape(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return Markup(f'<table class="data" id="t-{escape(name)}"><thead><tr>{head}</tr></thead>'
-                  f'<tbody>{"".join(body)}</tbody></table>')
+    return Markup(f'<div class="scroll"><table class="data" id="t-{escape(name)}"><thead><tr>{head}</tr></thead>'
+                  f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 def mention_table(rates: pd.DataFrame, name: str, lists: Lists) -> pd.DataFrame | None:
@@ -172,9 +172,10 @@ def _list_rows(cell, info: pd.DataFrame, mentioned: dict[str, set[int]], written
 
 
 def write(report, header: list[str], parts, source: Source | None, sections: list[tuple[str, str]],
-          choices: list[str]) -> Path:
+          choices: list[str], baseline: pd.DataFrame | None = None) -> Path:
     """Write report.html, its lists and record pages under ``report.folder``; return report.html's path.
-    ``parts``: the report's sections (:func:`mip.analysis.slices.sections`), whose tables' numbers link down."""
+    ``parts``: the report's sections (:func:`mip.analysis.slices.sections`), whose tables' numbers link down;
+    ``baseline``: the single-call experiments the strategies are compared with."""
     folder = report.folder
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     for old in ("lists", "records"):  # pages of an earlier report in this folder are not this one's
@@ -187,6 +188,10 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
     traced = cell_lists.core(lists, core) if not core.empty else pd.DataFrame(columns=["key", "mentioned_ids"])
     cell_lists.budgets(lists, parts.budgets)
     cell_lists.prompt_variants(lists, parts.prompt_variants)
+    section_lists.intervals(lists, core)
+    section_lists.generalisability(lists, parts.generalisability)
+    section_lists.strategies(lists, parts.strategies, baseline)
+    section_lists.expanded(lists, parts.expanded)
     mentioned = dict(zip(traced["key"], traced["mentioned_ids"])) if len(traced) else {}
     written: dict[str, str] = {}
     record = env.get_template("record.html.j2")
@@ -204,7 +209,8 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
                                                      choices=choices, sections=_items(report, lists, sections))
     path = folder / "report.html"
     path.write_text(page, encoding="utf-8")
-    shown = [f for f in (core, parts.budgets, parts.prompt_variants) if not f.empty]
+    shown = [f for f in (core, parts.budgets, parts.prompt_variants, parts.generalisability, parts.strategies, baseline,
+                         parts.expanded) if f is not None and not f.empty]
     info = (pd.concat(shown) if shown else core).drop_duplicates("key").set_index("key")
     listing = env.get_template("list.html.j2")
     filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]

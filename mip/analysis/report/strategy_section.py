@@ -21,6 +21,11 @@ from mip.analysis.report import sections  # noqa: E402
 from mip.analysis.report.figures import Missing  # noqa: E402
 
 
+#: The cost table's columns (each opens the slice's experiments in report.html).
+COST_COLUMNS = ("experiments", "calls per experiment", "prompt tokens per experiment", "completion tokens per experiment",
+                "cost per experiment (USD)", "total cost (USD)")
+
+
 def slice_keys(frame: pd.DataFrame) -> list[str]:
     """The row label of a strategies table: the model (strategies as their own rows) and every
     other slice column whose value differs between rows, so that each row is one slice."""
@@ -97,20 +102,25 @@ def position_errors(frame: pd.DataFrame, title: str, bins: int = 20) -> plt.Figu
     return fig
 
 
+def compared(frame: pd.DataFrame, baseline: pd.DataFrame | None) -> tuple[pd.DataFrame, str]:
+    """The experiments the cost and count tables compare: each strategy beside the single call on the
+    experiments both hold (:func:`mip.analysis.pairs.matched`; ``frame`` itself without a baseline),
+    and the note that says what was matched and dropped."""
+    if baseline is None or baseline.empty:
+        return frame, ""
+    both = [pairs.matched(pd.concat([baseline, part]), "strategy", order=["single_call"])
+            for _, part in frame.groupby("strategy")]
+    kept = [m.frame for m in both if not m.empty]
+    return (pd.concat(kept).drop_duplicates("key") if kept else frame), " " + " ".join(m.note() for m in both)
+
+
 def strategies(report, frame: pd.DataFrame, baseline: pd.DataFrame | None = None) -> None:
     """Beyond the paper: each strategy slice's accuracy and Δ, cost, count errors. The cost
     table also shows the single call on the same slices (``baseline``): the price of robustness."""
     table = sections.model_rows(frame, slices.SLICE)
     report.table(table.round(4), "strategies", "Strategies other than the single call, one row per slice.")
-    compared, note = frame, ""
-    if baseline is not None and not baseline.empty:
-        # Each strategy beside the single call on the experiments both hold (mip.analysis.pairs).
-        both = [pairs.matched(pd.concat([baseline, part]), "strategy", order=["single_call"])
-                for _, part in frame.groupby("strategy")]
-        kept = [m.frame for m in both if not m.empty]
-        compared = pd.concat(kept).drop_duplicates("key") if kept else frame
-        note = " " + " ".join(m.note() for m in both)
-    for table, name, how in strategy_tables(compared):
+    both, note = compared(frame, baseline)
+    for table, name, how in strategy_tables(both):
         report.table(table, name, how + note)
     errors = frame.dropna(subset=["position_errors"])
     for setting, group in slices.of(errors, slices.SLICE):
