@@ -38,6 +38,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from mip.experiment.instances import PATTERNS
+
 #: Rule 1: a numeral, digit runs joined by single ``.`` or ``,`` (ASCII digits only).
 NUMERAL = re.compile(r"\d+(?:[.,]\d+)*", re.ASCII)
 #: Rule 5: a thousands-grouped number.
@@ -190,14 +192,20 @@ def mention_rates(frame: pd.DataFrame, n: int, traced: pd.DataFrame | None = Non
     """Per instance position 1..n, the share of traced valid experiments of size n mentioning it.
 
     Columns: ``position``, ``rate``, ``experiments``, and one row set per ``model`` and
-    ``pattern`` (Fig. 5 pools patterns; Fig. 21 splits them). ``traced``: :func:`with_coverage`
-    of ``frame`` when the caller has it.
+    ``pattern`` (Fig. 5 pools patterns; Fig. 21 splits them), by model, then the pooled row set
+    and the patterns in the paper's order: the same rows in the same order whatever order the
+    records were read in (a store's, W&B's). ``traced``: :func:`with_coverage` of ``frame`` when
+    the caller has it.
     """
+
     traced = with_coverage(frame[frame["n"] == n]) if traced is None else traced[traced["n"] == n]
     pooled = traced.assign(pattern=POOLED)  # Fig. 5: every pattern together
     columns = ["model", "pattern", "position", "rate", "experiments"]
     parts = []
-    for (model, pattern), group in pd.concat([pooled, traced]).groupby(["model", "pattern"], sort=False):
+    groups = sorted(pd.concat([pooled, traced]).groupby(["model", "pattern"], sort=False), key=lambda item: (
+        str(item[0][0]), item[0][1] != POOLED, PATTERNS.index(item[0][1]) if item[0][1] in PATTERNS else len(PATTERNS),
+        str(item[0][1])))
+    for (model, pattern), group in groups:
         counts = np.zeros(n + 1)
         for ids in group["mentioned_ids"]:
             counts[list(ids)] += 1
