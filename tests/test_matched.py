@@ -192,3 +192,32 @@ def test_pattern_delta_compares_matched_experiments_only(uneven, tmp_path, figur
     lists = {link: (tmp_path / "report" / link).read_text() for link in set(links)}
     delta = [page for page in lists.values() if "Δ = " in page]
     assert delta and all(len(re.findall(r"<tr data-verdict=", page)) == len(paired) for page in delta)
+
+
+def test_summary_and_costs_slice_a_budget_by_its_value(tmp_path):
+    """``python -m mip.summary``: the verdict tables and the cost lines both split smoke at 320
+    from ``budget.max_tokens=999``, labelled as analyze.py labels them; a budget named 20k set to
+    320 is smoke's slice (one value, one slice)."""
+    from mip.tools.summary import describe
+
+    runs = [("smoke", (), 0), ("smoke", ("budget.max_tokens=999",), 0), ("20k", ("budget.max_tokens=320",), 1)]
+    for i, (budget, extra, seed) in enumerate(runs):
+        base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", f"budget={budget}", *extra,
+                       "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+        run_job(vary(base, pattern="majority_first", seed=seed), tmp_path / "jobs" / str(i))
+    text = describe(tmp_path / "jobs")
+    costs = [line for line in text.splitlines() if line.startswith("  simulated_first_k budget=")]
+    assert [line.split(":")[0] for line in costs] == [
+        "  simulated_first_k budget=320 tokens prompt_variant=standard strategy=single_call",
+        "  simulated_first_k budget=999 tokens prompt_variant=standard strategy=single_call"]
+    assert "4 experiments" in costs[0] and "2 experiments" in costs[1]
+    slices = [line for line in text.splitlines() if line.startswith("-- slice:")]
+    assert len(slices) == 2 and "budget=320 tokens" in slices[0] and "budget=999 tokens" in slices[1]
+    # A manifest written before it held the limits reads them from its config.yaml beside it.
+    import json
+
+    for manifest in (tmp_path / "jobs").rglob("job.json"):
+        job = json.loads(manifest.read_text())
+        del job["budget_tokens"], job["budget_answer"]
+        manifest.write_text(json.dumps(job))
+    assert describe(tmp_path / "jobs").splitlines()[1:3] == text.splitlines()[1:3]
