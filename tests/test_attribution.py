@@ -489,3 +489,31 @@ def test_the_hf_backend_generates_on_cuda(tiny_weights):
     done = list(backend.generate([Request(f"r{i}", f"Is {i} even or odd?", 8) for i in range(3)]))
     assert len(done) == 3 and all(c.error is None and c.completion_tokens for c in done)
     assert backend.model.device.type == "cuda"
+
+
+def test_attribution_slices_a_budget_by_its_value(results, tmp_path, tiny_weights):
+    """Issue 40: ``budget.max_tokens=999`` over smoke is its own slice in attribute.py too, labelled
+    as analyze.py labels it (``999 tokens``), in its tables and in ``where.budget``."""
+    from mip.attribution.replay import attribute, eligible
+    from mip.config import AttributeConfig
+    from mip.job import run_job
+
+    for i, extra in enumerate([(), ("budget.max_tokens=999",)]):
+        cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "budget=smoke", *extra,
+                      "progress=false", f"paths.results_dir={tmp_path / 'results'}")
+        run_job(cfg, tmp_path / "jobs" / str(i))
+    store = str(tmp_path / "results" / "store")
+
+    def attr(**where) -> AttributeConfig:
+        made = AttributeConfig(model=compose("model=smollm2_135m").model, task=compose("task=arith").task,
+                               results=[store], records_model="mock", out_dir=str(tmp_path / f"attr{len(where)}"),
+                               pools_dir=str(results / "pools"), max_replays=0, weights=str(tiny_weights))
+        for k, v in where.items():
+            setattr(made.where, k, v)
+        return made
+
+    chosen = eligible(attr(budget="999 tokens"))
+    assert chosen and {r.config["budget"]["max_tokens"] for r in chosen} == {999}
+    out = attribute(attr())
+    assert set(pd.read_csv(out / "regions.csv")["budget"]) == {"320 tokens", "999 tokens"}
+    assert sorted((out / "figures").glob("profile_majority_first_*999*"))  # a figure per slice, by its value

@@ -127,3 +127,97 @@ def test_a_filtered_pool_is_compared_with_the_unfiltered_on_matched_experiments(
     table = pd.read_csv(tmp_path / "report" / "tables" / "pools_n20_p0.6.csv").set_index("metric")
     assert float(table.loc["valid-only accuracy", "filtered − unfiltered"]) == 0
     assert "unfiltered: 4 held, 2 matched, 2 dropped (t0 1, t1 1); filtered: 2 held, 2 matched, 0 dropped" in text
+
+
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    """Patterns on different task and seed sets: every pattern on arith (selection seeds 0, 1),
+    majority_last also on NER, majority_first also on arith with seed 2."""
+    tmp = tmp_path_factory.mktemp("uneven")
+    _jobs(tmp, "arith")
+    for task, pattern, seed in [("ner", "majority_last", 0), ("ner", "majority_last", 1), ("arith", "majority_first", 2)]:
+        base = compose("model=simulated_first_k", f"model.read_first={READ_FIRST[task]}", f"task={task}", "n=20", "p=0.6",
+                       "budget=20k", "progress=false", f"data_dir={RAW}", f"paths.results_dir={tmp}",
+                       f"paths.cache_dir={tmp / 'cache'}")
+        run_job(vary(base, pattern=pattern, seed=seed), tmp / "jobs" / f"{task}-{pattern}-{seed}")
+    return load_local([tmp / "store"])
+
+
+@needs_raw
+def test_pattern_delta_compares_matched_experiments_only(uneven, tmp_path, figures_unencoded):
+    """Δ between patterns within one slice: the first-9 reader on arith answers majority_first
+    always right and majority_last always wrong (Δ = 1, the closed form); on NER it reads all 20
+    and is always right. Paired by seed alone, majority_last's NER experiments pull its accuracy to
+    ½ and Δ to ½; matched, they are dropped and counted, and Δ, its list and its test rest on arith."""
+    from mip.analysis import inference, stats
+
+    from .planted import expected
+
+    closed = expected(20, 0.6, first=READ_FIRST["arith"])
+    assert closed["patterns"]["majority_first"] == 1 and closed["patterns"]["majority_last"] == 0
+    # What pairing by seed alone gave: majority_last at ½ per seed (0 on arith, 1 on NER).
+    by_seed = uneven[uneven["pattern"] == "majority_last"].groupby("seed")["correct"].mean()
+    assert by_seed.tolist() == [0.5, 0.5]
+    gap = stats.best_worst_gap(uneven)
+    assert gap.delta == closed["delta"] == 1 and gap.seeds == (0, 1)
+    assert set(gap.best_tied) == closed["best"] and set(gap.worst_tied) == closed["worst"]
+    paired = gap.paired()
+    assert set(paired["task"]) == {"arith"} and set(paired["seed"]) == {0, 1}
+    ner = int((uneven["task"] == "ner").sum())
+    seed2 = int((uneven["seed"] == 2).sum())
+    assert ner > 0 and seed2 > 0 and gap.dropped() == ner + seed2
+    counts = gap.compared.counts.set_index(["pattern", "task"])
+    assert counts.loc[("majority_last", "ner"), "dropped"] == ner
+    assert counts.loc[("majority_first", "arith"), "dropped"] == seed2
+    row = stats.model_table(uneven).iloc[0]
+    assert row["delta"] == 1 and row["patterns_dropped"] == ner + seed2
+    assert row["patterns_matched"] == len(uneven) - ner - seed2
+    # The paired test pairs matched experiments: none of NER's or seed 2's.
+    test = inference.paired_test(uneven, gap.best, gap.worst)
+    assert test.pairs == int(((uneven["pattern"] == gap.best) & (uneven["task"] == "arith") & (uneven["seed"] < 2)).sum())
+    # The report: Table 2's Δ, the numbers, the intervals' pairs, the dropped counted, the Δ list.
+    text = write_report(uneven, tmp_path / "report", core=(20, 0.6)).read_text()
+    tables = tmp_path / "report" / "tables"
+    numbers = pd.read_csv(next(tables.glob("table2_numbers_*.csv"))).iloc[0]
+    assert numbers["delta"] == 1 and numbers["patterns_dropped"] == ner + seed2
+    assert f"{ner + seed2} unmatched experiments not in Δ" in numbers["rests on"]
+    intervals = pd.read_csv(next(tables.glob("intervals_and_tests_*.csv"))).iloc[0]
+    assert intervals["pairs"] == test.pairs
+    held = int((uneven["pattern"] == "majority_last").sum())
+    assert f"majority_last: {held} held, {held - ner} matched, {ner} dropped (ner {ner})" in text
+    html = (tmp_path / "report" / "report.html").read_text()
+    body = html[html.index('id="t-table2_n20_p0.6"'):]
+    body = body[:body.index("</table>")]
+    links = re.findall(r'<a href="(lists/[^"]+)"[^>]*>[^<]*</a>', body)
+    lists = {link: (tmp_path / "report" / link).read_text() for link in set(links)}
+    delta = [page for page in lists.values() if "Δ = " in page]
+    assert delta and all(len(re.findall(r"<tr data-verdict=", page)) == len(paired) for page in delta)
+
+
+def test_summary_and_costs_slice_a_budget_by_its_value(tmp_path):
+    """``python -m mip.summary``: the verdict tables and the cost lines both split smoke at 320
+    from ``budget.max_tokens=999``, labelled as analyze.py labels them; a budget named 20k set to
+    320 is smoke's slice (one value, one slice)."""
+    from mip.tools.summary import describe
+
+    runs = [("smoke", (), 0), ("smoke", ("budget.max_tokens=999",), 0), ("20k", ("budget.max_tokens=320",), 1)]
+    for i, (budget, extra, seed) in enumerate(runs):
+        base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", f"budget={budget}", *extra,
+                       "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+        run_job(vary(base, pattern="majority_first", seed=seed), tmp_path / "jobs" / str(i))
+    text = describe(tmp_path / "jobs")
+    costs = [line for line in text.splitlines() if line.startswith("  simulated_first_k budget=")]
+    assert [line.split(":")[0] for line in costs] == [
+        "  simulated_first_k budget=320 tokens prompt_variant=standard strategy=single_call",
+        "  simulated_first_k budget=999 tokens prompt_variant=standard strategy=single_call"]
+    assert "4 experiments" in costs[0] and "2 experiments" in costs[1]
+    slices = [line for line in text.splitlines() if line.startswith("-- slice:")]
+    assert len(slices) == 2 and "budget=320 tokens" in slices[0] and "budget=999 tokens" in slices[1]
+    # A manifest written before it held the limits reads them from its config.yaml beside it.
+    import json
+
+    for manifest in (tmp_path / "jobs").rglob("job.json"):
+        job = json.loads(manifest.read_text())
+        del job["budget_tokens"], job["budget_answer"]
+        manifest.write_text(json.dumps(job))
+    assert describe(tmp_path / "jobs").splitlines()[1:3] == text.splitlines()[1:3]

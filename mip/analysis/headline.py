@@ -18,7 +18,7 @@ import textwrap
 
 import pandas as pd
 
-from mip.analysis import inference, slices, stats
+from mip.analysis import inference, pairs, slices, stats
 from mip.experiment.instances import PATTERNS
 
 #: The columns after the patterns' accuracies.
@@ -44,7 +44,8 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
         best, worst = (model[k] if pd.notna(model[k]) else None for k in ("best", "worst"))
         low = high = math.nan
         if best and worst and best != worst:
-            low, high = inference.bootstrap_gap(sub, best, worst)
+            # Δ's experiments: those every pattern of the slice holds (the rule of Table 2's Δ)
+            low, high = inference.bootstrap_gap(pairs.patterns(sub).frame, best, worst)
         best_tied = [p for p in str(model["best_tied"] or "").split(", ") if p]
         worst_tied = stats.worse(best_tied, [p for p in str(model["worst_tied"] or "").split(", ") if p])
         rows.append({**row, **(100 * accuracy.loc[key]).round(1).to_dict(),

@@ -1,8 +1,9 @@
 """Beyond the paper: how far the paper's numbers can be trusted (pure, seeded).
 
 - cluster-bootstrap intervals of accuracy and of Δ over instance sets;
-- a paired test between two patterns on matched instance sets (exact McNemar, or a
-  sign-flip permutation test where a set has several experiments per pattern);
+- a paired test between two patterns on matched experiments (exact McNemar, or a
+  sign-flip permutation test where the random pattern has several order seeds), paired by the
+  one rule of :func:`mip.analysis.pairs.patterns`;
 - the App. C.4 reference calculation, exact.
 
 >>> reference_calculation(2000, 0.55, 0.9)["expected"]
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mip.analysis import pairs
 from mip.analysis.stats import INSTANCE_SET
 
 #: mip's own tests and intervals (beyond the paper) need this many paired instance sets:
@@ -57,8 +59,8 @@ def bootstrap_gap(frame: pd.DataFrame, best: str, worst: str, n_boot: int = 2000
                   level: float = 0.95) -> tuple[float, float]:
     """Cluster-bootstrap interval of Acc(best) − Acc(worst), resampling matched instance sets;
     NaN with fewer than :data:`MIN_PAIRS` sets that hold a valid experiment of both."""
-    sub = frame[frame["pattern"].isin([best, worst])]
-    sets = sub.groupby([*INSTANCE_SET, "pattern"], dropna=False).agg(correct=("correct", "sum"), valid=("valid", "sum"))
+    sub, key = _matched(frame, best, worst)
+    sets = sub.groupby([*key, "pattern"], dropna=False).agg(correct=("correct", "sum"), valid=("valid", "sum"))
     wide = sets.unstack("pattern").fillna(0)
     if best not in wide["valid"] or worst not in wide["valid"] or \
             ((wide[("valid", best)] > 0) & (wide[("valid", worst)] > 0)).sum() < MIN_PAIRS:
@@ -72,6 +74,13 @@ def bootstrap_gap(frame: pd.DataFrame, best: str, worst: str, n_boot: int = 2000
     return _quantiles(samples, level)
 
 
+def _matched(frame: pd.DataFrame, a: str, b: str) -> tuple[pd.DataFrame, list[str]]:
+    """The experiments of patterns ``a`` and ``b`` that both hold (:func:`mip.analysis.pairs.patterns`),
+    and the identity columns that pair them."""
+    both = pairs.patterns(frame[frame["pattern"].isin([a, b])])
+    return both.frame, both.key
+
+
 @dataclass
 class PairedTest:
     test: str
@@ -83,15 +92,17 @@ class PairedTest:
 def paired_test(frame: pd.DataFrame, a: str, b: str, n_perm: int = 10000, seed: int = 0) -> PairedTest:
     """Do patterns ``a`` and ``b`` differ on the same instance sets?
 
-    Pairs are instance sets with a valid experiment under both patterns. With one
-    experiment per set and pattern: exact McNemar (two-sided binomial test on the
+    Pairs are matched experiments (:func:`mip.analysis.pairs.patterns`: the same in every
+    identity field but the pattern) with a valid answer under both. With one experiment per
+    pair and pattern: exact McNemar (two-sided binomial test on the
     discordant pairs). With several (random over order seeds): a sign-flip permutation
     test on the per-set differences of mean correctness. With fewer than
     :data:`MIN_PAIRS` pairs the test is ``"not testable"`` (p = NaN): no outcome of so few
     pairs could be significant, so none is reported.
     """
-    valid = frame[frame["valid"] & frame["pattern"].isin([a, b])]
-    per_set = valid.groupby([*INSTANCE_SET, "pattern"], dropna=False)["correct"].agg(["mean", "size"]).unstack("pattern")
+    both, key = _matched(frame, a, b)
+    valid = both[both["valid"]]
+    per_set = valid.groupby([*key, "pattern"], dropna=False)["correct"].agg(["mean", "size"]).unstack("pattern")
     per_set = per_set.dropna()
     if per_set.empty or a not in per_set["mean"].columns or b not in per_set["mean"].columns:
         return PairedTest("none", 0, float("nan"), float("nan"))

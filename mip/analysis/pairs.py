@@ -45,6 +45,11 @@ class Matched:
     within: list[str] = field(default_factory=lambda: ["base_model"])
     order: list[str] = field(default_factory=list)
     """Conditions in the order the note names them (the reference first); others after, sorted."""
+    key: list[str] = field(default_factory=list)
+    """The identity columns an experiment was matched on: one value of them, one matched experiment."""
+    free: list[str] = field(default_factory=list)
+    """Columns that are a condition's own replicates, in neither the identity nor the factor
+    (a random pattern's order seeds)."""
 
     @property
     def empty(self) -> bool:
@@ -56,7 +61,8 @@ class Matched:
         if self.counts.empty:
             return ""
         groups = []
-        for key, group in self.counts.groupby(self.within, dropna=False, sort=True):
+        within = self.within or ["_all"]
+        for key, group in self.counts.assign(_all="").groupby(within, dropna=False, sort=True):
             key = key if isinstance(key, tuple) else (key,)
             parts = {}
             for cond, rows in group.groupby(self.factor, dropna=False, sort=True):
@@ -68,8 +74,8 @@ class Matched:
             text = "; ".join(parts[c] for c in sorted(parts, key=lambda c: (rank.get(c, len(rank)), c)))
             if not group["matched"].any():
                 text += " — no matched pair, so this comparison is not made"
-            groups.append(f"{' · '.join(map(str, key))} — {text}")
-        same = ", ".join(WORDS.get(c, c) for c in IDENTITY if c not in self.factor)
+            groups.append(f"{' · '.join(map(str, key))} — {text}" if self.within else text)
+        same = ", ".join(WORDS.get(c, c) for c in IDENTITY if c not in self.factor and c not in self.free)
         return (f"Compared on matched experiments only (same {same}; {' and '.join(self.factor)} compared): "
                 + ". ".join(groups) + ".")
 
@@ -82,31 +88,47 @@ def condition_label(factor: Sequence[str], values: Sequence) -> str:
 
 
 def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[str] = ("base_model",),
-            order: Sequence[str] = ()) -> Matched:
+            order: Sequence[str] = (), free: Sequence[str] = ()) -> Matched:
     """The rows of ``frame`` whose experiment every value of ``factor`` present in its ``within``
     group holds (a group with one condition has nothing to compare: all of it is dropped).
-    ``order``: the conditions as the note names them first (the reference)."""
-    factor, within = [factor] if isinstance(factor, str) else list(factor), list(within)
+    ``order``: the conditions as the note names them first (the reference); ``free``: identity
+    columns that are a condition's own replicates, not matched (:func:`patterns`); ``within=()``:
+    the whole frame is one group."""
+    factor, within, free = [factor] if isinstance(factor, str) else list(factor), list(within), list(free)
     if "base_model" not in frame.columns:  # a table built without results.py's columns: its model is the model asked
         within = ["model" if c == "base_model" else c for c in within]
     identity = [("model" if c == "base_model" and "base_model" not in frame.columns else c) for c in IDENTITY]
-    key = [c for c in identity if c in frame.columns and c not in factor]
+    key = [c for c in identity if c in frame.columns and c not in factor and c not in free]
     if frame.empty:
         return Matched(frame, pd.DataFrame(columns=[*within, *factor, "task", "held", "matched", "dropped"]), factor, within,
-                       list(order))
+                       list(order), key, free)
     # Group numbers, not strings joined per row (50,000 records): a missing order seed (structured
     # patterns) is a value like any other (dropna=False).
     ident = frame.groupby(key, dropna=False, sort=False).ngroup()
     cond = frame.groupby(factor, dropna=False, sort=False).ngroup()
-    group = frame.groupby(within, dropna=False, sort=False).ngroup()
+    group = frame.groupby(within, dropna=False, sort=False).ngroup() if within else pd.Series(0, index=frame.index)
     conditions = cond.groupby(group).transform("nunique")
     holding = cond.groupby(ident).transform("nunique")
     keep = (holding == conditions) & (conditions > 1)
-    g = frame.assign(_kept=keep).groupby([*within, *factor, "task"], dropna=False, sort=True)["_kept"]
+    tasks = frame["task"] if "task" in frame.columns else pd.Series("", index=frame.index, name="task")
+    g = frame[[*within, *factor]].assign(_kept=keep, task=tasks).groupby([*within, *factor, "task"], dropna=False,
+                                                                         sort=True)["_kept"]
     counts = pd.DataFrame({"held": g.size(), "matched": g.sum()}).reset_index()
     counts["matched"] = counts["matched"].astype(int)
     counts["dropped"] = counts["held"] - counts["matched"]
-    return Matched(frame[keep], counts, factor, within, list(order))
+    return Matched(frame[keep], counts, factor, within, list(order), key, free)
+
+
+#: A pattern's own replicates: the random pattern's order seeds, a structured pattern's shuffle seeds.
+PATTERN_REPLICATES = ["order_seed", "shuffle_seed"]
+
+
+def patterns(frame: pd.DataFrame, within: Sequence[str] = ()) -> Matched:
+    """Patterns compared within one slice (π⁺ against π⁻, Table 2's Δ, the paired test): the
+    experiments every pattern of ``frame`` holds, the same in every identity field but the pattern
+    and its own replicates (:data:`PATTERN_REPLICATES`: random's order seeds are its repeats of
+    one experiment)."""
+    return matched(frame, "pattern", within, free=PATTERN_REPLICATES)
 
 
 def against(frame: pd.DataFrame, factor: str, reference: str, within: Sequence[str] = ("base_model",)) -> dict[str, Matched]:

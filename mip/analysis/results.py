@@ -69,6 +69,17 @@ def _budget(record: Record) -> dict:
     return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens")}
 
 
+def budget_labels(records: Iterable[Record]) -> dict[str, str]:
+    """Each record's budget slice by its key, as the analysis table labels it (over these records
+    together: :func:`mip.config.budgets.labels`) — for readers of records that build no table
+    (attribute.py's replays)."""
+    records = list(records)
+    limits = [_budget(r) for r in records]
+    labels = budgets.labels([r.experiment.budget for r in records], [x["budget_tokens"] for x in limits],
+                            [x["budget_answer"] for x in limits])
+    return {r.key: label for r, label in zip(records, labels)}
+
+
 def record_row(record: Record) -> dict:
     counted = counted_attempt(record.attempts)
     stage = counted.stages[-1] if counted and counted.stages else None

@@ -8,9 +8,11 @@ All functions take the analysis table of :mod:`mip.analysis.results` and are pur
 - All-experiment accuracy (invalid counts as wrong) and invalid rate by kind. The accuracy
   metrics are registered in :data:`METRICS`.
 - Best and worst pattern π⁺, π⁻ by mean accuracy; Δ = mean over seeds of
-  Acc_s(π⁺) − Acc_s(π⁻) with the sd of the paired differences. A seed without a valid
-  experiment of either pattern drops out of the pairing; Δ is marked † with one paired
-  seed and ‡ with two.
+  Acc_s(π⁺) − Acc_s(π⁻) with the sd of the paired differences, both on the experiments every
+  pattern of the slice holds (:func:`mip.analysis.pairs.patterns`: the same task, selection
+  seed, majority label … under each pattern); what a pattern holds beyond them is counted
+  (``Gap.compared``), never compared. A seed without a valid experiment of either pattern
+  drops out of the pairing; Δ is marked † with one paired seed and ‡ with two.
 - Ties: patterns whose mean accuracies agree to :data:`TIE` are tied. π⁺ is the first of
   the best in the paper's pattern order (:data:`mip.experiment.instances.PATTERNS`: random,
   majority-first, majority-last, majority-edges, majority-middle, soft-majority-edges,
@@ -125,6 +127,20 @@ class Gap:
     """Every other pattern tied for the worst, π⁻ first."""
     seeds: tuple = ()
     """The selection seeds Δ pairs (both π⁺ and π⁻ have an accuracy there)."""
+    compared: pairs.Matched | None = None
+    """The experiments the patterns are compared on (:func:`mip.analysis.pairs.patterns`), with
+    the counts held, matched and dropped per pattern and task."""
+
+    def paired(self) -> pd.DataFrame:
+        """The experiments Δ rests on: π⁺'s and π⁻'s matched ones in the seeds it pairs."""
+        if self.compared is None or not self.best:
+            return pd.DataFrame(columns=["key", "pattern", "seed"])
+        kept = self.compared.frame
+        return kept[kept["pattern"].isin([self.best, self.worst]) & kept["seed"].isin(self.seeds)]
+
+    def dropped(self) -> int:
+        """Experiments of the slice left out of the pattern comparison (no match under every pattern)."""
+        return 0 if self.compared is None else int(self.compared.counts["dropped"].sum())
 
 
 #: Short pattern names for cells and printed tables (soft_majority_edges → s.edges); a legend says which.
@@ -151,12 +167,15 @@ def _paper_order(patterns) -> list[str]:
     return sorted(patterns, key=lambda p: (rank.get(p, len(rank)), p))
 
 
-def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
-    """π⁺, π⁻ and Δ for one model's experiments (§3.4; App. D.2 for ``metric='all'``)."""
-    seeds = per_seed(frame, ["pattern"], metric)
+def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only", compared: pairs.Matched | None = None) -> Gap:
+    """π⁺, π⁻ and Δ for one slice's experiments (§3.4; App. D.2 for ``metric='all'``), on the
+    experiments every pattern holds (``compared``: :func:`mip.analysis.pairs.patterns` of
+    ``frame``, where the caller has it)."""
+    compared = pairs.patterns(frame, within=()) if compared is None else compared
+    seeds = per_seed(compared.frame, ["pattern"], metric)
     means = seeds.groupby("pattern")["acc"].mean().dropna()
     if len(means) < 2:  # a gap needs two patterns with valid experiments
-        return Gap(None, None, None, None, 0, "")
+        return Gap(None, None, None, None, 0, "", compared=compared)
     means = means.reindex(_paper_order(means.index))
     best_tied = tuple(means.index[means >= means.max() - TIE])
     # π⁻ is the worst of the *other* patterns: when all tie, π⁺ ≠ π⁻ and Δ = 0 is still a comparison.
@@ -168,7 +187,7 @@ def best_worst_gap(frame: pd.DataFrame, metric: str = "valid_only") -> Gap:
     marker = {1: "†", 2: "‡"}.get(len(paired), "")
     return Gap(best, worst, float(paired.mean()) if len(paired) else None,
                float(paired.std(ddof=1)) if len(paired) > 1 else None, len(paired), marker, best_tied, worst_tied,
-               tuple(paired.index))
+               tuple(paired.index), compared)
 
 
 def model_columns() -> list[str]:
@@ -177,30 +196,34 @@ def model_columns() -> list[str]:
     for i, m in enumerate(METRICS.values()):
         columns += [f"acc{m.suffix}", f"acc{m.suffix}_sd", f"delta{m.suffix}", f"delta{m.suffix}_sd", f"delta{m.suffix}_marker"]
         if i == 0:
-            columns += ["paired_seeds", "best", "worst", "best_tied", "worst_tied"]
+            columns += ["paired_seeds", "best", "worst", "best_tied", "worst_tied", "patterns_matched", "patterns_dropped"]
     return [*columns, "invalid_rate", "invalid_rate_sd"]
 
 
 def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
     """Table 2 / Table 6: per group ``by`` (a model, or a whole slice), each metric's accuracy
-    and Δ (π⁺ and π⁻ by the first, valid-only), the invalid rate, and the instance sets behind them."""
+    and Δ (π⁺ and π⁻ by the first, valid-only, on the experiments every pattern of the group holds:
+    ``patterns_matched``, ``patterns_dropped``), the invalid rate, and the instance sets behind them."""
     by = list(by)
-    # Every number below is a function of the counts per group, seed and pattern: sum once
-    # (50,000 records → a few hundred cells), then work on the cells.
-    g = frame.groupby([*by, "seed", "pattern"], dropna=False, sort=False)
-    cells = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": g.size()}).reset_index()
     sets = sets_by(frame, by)
     rows = []
-    for key, group in cells.groupby(by, dropna=False):
+    for key, raw in frame.groupby(by, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(by, key))
+        # The accuracies are functions of the counts per seed and pattern: sum once (50,000
+        # records → a few hundred cells), then work on the cells.
+        g = raw.groupby([*by, "seed", "pattern"], dropna=False, sort=False)
+        group = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": g.size()}).reset_index()
+        # Δ compares patterns: on the experiments every pattern of the group holds (one rule: mip.analysis.pairs).
+        compared = pairs.patterns(raw)
         for i, (name, m) in enumerate(METRICS.items()):
-            acc, gap = accuracy(group, by, name).iloc[0], best_worst_gap(group, name)
+            acc, gap = accuracy(group, by, name).iloc[0], best_worst_gap(raw, name, compared)
             if i == 0:
                 row.update(experiments=int(acc["experiments"]), valid=int(acc["valid"]),
                            sets=int(sets.get(key if len(by) > 1 else key[0], 0)),
                            paired_seeds=gap.paired_seeds, best=gap.best, worst=gap.worst,
-                           best_tied=", ".join(gap.best_tied), worst_tied=", ".join(gap.worst_tied))
+                           best_tied=", ".join(gap.best_tied), worst_tied=", ".join(gap.worst_tied),
+                           patterns_matched=len(compared.frame), patterns_dropped=gap.dropped())
             row.update({f"acc{m.suffix}": acc["acc_mean"], f"acc{m.suffix}_sd": acc["acc_sd"],
                         f"delta{m.suffix}": gap.delta, f"delta{m.suffix}_sd": gap.sd, f"delta{m.suffix}_marker": gap.marker})
         invalid = per_seed(group, by).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]

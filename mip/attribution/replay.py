@@ -18,6 +18,7 @@ from mip.attribution.profiles import profile, region_shares
 from mip.config import AttributeConfig, HFModelConfig, to_plain
 from mip.analysis import folders, slices
 from mip.analysis.out_dirs import claim, inputs_of
+from mip.analysis.results import budget_labels
 from mip.data import build_pool
 from mip.data.pools import Pool, load_pool
 from mip.experiment.instances import PATTERNS, structured
@@ -87,19 +88,31 @@ def load_model(cfg: AttributeConfig, plan: Plan | None = None) -> tuple[Any, Any
 
 def eligible(cfg: AttributeConfig) -> list[Record]:
     """The records of the model and tasks, restricted to the slices of ``cfg.where``."""
+    return _eligible(cfg)[0]
+
+
+def _eligible(cfg: AttributeConfig) -> tuple[list[Record], dict[str, str]]:
+    """:func:`eligible`, and every record's budget slice by key: by its value, labelled over all
+    the records found as analyze.py labels them (:func:`mip.analysis.results.budget_labels`)."""
     name = cfg.records_model or cfg.model.name
     try:
-        found = folders.records(cfg.results)  # a store, or a job or sweep folder's own experiments
+        found = list(folders.records(cfg.results))  # a store, or a job or sweep folder's own experiments
     except folders.FolderError as e:
         raise AttributionError(str(e)) from None
     unique = {r.key: r for r in found if r.experiment.model == name and r.experiment.task in cfg.task}
     records = sorted(unique.values(), key=lambda r: r.key)
     if not records:
-        return records
-    rows = pd.DataFrame([{**r.experiment.model_dump(), "base_model": r.experiment.model, "pool_filtered": r.pool_filtered}
-                         for r in records])
+        return records, {}
+    budgets = budget_labels({r.key: r for r in found}.values())
+    rows = pd.DataFrame([_row(r, budgets) for r in records])
     kept = slices.restrict(slices.add_columns(rows), cfg.where).index
-    return [records[i] for i in kept]
+    return [records[i] for i in kept], budgets
+
+
+def _row(record: Record, budgets: dict[str, str]) -> dict:
+    """A record's experiment as the slices see it: its budget by value (``budget_name``: as given)."""
+    return {**record.experiment.model_dump(), "base_model": record.experiment.model, "pool_filtered": record.pool_filtered,
+            "budget_name": record.experiment.budget, "budget": budgets.get(record.key, record.experiment.budget)}
 
 
 def _merge(lists: list[list]) -> list:
@@ -193,7 +206,7 @@ def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan:
     weights) and ``plan`` (the placement it was built for) skip the loading.
     """
     out = Path(cfg.out_dir)
-    records = eligible(cfg)
+    records, budgets = _eligible(cfg)
     if not records:
         raise AttributionError(f"No records of model {cfg.records_model or cfg.model.name} for tasks {list(cfg.task)} "
                                f"under {cfg.results}.")
@@ -225,7 +238,7 @@ def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan:
             except ReplaySkip as e:
                 skipped[str(e)] += 1
                 continue
-            row = {**record.experiment.model_dump(), "pool_filtered": record.pool_filtered, "key": record.key,
+            row = {**_row(record, budgets), "key": record.key,
                    "correct": record.verdict == Verdict.CORRECT,
                    "selected": replay.selected, "score": replay.score, "share": replay.share, "signed": replay.signed,
                    "u": replay.u, "tokens": replay.tokens, "seconds": replay.seconds, "passes": replay.passes,

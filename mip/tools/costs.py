@@ -2,7 +2,8 @@
 dated prices, time on one GPU (or the CPU) for a model run here at its config's throughput.
 
 Split by slice — model, budget, prompt variant and strategy — never pooled, and for a dry run
-per task too. A dry run gives two counts (:mod:`mip.job.dry_run`): the expected cost, one
+per task too. A budget is its value, labelled as the analysis labels it
+(:func:`mip.config.budgets.labels`): ``budget.max_tokens=999`` over smoke is a slice of its own. A dry run gives two counts (:mod:`mip.job.dry_run`): the expected cost, one
 attempt per experiment as its strategy sends it, and the ceiling, every attempt allowed
 (``model.max_attempts``) each sending what the strategy may send at most.
 
@@ -42,6 +43,16 @@ def slice_label(where: dict[str, Any]) -> str:
     return " ".join([str(where.get("model") or "?")] + [f"{k}={where[k]}" for k in SLICE[1:] if where.get(k)])
 
 
+def _slices(jobs: list[dict]) -> list[dict[str, Any]]:
+    """Each job's slice (:data:`SLICE`), its budget by the limits it ran at as the analysis labels
+    it (:func:`mip.config.budgets.labels`; a manifest without them: its name)."""
+    from mip.config.budgets import labels
+
+    budgets = labels([j.get("budget") or "" for j in jobs], [j.get("budget_tokens") for j in jobs],
+                     [j.get("budget_answer") for j in jobs])
+    return [{**{k: j.get(k) or "" for k in SLICE}, "model": j.get("model", "?"), "budget": b} for j, b in zip(jobs, budgets)]
+
+
 def _sent(job: dict) -> dict[str, Any]:
     """What a job sends: its dry run's count by its strategy; a run's (or an older dry run's)
     prompt tokens less those never sent, with no ceiling."""
@@ -60,8 +71,7 @@ def _sent(job: dict) -> dict[str, Any]:
 def _frame(jobs: list[dict]) -> pd.DataFrame:
     import pandas as pd
 
-    return pd.DataFrame([{**{k: j.get(k) or "" for k in SLICE}, "model": j.get("model", "?"),
-                          "experiments": j["experiments"], "to run": j["experiments"] - j["already_stored"],
+    return pd.DataFrame([{**where, "experiments": j["experiments"], "to run": j["experiments"] - j["already_stored"],
                           "prompt tokens": j["prompt_tokens"],
                           "overflow": j.get("overflowing", 0) if j.get("dry_run") else 0,
                           "max output tokens": j.get("max_output_tokens", 0), **_sent(j),
@@ -69,7 +79,8 @@ def _frame(jobs: list[dict]) -> pd.DataFrame:
                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
                           "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
                           "device": j.get("device") or "GPU", "cost": _cost_basis(j),
-                          "elapsed": j.get("elapsed_s"), "measured": j.get("measured") or ""} for j in jobs])
+                          "elapsed": j.get("elapsed_s"), "measured": j.get("measured") or ""}
+                         for j, where in zip(jobs, _slices(jobs))])
 
 
 def cost_lines(jobs: list[dict], took_s: float | None = None, sweep_s: float | None = None) -> list[str]:
@@ -197,12 +208,11 @@ def dry_tables(jobs: list[dict]) -> list[str]:
     import pandas as pd
 
     rows = []
-    for j in jobs:
+    for j, where in zip(jobs, _slices(jobs)):
         per_task = j.get("per_task") or {"(all)": {"experiments": j["experiments"] - j["already_stored"],
                                                    "prompt_tokens": j["prompt_tokens"],
                                                    "overflowing": j.get("overflowing", 0),
                                                    "max_output_tokens": j.get("max_output_tokens", 0)}}
-        where = {k: j.get(k) or "" for k in SLICE} | {"model": j.get("model", "?")}
         rows += [{**where, "task": task, **{c: counts.get(c) for c in COLUMNS}} for task, counts in per_task.items()]
     if not rows:
         return []

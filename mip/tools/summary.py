@@ -79,12 +79,17 @@ def slice_tables(records: list[Record]) -> list[str]:
 
 
 def _with_backend(job: dict) -> dict:
-    """A job's manifest, with its model's backend from the job's config.yaml beside it."""
+    """A job's manifest, with its model's backend and its budget's limits (a manifest written
+    before it held them) from the job's config.yaml beside it."""
     config = Path(job["manifest"]).parent / "config.yaml"
-    if "backend" not in job and config.is_file():
+    if ("backend" not in job or "budget_tokens" not in job) and config.is_file():
         import yaml
 
-        job["backend"] = ((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model") or {}).get("backend")
+        conf = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        model, budget = conf.get("model") or {}, conf.get("budget") or {}
+        job.setdefault("backend", model.get("backend"))
+        job.setdefault("budget_tokens", budget.get("max_tokens"))
+        job.setdefault("budget_answer", (model.get("budget_split") or {}).get("answer_tokens"))
     return job
 
 

@@ -8,7 +8,8 @@ HTML writer (:mod:`mip.analysis.report.html`) finds it from the table it renders
 - Table 2 and its numbers (per slice row model × budget × pool), the budget comparison (model ×
   budget) and Table 5 (model × prompt variant × budget): every accuracy and the invalid rate rest on
   all the row's experiments (for budgets and variants: the matched ones the section compares,
-  :func:`mip.analysis.pairs.matched`); Δ on the experiments of π⁺ and π⁻ in the seeds paired for it;
+  :func:`mip.analysis.pairs.matched`); Δ on the matched experiments of π⁺ and π⁻ (those every
+  pattern holds, :func:`mip.analysis.pairs.patterns`) in the seeds paired for it (:meth:`mip.analysis.stats.Gap.paired`);
   each pattern named in π⁺ / π⁻ on that pattern's experiments.
 - Accuracy per pattern (``patterns_by_model``): the row's experiments of that pattern.
 - Table 3 (coverage bins): the row's valid experiments in that bin (``no trace``: the valid
@@ -78,11 +79,6 @@ class Lists:
         return {k for cell in self.lists.values() for k in cell.keys}
 
 
-def _paired(sub: pd.DataFrame, gap: stats.Gap) -> pd.DataFrame:
-    """The experiments of π⁺ and π⁻ in the seeds Δ pairs."""
-    return sub[sub["pattern"].isin([gap.best, gap.worst]) & sub["seed"].isin(gap.seeds)]
-
-
 def table2(lists: Lists, group: pd.DataFrame, tag: str) -> None:
     name = f"table2_{tag}"
     for row, sub in slices.of(group, sections.ROW):
@@ -95,7 +91,7 @@ def table2(lists: Lists, group: pd.DataFrame, tag: str) -> None:
             gap = stats.best_worst_gap(sub, metric)
             if gap.best and gap.worst:
                 lists.add(name, key, f"Δ{m.suffix} (pp)", f"Table 2, {where}: Δ{m.suffix} = {gap.best} − {gap.worst}, "
-                          "their experiments in the paired seeds", _paired(sub, gap))
+                          "their matched experiments in the paired seeds", gap.paired())
             if metric == "valid_only":
                 for pattern in {*gap.best_tied, *gap.worst_tied}:
                     lists.add(name, key, "π⁺ / π⁻", f"Table 2, {where}: pattern {pattern}",
@@ -116,7 +112,7 @@ def model_rows(lists: Lists, name: str, group: pd.DataFrame, by: list[str], wher
             gap = stats.best_worst_gap(sub, metric)
             if gap.best and gap.worst:
                 url = lists.add(name, key, f"delta{m.suffix}", f"{label}: Δ{m.suffix} = {gap.best} − {gap.worst}, their "
-                                "experiments in the paired seeds", _paired(sub, gap))
+                                "experiments in the paired seeds", gap.paired())
                 lists.cells[name][tuple(map(str, key))][f"delta{m.suffix}_sd"] = url
 
 

@@ -41,18 +41,32 @@ def holds(frame: pd.DataFrame) -> str:
     return f"{tasks_of(frame)}, {plural(len(frame), 'experiment')}"
 
 
-def rests_on(sets: int, paired_seeds: int) -> str:
-    """The evidence behind a row, in words.
+def rests_on(sets: int, paired_seeds: int, dropped: int = 0) -> str:
+    """The evidence behind a row, in words (``dropped``: experiments no other pattern holds,
+    left out of Δ: :func:`mip.analysis.pairs.patterns`).
 
-    >>> rests_on(2, 1), rests_on(1, 0), rests_on(30, 3)
-    ('2 sets, 1 paired seed', '1 set, 0 paired seeds', '30 sets, 3 paired seeds')
+    >>> rests_on(2, 1), rests_on(1, 0), rests_on(30, 3, 12)
+    ('2 sets, 1 paired seed', '1 set, 0 paired seeds', '30 sets, 3 paired seeds, 12 unmatched experiments not in Δ')
     """
-    return f"{sets} set{'' if sets == 1 else 's'}, {paired_seeds} paired seed{'' if paired_seeds == 1 else 's'}"
+    return (f"{sets} set{'' if sets == 1 else 's'}, {paired_seeds} paired seed{'' if paired_seeds == 1 else 's'}"
+            + (f", {plural(int(dropped), 'unmatched experiment')} not in Δ" if dropped else ""))
+
+
+def pattern_notes(group: pd.DataFrame, by: list[str]) -> list[str]:
+    """Per row of a :func:`model_rows` table whose patterns did not all run on the same
+    experiments: what Δ compared and what it left out (:func:`mip.analysis.pairs.patterns`)."""
+    notes = []
+    for row, sub in slices.of(group, by):
+        compared = pairs.patterns(sub)
+        if compared.counts["dropped"].any():
+            notes.append(f"Δ of {' · '.join(str(row[c]) for c in by)}: {compared.note()}")
+    return notes
 
 
 def model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     models = stats.model_table(group, by)
-    models["rests on"] = [rests_on(s, k) for s, k in zip(models["sets"], models["paired_seeds"])]
+    models["rests on"] = [rests_on(s, k, d) for s, k, d in zip(models["sets"], models["paired_seeds"],
+                                                                  models["patterns_dropped"])]
     if "budget" in by and not models.empty:  # budgets by value: 20k before 100k
         rank = {b: i for i, b in enumerate(slices.budget_order(models["budget"]))}
         models = models.sort_values([c for c in by if c != "budget"] + ["budget"], kind="stable",
@@ -70,7 +84,9 @@ def core(report, frame: pd.DataFrame) -> None:
                      f"Tables 2 and 6 at {name}: one row per slice (model × budget × pool). Valid-only and "
                      "all-experiment accuracy (mean ± sd over selection seeds), Δ with π⁺/π⁻ († one paired seed, ‡ "
                      "two), invalid rate; 'Sets' is the instance sets with a valid experiment behind each row. π⁺ / π⁻ by "
-                     f"short names, every tie named (a = b), π⁻ '–' where no pattern is worse: {stats.legend()}.")
+                     f"short names, every tie named (a = b), π⁻ '–' where no pattern is worse: {stats.legend()}. "
+                     "π⁺, π⁻, Δ and the tests below compare patterns on the experiments every pattern holds."
+                     + "".join(f" {note}" for note in pattern_notes(group, ROW)))
         report.table(models.round(6), f"table2_numbers_{tag}", "The numbers behind the table above, unrounded for reuse.")
         report.table(intervals(group), f"intervals_and_tests_{tag}",
                      f"Beyond the paper, at {name}: 95 % bootstrap intervals of accuracy and Δ and a paired test of π⁺ "
@@ -142,8 +158,9 @@ def intervals(group: pd.DataFrame) -> pd.DataFrame:
         out = {**row, "sets": inference.sets_of(sub), "acc_ci_low": low, "acc_ci_high": high, "delta_ci_low": None,
                "delta_ci_high": None, "test": "not testable", "pairs": 0, "p_value": None}
         if gap.best and gap.worst and gap.best != gap.worst:
-            out["delta_ci_low"], out["delta_ci_high"] = inference.bootstrap_gap(sub, gap.best, gap.worst)
-            test = inference.paired_test(sub, gap.best, gap.worst)
+            kept = gap.compared.frame  # Δ's experiments: those every pattern holds (mip.analysis.pairs.patterns)
+            out["delta_ci_low"], out["delta_ci_high"] = inference.bootstrap_gap(kept, gap.best, gap.worst)
+            test = inference.paired_test(kept, gap.best, gap.worst)
             out.update({"test": test.test, "pairs": test.pairs, "p_value": test.p_value})
         if out["test"] in ("not testable", "none"):
             out["test"] = f"not testable ({out['pairs']} pairs < {inference.MIN_PAIRS})"
