@@ -1,0 +1,44 @@
+"""A sweep's jobs composed once each, not twice.
+
+Hydra's basic sweeper composes every job's config to check that it can be composed
+(``validate_batch_is_legal``), throws it away, and its launcher composes the same job again
+before running it: two compositions a job, two thirds of a planted sweep's launch overhead.
+:func:`compose_once` makes the launcher take the config the check composed (Hydra copies the
+sweep's resolver cache into both, so they are the same config). Installed by the sweep
+callback (:mod:`mip.entry.hydra_callbacks`) on the config loader the sweeper and launcher share.
+
+Exercised by ``pytest tests/test_launch_checks.py``; measured by ``benchmarks/launch.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+#: Compositions kept between the check and the launch, at most (a batch of more jobs composes the rest twice).
+KEPT = 1024
+
+
+def compose_once(loader: Any, limit: int = KEPT) -> None:
+    """Wrap ``loader.load_sweep_config`` (Hydra's ConfigLoaderImpl): a composition asked for by
+    the sweeper's check is kept, and the launcher's request for the same job gets it. Counts
+    in ``loader.mip_compositions`` (composed, reused)."""
+    if getattr(loader, "mip_compositions", None) is not None:
+        return
+    original = loader.load_sweep_config
+    kept: dict[tuple[int, tuple[str, ...]], Any] = {}
+    counts = loader.mip_compositions = {"composed": 0, "reused": 0}
+
+    def load_sweep_config(master_config: Any, sweep_overrides: list[str]) -> Any:
+        key = (id(master_config), tuple(sweep_overrides))
+        checking = sys._getframe(1).f_code.co_name == "validate_batch_is_legal"
+        if not checking and key in kept:  # the launcher: the check's composition, used once
+            counts["reused"] += 1
+            return kept.pop(key)
+        config = original(master_config, sweep_overrides)
+        counts["composed"] += 1
+        if checking and len(kept) < limit:
+            kept[key] = config
+        return config
+
+    loader.load_sweep_config = load_sweep_config
