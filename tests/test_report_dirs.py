@@ -88,3 +88,23 @@ def test_attribute_takes_a_bare_folder(sweeps, tmp_path):
 def test_a_bare_word_that_is_no_folder_is_one_line(sweeps, args, said):
     ran = run_entry("analyze.py", *(a.format(a=sweeps["a"]) for a in args))
     assert ran.returncode == 2 and ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
+
+
+def test_wandb_analyses_get_an_out_dir_named_after_their_inputs(sweeps):
+    """`analyze.py source=wandb …` wrote into results/report whatever it read, so the analysis
+    of a second W&B group replaced the first's report."""
+    results = str(sweeps["results"])
+
+    def out(*args: str) -> str:
+        return compose(f"paths.results_dir={results}", "source=wandb", *args, config_name="analyze").out_dir
+
+    one = out("wandb.project=mip", "wandb.group=sweeps/2026-11-30/10-00-00-3f9a1c")
+    other = out("wandb.project=mip", "wandb.group=sweeps/2026-12-01/09-00-00-000000")
+    assert one.startswith(f"{results}/report/wandb-mip+sweeps_2026-11-30_10-00-00-3f9a1c-")
+    assert other.startswith(f"{results}/report/wandb-mip+sweeps_2026-12-01_09-00-00-000000-")
+    tagged = out("wandb.project=mip", "wandb.entity=lab", "wandb.tags=[core]")
+    assert tagged.startswith(f"{results}/report/wandb-lab+mip+core-") and len({one, other, tagged}) == 3
+    # offline run folders: beside one sweep (its local report keeps <sweep>/report), else named after them
+    assert out(f"results=[{sweeps['a']}]") == f"{sweeps['a']}/report-wandb"
+    assert out("results=[results/sweeps]").startswith(f"{results}/report/wandb-sweeps-")
+    assert out() != compose(f"paths.results_dir={results}", config_name="analyze").out_dir
