@@ -92,20 +92,28 @@ def inputs_of(source: str, results: Sequence[str], **more: Any) -> dict[str, Any
     return {"source": source, "results": [_same(str(r)) for r in results], **more}
 
 
-def claim(folder: str | Path, inputs: dict[str, Any]) -> str | None:
-    """Take ``folder`` for an analysis of ``inputs``: note them there, or return why not — the
-    folder holds the output of an analysis of other inputs (said with what to pass instead)."""
+def taken(folder: str | Path, inputs: dict[str, Any]) -> str | None:
+    """Why ``folder`` cannot take an analysis of ``inputs`` — it holds the output of an analysis
+    of other inputs (said with what to pass instead) — or None; reads only. Asked by the entry
+    points before Hydra writes into the folder (mip.entry.reports), and by :func:`claim`."""
     folder = Path(folder).expanduser()
-    note = folder / INPUTS
     try:
-        before = json.loads(note.read_text(encoding="utf-8"))
+        before = json.loads((folder / INPUTS).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        before = None
-    if before is not None and before != inputs:
-        shown = ",".join(before.get("results", [])) if before.get("source") == "local" else before.get("source")
-        return (f"{folder} holds the output of another analysis (results=[{shown}]"
-                f"{', other slices or core' if before.get('results') == inputs.get('results') else ''}); pass another "
-                f"out_dir=, or leave out_dir to write beside the folders read; remove {folder} to write there again.")
+        return None
+    if before == json.loads(json.dumps(inputs, default=str)):
+        return None
+    shown = ",".join(before.get("results", [])) if before.get("source") == "local" else before.get("source")
+    return (f"{folder} holds the output of another analysis (results=[{shown}]"
+            f"{', other slices or core' if before.get('results') == inputs.get('results') else ''}); pass another "
+            f"out_dir=, or leave out_dir to write beside the folders read; remove {folder} to write there again.")
+
+
+def claim(folder: str | Path, inputs: dict[str, Any]) -> str | None:
+    """Take ``folder`` for an analysis of ``inputs``: note them there, or return why not (:func:`taken`)."""
+    if refusal := taken(folder, inputs):
+        return refusal
+    folder = Path(folder).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
-    note.write_text(json.dumps(inputs, indent=1, default=str), encoding="utf-8")
+    (folder / INPUTS).write_text(json.dumps(inputs, indent=1, default=str), encoding="utf-8")
     return None

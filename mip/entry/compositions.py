@@ -7,6 +7,16 @@ before running it: two compositions a job, two thirds of a planted sweep's launc
 sweep's resolver cache into both, so they are the same config). Installed by the sweep
 callback (:mod:`mip.entry.hydra_callbacks`) on the config loader the sweeper and launcher share.
 
+>>> class Loader:                                   # stands for Hydra's ConfigLoaderImpl
+...     def load_sweep_config(self, master_config, sweep_overrides):
+...         return {"overrides": sweep_overrides}
+>>> loader = Loader(); compose_once(loader)
+>>> def validate_batch_is_legal():                  # the sweeper's check
+...     return loader.load_sweep_config(None, ["seed=1"])
+>>> checked = validate_batch_is_legal()
+>>> loader.load_sweep_config(None, ["seed=1"]) is checked, loader.mip_compositions   # the launcher's
+(True, {'composed': 1, 'reused': 1})
+
 Exercised by ``pytest tests/test_launch_checks.py``; measured by ``benchmarks/launch.py``.
 """
 
