@@ -77,3 +77,20 @@ def test_a_sweeps_jobs_are_composed_once_each(results, monkeypatch):
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert len(composed) == 4 and len(set(composed)) == 4, composed  # 2 patterns × 2 seeds, once each
     assert len(list(results.rglob("job.json"))) == 4
+
+
+def test_each_yaml_file_is_parsed_once_and_composed_afresh(tmp_path):
+    """mip.entry.compositions.parse_once: a composition never sees another's changes, and a
+    file changed on disk is read again."""
+    from hydra import compose, initialize_config_dir
+
+    from mip.entry.compositions import parse_once
+
+    parse_once()
+    (tmp_path / "config.yaml").write_text("a: 1\nb: [x]\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        first = compose("config")
+        first.b.append("y")
+        assert compose("config").b == ["x"]
+        (tmp_path / "config.yaml").write_text("a: 22\nb: [x]\n")
+        assert compose("config").a == 22

@@ -203,11 +203,12 @@ class SummaryCallback(Callback):
         would say."""
         from hydra.core.global_hydra import GlobalHydra
 
-        from mip.entry.compositions import compose_once
+        from mip.entry.compositions import compose_once, parse_once
 
         _check_writable(config)
         _filter_logs(config)
         compose_once(GlobalHydra.instance().config_loader())  # the check's composition of a job is the one it runs
+        parse_once()  # and each YAML file is parsed once
         jobs = _sweep_jobs(config)  # parsed once: the progress line's total and the checks of every job
         self.sweep, self.done = (os.getpid(), len(jobs), time.monotonic()) if jobs else None, 0
         self.folder = Path(config.hydra.sweep.dir)
