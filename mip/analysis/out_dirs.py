@@ -15,7 +15,8 @@ what is read (``results=[…]``, or a bare folder on the command line):
 'results/report'
 >>> out_dir(["results/store", "other/store"], "results", "report")  # doctest: +ELLIPSIS
 'results/report/store+store-...'
->>> out_dir(["results/store"], "results", "report", "wandb", "mip", None, "sweeps/2026-11-30/10-00-00-3f9a1c", [])  # doctest: +ELLIPSIS
+>>> group = "sweeps/2026-11-30/10-00-00-3f9a1c"
+>>> out_dir(["results/store"], "results", "report", "wandb", "mip", None, group, [])  # doctest: +ELLIPSIS
 'results/report/wandb-mip+sweeps_2026-11-30_10-00-00-3f9a1c-...'
 
 An out_dir remembers what it was written from (``.inputs.json``: the source, the folders, the
