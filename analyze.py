@@ -15,8 +15,9 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from mip.analysis.analyze import analyze
+from mip.analysis.analyze import analysis_inputs, analyze
 from mip.entry.cli import check_overrides, folders_as_results
+from mip.entry.reports import check_out_dir, kept
 from mip.config import AnalyzeConfig
 from mip.tools.config_store import register
 from mip.tools.prompt_source import Rebuilder
@@ -44,4 +45,6 @@ def main(cfg: DictConfig) -> None:
 if __name__ == "__main__":
     sys.argv[1:] = folders_as_results(sys.argv[1:], "analyze.py")  # `python analyze.py <sweep folder>`
     check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py", conf_dir=CONF, config_name="analyze")
-    main()
+    # an out_dir holding another analysis is refused before Hydra writes there; any other refusal puts it back
+    with kept(check_out_dir(sys.argv[1:], CONF, "analyze", analysis_inputs)):
+        main()

@@ -15,8 +15,9 @@ quiet_library_bars()  # before transformers is imported
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from mip.attribution.replay import AttributionError, attribute
+from mip.attribution.replay import AttributionError, attribute, attribution_inputs
 from mip.config import AttributeConfig
+from mip.entry.reports import check_out_dir, kept
 from mip.tools.config_store import register
 from mip.data import DataError
 
@@ -39,4 +40,6 @@ def main(cfg: DictConfig) -> None:
 if __name__ == "__main__":
     sys.argv[1:] = folders_as_results(sys.argv[1:], "attribute.py")  # `python attribute.py <sweep folder>`
     check_overrides(sys.argv[1:], AttributeConfig, "attribute.py", conf_dir=CONF, config_name="attribute")
-    main()
+    # an out_dir holding another analysis is refused before Hydra writes there; any other refusal puts it back
+    with kept(check_out_dir(sys.argv[1:], CONF, "attribute", attribution_inputs)):
+        main()

@@ -37,6 +37,7 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.tools.serve": _MODEL,
     "mip.tools.config_store": _HYDRA,
     "mip.entry.hydra_callbacks": _HYDRA,
+    "mip.entry.reports": _HYDRA,
     "mip.entry.schema_fields": _HYDRA,
     "mip.strategies.rebuild": "rebuilds a stored record's prompt from its pool: tests/test_records.py runs it",
     "mip.analysis.analyze": _STORE,

@@ -88,3 +88,78 @@ def test_attribute_takes_a_bare_folder(sweeps, tmp_path):
 def test_a_bare_word_that_is_no_folder_is_one_line(sweeps, args, said):
     ran = run_entry("analyze.py", *(a.format(a=sweeps["a"]) for a in args))
     assert ran.returncode == 2 and ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
+
+
+def test_wandb_analyses_get_an_out_dir_named_after_their_inputs(sweeps):
+    """`analyze.py source=wandb …` wrote into results/report whatever it read, so the analysis
+    of a second W&B group replaced the first's report."""
+    results = str(sweeps["results"])
+
+    def out(*args: str) -> str:
+        return compose(f"paths.results_dir={results}", "source=wandb", *args, config_name="analyze").out_dir
+
+    one = out("wandb.project=mip", "wandb.group=sweeps/2026-11-30/10-00-00-3f9a1c")
+    other = out("wandb.project=mip", "wandb.group=sweeps/2026-12-01/09-00-00-000000")
+    assert one.startswith(f"{results}/report/wandb-mip+sweeps_2026-11-30_10-00-00-3f9a1c-")
+    assert other.startswith(f"{results}/report/wandb-mip+sweeps_2026-12-01_09-00-00-000000-")
+    tagged = out("wandb.project=mip", "wandb.entity=lab", "wandb.tags=[core]")
+    assert tagged.startswith(f"{results}/report/wandb-lab+mip+core-") and len({one, other, tagged}) == 3
+    # offline run folders: beside one sweep (its local report keeps <sweep>/report), else named after them
+    assert out(f"results=[{sweeps['a']}]") == f"{sweeps['a']}/report-wandb"
+    assert out("results=[results/sweeps]").startswith(f"{results}/report/wandb-sweeps-")
+    assert out() != compose(f"paths.results_dir={results}", config_name="analyze").out_dir
+
+
+def _hydra_files(folder: Path) -> dict[str, bytes]:
+    """An out_dir's .hydra/ files, logs and note of its inputs, as bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in [*(folder / ".hydra").iterdir(), *folder.glob("*.log"), *folder.glob(".inputs.json")]}
+
+
+def test_a_refused_analysis_leaves_the_reports_config_and_log_as_they_were(sweeps, tmp_path, figures_unencoded):
+    """Hydra rewrote the out_dir's .hydra/ (with the refused command's results) and its log before
+    analyze.py's check refused; the check now comes before Hydra writes."""
+    out = tmp_path / "kept"
+    first = run_entry("analyze.py", f"results=[{sweeps['a']}]", f"out_dir={out}")
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = _hydra_files(out)
+    assert ".hydra/config.yaml" in before and any(name.endswith(".log") for name in before)
+    for refused in ((str(sweeps["b"]), f"out_dir={out}"),
+                    (f"results=[{sweeps['a']}]", f"out_dir={out}", "where.pattern=majority_last"),
+                    (f"results=[{tmp_path / 'empty'}]", f"out_dir={out}")):
+        (tmp_path / "empty").mkdir(exist_ok=True)
+        ran = run_entry("analyze.py", *refused)
+        assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+        assert _hydra_files(out) == before, refused
+
+
+def test_a_refused_analysis_into_a_new_out_dir_leaves_no_folder(sweeps, tmp_path):
+    """Refused inside analyze.py (a folder without records): the out_dir Hydra made is removed."""
+    (tmp_path / "empty").mkdir()
+    ran = run_entry("analyze.py", f"results=[{tmp_path / 'empty'}]", f"out_dir={tmp_path / 'new'}")
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_refused_attribution_leaves_the_out_dir_as_it_was(sweeps, tmp_path):
+    """attribute.py: an out_dir of another attribution is refused before Hydra writes; missing
+    weights (refused after Hydra wrote) put its .hydra/ and log back."""
+    out = tmp_path / "attribution"
+    args = ("model=smollm2_135m", "records_model=simulated_first_k", "task=arith", f"out_dir={out}")
+    first = run_entry("attribute.py", *args, str(sweeps["a"]), f"weights={tmp_path / 'no-weights'}")
+    assert first.returncode == 2 and "No weights" in first.stderr, first.stderr
+    assert not out.exists()  # refused inside, into a new folder: none is left
+    (out / ".hydra").mkdir(parents=True)  # an attribution of sweep a written there before
+    (out / ".hydra" / "config.yaml").write_text("a report's config\n")
+    (out / "attribute.log").write_text("a report's log\n")
+    from mip.analysis.out_dirs import claim
+    from mip.attribution.replay import attribution_inputs
+
+    assert claim(out, attribution_inputs(compose(f"results=[{sweeps['a']}]", *args, config_name="attribute"))) is None
+    before = _hydra_files(out)
+    again = run_entry("attribute.py", *args, str(sweeps["a"]), f"weights={tmp_path / 'other-weights'}")
+    assert again.returncode == 2 and "No weights" in again.stderr, again.stderr
+    assert _hydra_files(out) == before
+    other = run_entry("attribute.py", *args, str(sweeps["b"]), f"weights={tmp_path / 'no-weights'}")
+    assert other.returncode == 2 and "holds the output of another analysis" in other.stderr, other.stderr
+    assert _hydra_files(out) == before

@@ -25,12 +25,17 @@ def load(cfg: AnalyzeConfig):
     raise ResultsError(f"Unknown source {cfg.source!r}; choose local or wandb.")
 
 
+def analysis_inputs(cfg: AnalyzeConfig) -> dict:
+    """What the report is written from, as its out_dir keeps it (mip.analysis.out_dirs)."""
+    return inputs_of(cfg.source, cfg.results if not cfg.wandb.project else [], where=to_plain(cfg.where),
+                     core=cfg.core, wandb=to_plain(cfg.wandb) if cfg.wandb.project else None)
+
+
 def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None, prompts: Rebuild | None = None) -> Path:
     """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice; ``prompts``
     rebuilds a record's prompt for report.html (analyze.py: :class:`mip.tools.prompt_source.Rebuilder`)."""
     frame = load(cfg)
-    inputs = inputs_of(cfg.source, cfg.results if not cfg.wandb.project else [], where=to_plain(cfg.where),
-                       core=cfg.core, wandb=to_plain(cfg.wandb) if cfg.wandb.project else None)
+    inputs = analysis_inputs(cfg)
     restrict(frame, cfg.where)  # a folder without records, or slices that match none, are said first
     if refusal := claim(cfg.out_dir, inputs):
         raise ResultsError(refusal)

@@ -197,6 +197,12 @@ def _mb(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f} MB"
 
 
+def attribution_inputs(cfg: AttributeConfig) -> dict:
+    """What the replays are made from, as their out_dir keeps it (mip.analysis.out_dirs)."""
+    return inputs_of("local", cfg.results, model=cfg.records_model or cfg.model.name, tasks=sorted(cfg.task),
+                     where=to_plain(cfg.where), max_replays=cfg.max_replays)
+
+
 def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan: Plan | None = None) -> Path:
     """Replay every eligible record; returns the output folder.
 
@@ -210,8 +216,7 @@ def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan:
     if not records:
         raise AttributionError(f"No records of model {cfg.records_model or cfg.model.name} for tasks {list(cfg.task)} "
                                f"under {cfg.results}.")
-    if refusal := claim(out, inputs_of("local", cfg.results, model=cfg.records_model or cfg.model.name,
-                                       tasks=sorted(cfg.task), where=to_plain(cfg.where), max_replays=cfg.max_replays)):
+    if refusal := claim(out, attribution_inputs(cfg)):
         raise AttributionError(refusal)
     if loaded is not None:
         tokenizer, config = loaded[1], loaded[0].config

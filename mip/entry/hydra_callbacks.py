@@ -39,11 +39,11 @@ def _filter_logs(config: DictConfig) -> set[str]:
 
     from mip.config.redact import SecretFilter, mask_streams, secret_values, typed_secrets
 
-    task = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+    keys = [k for k in config if k != "hydra"]  # read in place: a copy of the config cost 0.05 s a job
     try:
-        secrets = secret_values(OmegaConf.to_container(task, resolve=True))
+        secrets = secret_values({k: _plain(config, k, True) for k in keys})
     except Exception:  # noqa: BLE001 - an interpolation that fails here fails the job itself, with its message
-        secrets = secret_values(OmegaConf.to_container(task, resolve=False))
+        secrets = secret_values({k: _plain(config, k, False) for k in keys})
     secrets |= typed_secrets(list(config.hydra.overrides.task))
     if secrets:
         mask_streams(secrets)  # what is printed (error lines, bars), not logged
@@ -55,6 +55,14 @@ def _filter_logs(config: DictConfig) -> set[str]:
                 launcher.removeFilter(old)
             launcher.addFilter(SecretFilter(secrets))
     return secrets
+
+
+def _plain(config: DictConfig, key: str, resolve: bool) -> Any:
+    from omegaconf import OmegaConf
+
+    node = config._get_node(key)
+    return OmegaConf.to_container(node, resolve=resolve) if OmegaConf.is_config(node) else (
+        config[key] if resolve else node._value())
 
 
 _LAUNCHERS = ("hydra._internal.core_plugins.basic_launcher", "hydra_plugins.hydra_submitit_launcher.submitit_launcher")
@@ -100,11 +108,20 @@ def _override_key(override: str) -> str:
     return override.partition("=")[0].lstrip("+~")
 
 
+def _jobs_run_here(config: DictConfig) -> bool:
+    """Whether the sweep's jobs run on this machine (Hydra's basic launcher, submitit's local
+    one), where the model's package and key must be; a cluster launcher runs them on its nodes."""
+    target = str(config.hydra.launcher.get("_target_", ""))
+    return not target.endswith("SlurmLauncher")
+
+
 def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None:
     """Why a job of the sweep would be refused, asked of every distinct combination of settings
     its jobs get (:func:`_sweep_jobs`) before any job is launched, by the check each job makes
     of itself (:func:`mip.job.check_job`: settings, budget and window, strategy, store, the
-    model's package and key, every task's data); None when every job would run. Seeds never
+    model's package and key where the jobs run here, every task's data); None when every job
+    would run. A cluster launcher's jobs run elsewhere: the package (vLLM) and the key are the
+    node's, and each job checks them itself before its first call. Seeds never
     change whether a job can run; patterns are checked on one composition each. A sweeper
     other than Hydra's basic one: the command's fixed settings. ``preflight=only`` runs no job:
     only the settings its request is made with."""
@@ -123,6 +140,7 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None
     if jobs is None:
         parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
         jobs = [[o.input_line for o in parsed if not o.is_sweep_override()]]
+    here = _jobs_run_here(config)  # elsewhere (SLURM): the engine and the key are the node's, checked by the job
     combinations: dict[tuple[str, ...], dict[str | None, list[str]]] = {}
     for job in jobs:
         rest = tuple(o for o in job if _override_key(o) not in ("seed", "pattern"))
@@ -138,7 +156,7 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None
         for pattern, job in patterns.items():
             cfg = replace(typed, pattern=PatternConfig(name=pattern)) if pattern else typed
             try:
-                check_job(cfg) if config.preflight != "only" else settings(cfg)
+                check_job(cfg, builds_backend=here) if config.preflight != "only" else settings(cfg)
             except (ValueError, DataError, BackendSetupError) as e:
                 return f"{e}" + (f" (job {' '.join(job)})" if len(combinations) > 1 else "")
     return None
@@ -183,8 +201,14 @@ class SummaryCallback(Callback):
         """Refuse, on the login node and before any job is launched, a sweep any of whose jobs
         would be refused (:func:`_sweep_error`); a dry run too, which says what the real sweep
         would say."""
+        from hydra.core.global_hydra import GlobalHydra
+
+        from mip.entry.compositions import compose_once, parse_once
+
         _check_writable(config)
         _filter_logs(config)
+        compose_once(GlobalHydra.instance().config_loader())  # the check's composition of a job is the one it runs
+        parse_once()  # and each YAML file is parsed once
         jobs = _sweep_jobs(config)  # parsed once: the progress line's total and the checks of every job
         self.sweep, self.done = (os.getpid(), len(jobs), time.monotonic()) if jobs else None, 0
         self.folder = Path(config.hydra.sweep.dir)
