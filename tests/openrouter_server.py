@@ -33,6 +33,10 @@ missing params, CORS)", 401 "Invalid credentials (OAuth session expired, disable
 429 "You are being rate limited"), with ``Retry-After: retry_after`` seconds when given. Every
 request it gets, ``GET /models`` included, is counted in ``requests``.
 
+With ``pricing={"prompt": "…", "completion": "…"}`` the model listing (``GET /models``, answered
+without a key) gives the model that ``pricing`` object, USD per token as strings
+(https://openrouter.ai/docs/api-reference/list-available-models).
+
 ``delay`` seconds pass before each chat request is answered (a slow refusal); with ``gather=N``
 a chat request is held until N are in flight at once (or ``delay`` passes), and ``peak_before_reply``
 is the most chat requests in flight before the server sent its first chat reply (since
@@ -68,8 +72,9 @@ class OpenRouterServer(LocalServer):
     def __init__(self, providers: dict[str, Provider], key: str = "sk-or-test", model: str = "openai/gpt-oss-120b",
                  think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False,
                  refuse: tuple[int, str] | None = None, retry_after: int | None = None, delay: float = 0.0,
-                 gather: int | None = None):
+                 gather: int | None = None, pricing: dict[str, str] | None = None):
         super().__init__()
+        self.pricing = pricing
         self.refuse, self.retry_after, self.requests = refuse, retry_after, 0
         self.delay, self.gather = delay, gather
         self.in_flight, self.peak_before_reply, self._replied = 0, 0, False
@@ -90,7 +95,8 @@ class OpenRouterServer(LocalServer):
     async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
         self.requests += 1
         if method == "GET" and path.endswith("/models"):
-            await self._send(writer, 200, {"data": [{"id": self.model}]})
+            await self._send(writer, 200, {"data": [{"id": self.model,
+                                                      **({"pricing": self.pricing} if self.pricing else {})}]})
             return True
         headers = self.headers_seen[-1]
         request = json.loads(body)
