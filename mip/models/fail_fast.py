@@ -139,6 +139,8 @@ class FailFast:
         self.in_flight = 0
         self.tripped: str | None = None
         """The one line saying why the job stopped; None while it goes on."""
+        self.closed = False
+        """The job is stopping (set by the backend's ``stop_sending``): a request waiting at the gate is not sent."""
         self._changed: asyncio.Condition | None = None
         self._waiting = 0
         """Requests waiting in :meth:`_turn` (only they need a wake-up)."""
@@ -152,7 +154,7 @@ class FailFast:
         is open this takes no lock: the hot path of a healthy job."""
         if not (self.tripped or self._open()):
             await self._turn()
-        if self.tripped:
+        if self.tripped or self.closed:
             return False
         self.in_flight += 1
         return True
@@ -164,7 +166,8 @@ class FailFast:
         async with self._changed:
             self._waiting += 1
             try:
-                while not (self.tripped or self._open() or self.in_flight < max(1, self.limit - self.in_row)):
+                while not (self.tripped or self.closed or self._open()
+                           or self.in_flight < max(1, self.limit - self.in_row)):
                     await self._changed.wait()  # woken when a try is over (done), however long it takes
             finally:
                 self._waiting -= 1
@@ -181,7 +184,7 @@ class FailFast:
         once the job has stopped: nothing more is sent."""
         async def one(body: Any) -> Any:
             if not await self.admit():
-                raise ProviderRefused(f"not sent: {self.tripped}")
+                raise ProviderRefused(f"not sent: {self.tripped or 'the job is stopping'}")
             try:
                 return await send(body)
             finally:

@@ -221,6 +221,7 @@ class OpenAICompatBackend(Backend):
         self._loop.run(self._transport.open())
 
     def stop_sending(self) -> None:
+        self.fail_fast.closed = True  # a request waiting at fail fast's gate is not sent either
         if self._guard is not None:
             self._guard.closed = True
 
