@@ -33,11 +33,21 @@ missing params, CORS)", 401 "Invalid credentials (OAuth session expired, disable
 429 "You are being rate limited"), with ``Retry-After: retry_after`` seconds when given. Every
 request it gets, ``GET /models`` included, is counted in ``requests``.
 
+With ``pricing={"prompt": "…", "completion": "…"}`` the model listing (``GET /models``, answered
+without a key) gives the model that ``pricing`` object, USD per token as strings
+(https://openrouter.ai/docs/api-reference/list-available-models).
+
+``delay`` seconds pass before each chat request is answered (a slow refusal); with ``gather=N``
+a chat request is held until N are in flight at once (or ``delay`` passes), and ``peak_before_reply``
+is the most chat requests in flight before the server sent its first chat reply (since
+:meth:`reset_peak`): how many a client sends without waiting for a reply, counted at the server.
+
 The "model" wants to think ``think_tokens`` tokens and then answer ``answer_tokens`` tokens.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from .local_server import LocalServer
@@ -61,9 +71,13 @@ class Provider:
 class OpenRouterServer(LocalServer):
     def __init__(self, providers: dict[str, Provider], key: str = "sk-or-test", model: str = "openai/gpt-oss-120b",
                  think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False,
-                 refuse: tuple[int, str] | None = None, retry_after: int | None = None):
+                 refuse: tuple[int, str] | None = None, retry_after: int | None = None, delay: float = 0.0,
+                 gather: int | None = None, pricing: dict[str, str] | None = None):
         super().__init__()
+        self.pricing = pricing
         self.refuse, self.retry_after, self.requests = refuse, retry_after, 0
+        self.delay, self.gather = delay, gather
+        self.in_flight, self.peak_before_reply, self._replied = 0, 0, False
         self.google = google
         self.providers, self.key, self.model = providers, key, model
         self.think_tokens, self.answer_tokens, self.inline_thoughts = think_tokens, answer_tokens, inline_thoughts
@@ -81,11 +95,34 @@ class OpenRouterServer(LocalServer):
     async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
         self.requests += 1
         if method == "GET" and path.endswith("/models"):
-            await self._send(writer, 200, {"data": [{"id": self.model}]})
+            await self._send(writer, 200, {"data": [{"id": self.model,
+                                                      **({"pricing": self.pricing} if self.pricing else {})}]})
             return True
         headers = self.headers_seen[-1]
         request = json.loads(body)
         self.bodies.append(request)
+        self.in_flight += 1
+        try:
+            if not self._replied:
+                self.peak_before_reply = max(self.peak_before_reply, self.in_flight)
+            await self._hold()
+            self._replied = True
+            return await self._chat(request, headers, writer)
+        finally:
+            self.in_flight -= 1
+
+    def reset_peak(self) -> None:
+        """Count ``peak_before_reply`` afresh: the next chat reply is again the first."""
+        self.peak_before_reply, self._replied = 0, False
+
+    async def _hold(self) -> None:
+        """Wait ``delay`` seconds, or with ``gather`` until that many are in flight (at most ``delay``)."""
+        waited = 0.0
+        while waited < self.delay and not (self.gather and self.in_flight >= self.gather):
+            await asyncio.sleep(0.02)
+            waited += 0.02
+
+    async def _chat(self, request: dict, headers: dict, writer) -> bool:
         if self.refuse:
             status, message = self.refuse
             await self._send(writer, status, {"error": {"code": status, "message": message}},

@@ -85,3 +85,53 @@ def test_a_short_retry_after_is_honoured_and_answers_go_on(results):
                         "model.client_max_retries=1", env=KEY)
     assert ran.returncode == 1 and "stopped" not in ran.stderr  # its tries spent, unstored: an infrastructure failure
     assert len(server.bodies) > LIMIT
+
+
+MANY = "order_seeds=[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]"  # 16 experiments a job: more than LIMIT
+
+
+@pytest.mark.slow
+def test_a_slow_refusal_keeps_the_gate_shut_however_long_it_takes(results):
+    """A 401 that comes 6 s after the request (providers' refusals are usually fast, but a
+    congested gateway is not): the first job keeps at most LIMIT requests out until the first
+    reply, so a 7-job sweep of 16 experiments a job sends ≤ 10 requests in all, counted at the
+    server (GET /models included)."""
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}, delay=6.0) as server:
+        ran = run_entry("run.py", "-m", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL, MANY,
+                        "pattern=random", "seed=0,1,2,3,4,5,6", env={"OPENROUTER_API_KEY": "sk-or-slow-wrong"})
+    assert server.requests <= 10, server.requests
+    assert len(server.bodies) == LIMIT and ran.returncode == 2, (len(server.bodies), ran.stderr[-2000:])
+    assert "HTTP 401" in ran.stderr
+
+
+def test_a_model_answered_in_this_process_starts_its_next_job_without_the_gate(results):
+    """Two runs of one model in one process (as the Hydra basic launcher runs a sweep's jobs):
+    the second sends its requests at once, without waiting for a first reply. Counted at the
+    server: the chat requests in flight before it sent its first reply (the server holds each
+    until 8 are in flight, or 3 s)."""
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
+        first = run_entry("run.py", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL, MANY,
+                          "pattern=random", env=KEY)
+        assert first.returncode == 0, first.stderr[-2000:]
+        server.reset_peak()
+        server.gather, server.delay = 8, 3.0
+        second = run_entry("run.py", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL, MANY,
+                           "pattern=random", "seed=1", env=KEY)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert server.peak_before_reply >= 8, server.peak_before_reply
+
+
+def test_a_new_model_config_is_gated_again_in_the_same_process(results):
+    """The memory is the model config's, not the model name's: a changed body (here the
+    temperature) waits for its first reply again, so a parameter the provider rejects costs
+    LIMIT requests, not max_concurrency."""
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
+        first = run_entry("run.py", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL, MANY,
+                          "pattern=random", env=KEY)
+        assert first.returncode == 0, first.stderr[-2000:]
+        server.reset_peak()
+        server.gather, server.delay = 8, 1.0
+        second = run_entry("run.py", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL, MANY,
+                           "pattern=random", "seed=1", "model.temperature=0.5", env=KEY)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert server.peak_before_reply == LIMIT, server.peak_before_reply

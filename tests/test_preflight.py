@@ -285,3 +285,39 @@ def test_a_dry_run_after_a_preflight_prices_a_model_without_a_configured_price(r
     assert "expected cost $" in said and f"${per_mtok:g} per million tokens" in said
     assert f"{round(found['prompt_chars'] / 60, 2):g} characters a token" in said
     assert f"measured by the preflight of {found['when']}" in said
+    assert "an upper bound" in said  # only a total cost known: input priced as output
+
+
+def test_listed_prompt_and_completion_prices_price_input_and_output_apart(results):
+    """OpenRouter's model listing gives each model ``pricing.prompt`` and ``pricing.completion``,
+    USD per token as strings (https://openrouter.ai/docs/api-reference/list-available-models),
+    and usage accounting the request's cost (https://openrouter.ai/docs/use-cases/usage-accounting):
+    the dry run prices input and output apart, says where the prices come from, and checks them
+    against the reported cost; no "upper bound" for the price."""
+    pricing = {"prompt": "0.0000004", "completion": "0.0000024", "request": "0", "image": "0"}
+    with OpenRouterServer({"Alibaba": Provider(ALL, cost=None)}, model="qwen/qwen3.6-plus", pricing=pricing) as server:
+        args = ("model=qwen36_plus", f"model.base_url={server.base_url}", "budget=smoke", "task=arith", "setting=smoke")
+        flight = run_entry("run.py", *args, "preflight=only", env=KEY)
+        found, = _stored(results, "qwen36_plus")
+        server.providers["Alibaba"].cost = (60 * 0.4 + found["completion_tokens"] * 2.4) / 1e6
+        again = run_entry("run.py", *args, "preflight=only", env=KEY)
+        dry = run_entry("run.py", *args, "dry_run=true", env=KEY)
+    assert flight.returncode == 0 and again.returncode == 0, flight.stdout + flight.stderr
+    assert found["listed_prompt_per_mtok"] == 0.4 and found["listed_completion_per_mtok"] == 2.4
+    assert found["listed_from"] == f"{server.base_url}/models"
+    said = dry.stdout + dry.stderr
+    assert dry.returncode == 0 and "cost unknown" not in said, said
+    assert f"$0.4 input and $2.4 output per million tokens, as {server.base_url}/models lists them" in said
+    assert ": as listed)" in said and "upper bound" not in said
+
+
+def test_a_configured_price_is_kept_and_the_listing_not_read(results):
+    """A config's own price wins: the preflight does not read the listing for it."""
+    pricing = {"prompt": "0.0000004", "completion": "0.0000024"}
+    with OpenRouterServer({"Alibaba": Provider(ALL)}, model="qwen/qwen3.6-plus", pricing=pricing) as server:
+        args = ("model=qwen36_plus", f"model.base_url={server.base_url}", "budget=smoke", "task=arith", "setting=smoke",
+                "model.price_input_per_mtok=1", "model.price_output_per_mtok=3")
+        flight = run_entry("run.py", *args, "preflight=only", env=KEY)
+    assert flight.returncode == 0, flight.stdout + flight.stderr
+    found, = _stored(results, "qwen36_plus")
+    assert found["listed_prompt_per_mtok"] is None and not any(t.endswith("/models") for t in server.targets_seen)

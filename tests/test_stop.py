@@ -19,6 +19,8 @@ import pytest
 from mip.job.stop import stop_signals
 
 from .conftest import REPO, run_py
+from mip.models.fail_fast import LIMIT
+
 from .fake_server import FakeServer
 from .test_store_trust import records, server_args, started, wait_for
 
@@ -54,17 +56,18 @@ def signalled(job: subprocess.Popen, sig: int, server: FakeServer) -> tuple[str,
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_stores_the_replies_in_flight_and_the_rerun_pays_nothing_twice(results, sig):
     with FakeServer() as server:
-        server.hold_call = 1  # each first request is held until release(): 8 in flight
+        server.hold_call = 1  # each first request is held until release(): LIMIT in flight (fail fast's gate
+        # sends no more before a first reply, mip.models.fail_fast)
         args = job_args(server)
         job = started(args)
-        wait_for(lambda: server.held == 8, proc=job)
+        wait_for(lambda: server.held == LIMIT, proc=job)
         out, err = signalled(job, sig, server)
         sent = sum(server.calls.values())
         assert job.returncode == 128 + sig, err[-2000:]
-        assert sent == 8  # nothing new after the signal
-        assert sum(server.answered.values()) == 8 == len(records(results))  # every reply delivered is stored
+        assert sent == LIMIT  # nothing new after the signal
+        assert sum(server.answered.values()) == LIMIT == len(records(results))  # every reply delivered is stored
         assert manifest(results)["stopped_by"] == sig.name
-        assert f"error: stopped by {sig.name}: 8 stored now" in err and "Traceback" not in err
+        assert f"error: stopped by {sig.name}: {LIMIT} stored now" in err and "Traceback" not in err
         rerun = run_py(*args)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         calls = dict(server.calls)
@@ -75,7 +78,7 @@ def test_a_stop_stores_the_replies_in_flight_and_the_rerun_pays_nothing_twice(re
 def test_a_second_signal_ends_the_wait_at_once(results):
     with FakeServer(latency_s=120.0) as server:
         job = started(job_args(server))
-        wait_for(lambda: server.in_flight == 8, proc=job)
+        wait_for(lambda: server.in_flight == LIMIT, proc=job)  # fail fast's gate: LIMIT until a first reply
         job.send_signal(signal.SIGTERM)
         time.sleep(0.5)  # the first signal is handled at once (its handler was set before any request)
         job.send_signal(signal.SIGTERM)
@@ -88,7 +91,7 @@ def test_a_second_signal_ends_the_wait_at_once(results):
 def test_the_grace_period_bounds_the_wait(results):
     with FakeServer(latency_s=120.0) as server:
         job = started(job_args(server, "stop_grace_s=1"))
-        wait_for(lambda: server.in_flight == 8, proc=job)
+        wait_for(lambda: server.in_flight == LIMIT, proc=job)  # fail fast's gate: LIMIT until a first reply
         job.send_signal(signal.SIGTERM)
         out, err = job.communicate(timeout=60)
     assert job.returncode == 128 + signal.SIGTERM, err[-2000:]
@@ -119,9 +122,9 @@ def test_under_submitit_the_job_drains_then_hands_the_signal_to_its_handler(resu
         job = subprocess.Popen([sys.executable, "-c", SUBMITIT_LIKE, str(marker), *job_args(server)], cwd=REPO,
                                env={**os.environ, "SUBMITIT_PREEMPT_SIGNAL": "USR1"},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: server.held == 8, proc=job)
+        wait_for(lambda: server.held == LIMIT, proc=job)
         out, err = signalled(job, signal.SIGUSR1, server)
-        assert sum(server.answered.values()) == 8 == len(records(results))
+        assert sum(server.answered.values()) == LIMIT == len(records(results))
     assert job.returncode == 255, err[-2000:]  # sys.exit(-1), as submitit exits after requeueing
     assert marker.read_text() == str(int(signal.SIGUSR1))
     assert manifest(results)["stopped_by"] == "SIGUSR1"
@@ -160,13 +163,13 @@ def test_a_real_submitit_job_drains_then_submitit_requeues_it(results, tmp_path)
         executor = submitit.LocalExecutor(folder=tmp_path / "submitit")
         executor.update_parameters(timeout_min=60)
         job = executor.submit(RunMain(), job_args(server))
-        wait_for(lambda: server.held == 8)
+        wait_for(lambda: server.held == LIMIT)
         children = Path(f"/proc/{job.job_id}/task/{job.job_id}/children").read_text().split()
         os.kill(int(children[0]), signal.SIGUSR2)
         log = lambda: job.paths.stderr.read_text() + job.paths.stdout.read_text() if job.paths.stderr.exists() else ""
         wait_for(lambda: "sending nothing new" in log())
         server.release()
         wait_for(lambda: "Requeued job" in log())
-        assert sum(server.answered.values()) == 8 == len(records(results))
+        assert sum(server.answered.values()) == LIMIT == len(records(results))
     assert manifest(results)["stopped_by"] == "SIGUSR2"
     job.cancel(check=False)

@@ -5,11 +5,18 @@ the config has none). The preflight (:mod:`mip.tools.preflight`) keeps one JSON 
 request under ``<results_dir>/preflight/<model>/``; the newest that passed and carries the
 numbers is read here.
 
-A price from one reply: the provider reports one total (OpenRouter's ``usage.cost``) for a
-short prompt and a long answer, which cannot be split into input and output prices. The
-dry run prices every token at the total over the output tokens — the output price, a little
-over (the short prompt's share is counted as output) — and input tokens at that too: an upper
-bound where input costs no more than output, as at every provider mip ships a config for.
+A price, best first:
+
+1. The prompt and completion prices the provider's model listing gives the model
+   (OpenRouter's ``GET /models`` ``pricing``, :mod:`mip.tools.listed_price`), read by the
+   preflight: input and output tokens priced apart. Where the reply also reported its cost,
+   the dry run says whether the listed prices account for it (a pinned provider may charge
+   more than OpenRouter's headline price).
+2. Else the one total the reply reports (OpenRouter's ``usage.cost``) for a short prompt and a
+   long answer, which cannot be split into input and output prices: every token at the total
+   over the output tokens — the output price, a little over — input tokens included, and the
+   dry run says "upper bound" (input costs no more than output at every provider mip ships a
+   config for).
 """
 
 from __future__ import annotations
@@ -57,7 +64,14 @@ def fill_in(cfg: Config, summary: JobSummary) -> None:
                     f"the preflight's {chars:,}-character prompt, chat template included: errs on the long side)")
     cost, output = found.get("cost_usd"), found.get("completion_tokens")
     unpriced = cfg.model.price_input_per_mtok is None or cfg.model.price_output_per_mtok is None
-    if unpriced and found.get("cost_from") == "the provider's usage.cost" and cost and output:
+    listed_in, listed_out = found.get("listed_prompt_per_mtok"), found.get("listed_completion_per_mtok")
+    reported = found.get("cost_from") == "the provider's usage.cost" and cost
+    if unpriced and listed_in is not None and listed_out is not None:
+        cfg.model.price_input_per_mtok, cfg.model.price_output_per_mtok = listed_in, listed_out
+        summary.price_input_per_mtok, summary.price_output_per_mtok = listed_in, listed_out
+        said.append(f"${listed_in:g} input and ${listed_out:g} output per million tokens, as "
+                    f"{found.get('listed_from') or 'the provider'} lists them" + _against(found, listed_in, listed_out))
+    elif unpriced and reported and output:
         per_mtok = round(cost / output * 1e6, 4)
         cfg.model.price_input_per_mtok = cfg.model.price_output_per_mtok = per_mtok
         summary.price_input_per_mtok = summary.price_output_per_mtok = per_mtok
@@ -65,3 +79,15 @@ def fill_in(cfg: Config, summary: JobSummary) -> None:
                     f"{prompt:,} prompt + {output:,} output tokens; input priced as output: an upper bound)")
     if said:
         summary.measured = f"measured by the preflight of {found.get('when', '?')} ({path}): " + "; ".join(said)
+
+
+def _against(found: dict[str, Any], listed_in: float, listed_out: float) -> str:
+    """How the listed prices compare with the cost the preflight's reply reported, if any."""
+    cost, prompt, output = found.get("cost_usd"), found.get("prompt_tokens"), found.get("completion_tokens")
+    if found.get("cost_from") != "the provider's usage.cost" or not cost or not prompt or not output:
+        return ""
+    expected = (prompt * listed_in + output * listed_out) / 1e6
+    verdict = "as listed" if abs(expected - cost) <= 0.05 * cost else ("more than listed: the prices are a lower bound"
+                                                                      if cost > expected else "less than listed")
+    return (f" (the preflight's reply reported ${cost:g} for {prompt:,} prompt + {output:,} output tokens, "
+            f"${expected:.6g} at these prices: {verdict})")

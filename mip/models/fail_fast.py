@@ -6,11 +6,16 @@ a verdict, :mod:`mip.models.overflow`, and never counts here), 401 (a bad key), 
 credits), 403 (no access), 404 (no provider serves the body, or no such model), 422 — would
 be met again by every request of the sweep. After ``LIMIT`` of them in a row the job sends
 nothing more and ends with one line that names the status, the provider's message and the
-fix. Until the first answer, at most ``LIMIT`` requests are in flight, so a job against a
-server that refuses everything sends ``LIMIT`` requests, not ``max_concurrency`` or all; the
-gate opens after ``PROBE_S`` seconds without a refusal too, since providers refuse a bad key,
-an exhausted account or an unknown model within a second, while a reasoning model's first
-answer can take minutes, which the job should not spend at ``LIMIT`` requests.
+fix. Until the first reply, at most ``LIMIT`` requests are in flight, so a job against a
+server that refuses everything sends ``LIMIT`` requests, not ``max_concurrency`` or all,
+however slowly the refusals come: the gate opens on the first reply that is not a refusal
+(an answer, a context-length verdict, a retryable 429 or 5xx), never on a clock.
+
+A job pays that first reply's latency at ``LIMIT`` requests once per process and model: a
+model whose requests were answered in this process (the same model config, API key and base
+URL, :func:`healthy`) starts its later jobs with the gate open — the Hydra basic launcher runs
+a sweep's jobs one after another in one process. The memory is the process's own, never on
+disk: a new command, or a SLURM array's job in a process of its own, waits for a first reply.
 
 A retryable reply (408, 409, 429, 5xx, a timeout) keeps its backoff and leaves the count as
 it is. A wait the server asks for (``Retry-After``) longer than ``longest_wait_s`` stops the
@@ -32,10 +37,11 @@ model m: stopped after 3 refusals in a row, HTTP 401 "Invalid credentials" — t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import re
-from collections.abc import Awaitable, Callable
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -43,11 +49,26 @@ from typing import Any
 import orjson
 
 LIMIT = 3
-"""Refusals in a row that stop a job; also the requests in flight before a first answer."""
+"""Refusals in a row that stop a job; also the requests in flight before a first reply."""
 REFUSALS = frozenset({400, 401, 402, 403, 404, 422})
-PROBE_S = 5.0
-"""Seconds after a job's first request with no refusal, after which the gate opens to
-``max_concurrency`` even before a first answer."""
+
+_ANSWERED: set[str] = set()
+"""Identities (:func:`identity`) of models answered in this process: their jobs start open."""
+
+
+def identity(*parts: object) -> str:
+    """A digest of what decides whether a provider answers (the model config, the key, the base
+    URL): kept in memory instead of the key itself.
+
+    >>> identity("cfg", "sk-1") == identity("cfg", "sk-1") != identity("cfg", "sk-2")
+    True
+    """
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def healthy(ident: str | None) -> bool:
+    """Whether a model of this identity was answered in this process."""
+    return ident is not None and ident in _ANSWERED
 
 
 class ProviderRefused(Exception):
@@ -106,32 +127,34 @@ def fix_for(status: int | None, message: str, key_env: str | None = None) -> str
 class FailFast:
     """The fail-fast state of one job's requests; its async methods run on the backend's loop."""
 
-    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, longest_wait_s: float = 3600.0):
+    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, longest_wait_s: float = 3600.0,
+                 ident: str | None = None):
         self.model, self.key_env, self.limit, self.longest_wait_s = model, key_env, limit, longest_wait_s
+        self.ident = ident
+        """:func:`identity` of the model, key and base URL; None: not remembered across jobs."""
         self.in_row = 0
         self.answers = 0
+        self.replied = healthy(ident)
+        """A reply that is no refusal came (or came in an earlier job of this process): the gate is open."""
         self.in_flight = 0
         self.tripped: str | None = None
         """The one line saying why the job stopped; None while it goes on."""
+        self.closed = False
+        """The job is stopping (set by the backend's ``stop_sending``): a request waiting at the gate is not sent."""
         self._changed: asyncio.Condition | None = None
-        self._first: float | None = None
-        """When the job's first request was admitted (monotonic)."""
         self._waiting = 0
         """Requests waiting in :meth:`_turn` (only they need a wake-up)."""
 
     def _open(self) -> bool:
-        """The gate is open: an answer came, or :data:`PROBE_S` passed with no refusal in a row."""
-        return bool(self.answers) or (self.in_row == 0 and self._first is not None
-                                      and time.monotonic() - self._first >= PROBE_S)
+        """The gate is open: an answer or another reply that is no refusal came (:meth:`accepted`)."""
+        return self.replied or bool(self.answers)
 
     async def admit(self) -> bool:
         """Wait for a turn to send; False once the job has stopped (send nothing). Once the gate
         is open this takes no lock: the hot path of a healthy job."""
-        if self._first is None:
-            self._first = time.monotonic()
         if not (self.tripped or self._open()):
             await self._turn()
-        if self.tripped:
+        if self.tripped or self.closed:
             return False
         self.in_flight += 1
         return True
@@ -143,13 +166,9 @@ class FailFast:
         async with self._changed:
             self._waiting += 1
             try:
-                while not (self.tripped or self._open() or self.in_flight < max(1, self.limit - self.in_row)):
-                    left = self._first + PROBE_S - time.monotonic()
-                    try:  # wake at the probe's end where no refusal came, else when a try is over
-                        await asyncio.wait_for(self._changed.wait(),
-                                               timeout=left if self.in_row == 0 and left > 0 else None)
-                    except asyncio.TimeoutError:
-                        pass
+                while not (self.tripped or self.closed or self._open()
+                           or self.in_flight < max(1, self.limit - self.in_row)):
+                    await self._changed.wait()  # woken when a try is over (done), however long it takes
             finally:
                 self._waiting -= 1
 
@@ -165,7 +184,7 @@ class FailFast:
         once the job has stopped: nothing more is sent."""
         async def one(body: Any) -> Any:
             if not await self.admit():
-                raise ProviderRefused(f"not sent: {self.tripped}")
+                raise ProviderRefused(f"not sent: {self.tripped or 'the job is stopping'}")
             try:
                 return await send(body)
             finally:
@@ -173,8 +192,19 @@ class FailFast:
         return one
 
     def answered(self) -> None:
+        """The model answered: the refusals in a row end, the gate opens, and the process
+        remembers the model as healthy (:func:`healthy`) for its later jobs."""
         self.in_row = 0
         self.answers += 1
+        self.replied = True
+        if self.ident is not None:
+            _ANSWERED.add(self.ident)
+
+    def accepted(self) -> None:
+        """A reply that is no refusal and no answer (a context-length verdict, a retryable 429
+        or 5xx, a malformed 200): the request got through, so the gate opens; the refusals in a
+        row stay as they are."""
+        self.replied = True
 
     def refused(self, status: int, message: str) -> bool:
         """A reply no retry can mend; after ``limit`` in a row the job stops: whether it has."""

@@ -54,7 +54,7 @@ from mip.models.base import Backend, BackendContext, BackendSetupError, Completi
 from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
-from mip.models.fail_fast import FailFast
+from mip.models.fail_fast import FailFast, identity
 from mip.models.overflow import refusal_completion, send_within_window
 from mip.models.served import ServedModel, bare_id, same_models
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
@@ -89,7 +89,10 @@ class OpenAICompatBackend(Backend):
         self._guard: RequestGuard | None = None
         self._same_models: set[str] = set()  # the model's other names in its listing (mip.models.served)
         self._served: ServedModel | None = None
-        self.fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s)
+        # Remembered per process by the whole model config (base URL included) and the key: a later job
+        # of a model answered here starts with the gate open (mip.models.fail_fast.healthy).
+        self.fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s,
+                                  ident=identity(repr(cfg), self._api_key))
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAICompatBackend({self.cfg.name!r}, {self.cfg.base_url!r})"
@@ -218,6 +221,7 @@ class OpenAICompatBackend(Backend):
         self._loop.run(self._transport.open())
 
     def stop_sending(self) -> None:
+        self.fail_fast.closed = True  # a request waiting at fail fast's gate is not sent either
         if self._guard is not None:
             self._guard.closed = True
 
@@ -246,7 +250,8 @@ class OpenAICompatBackend(Backend):
         except ReplyTooLarge as e:  # the same request would bring the same reply
             return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
         latency = time.perf_counter() - start
-        if refusal is not None:
+        if refusal is not None:  # a verdict on the prompt, no refusal of the body: the gate opens
+            self.fail_fast.accepted()
             return refusal_completion(request, refusal, latency)
         completion = self._outcome(request_id, status, headers, raw, latency, retry)
         if isinstance(completion, Completion) and request is not payload[0]:  # sent with the limit that fits
@@ -270,6 +275,7 @@ class OpenAICompatBackend(Backend):
             # try may fare better. The body goes to the job's log, capped and without the key.
             log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,
                         min(len(raw), LOGGED_BODY_BYTES), len(raw), self._shown_body(raw))
+            self.fail_fast.accepted()
             return Retry(completion.error)
         if 300 <= status < 400:
             return Completion(request_id, latency_s=latency, error=(
@@ -281,6 +287,7 @@ class OpenAICompatBackend(Backend):
             if self.fail_fast.refused(status, message):  # a few in a row: the job stops sending
                 self.stop_sending()
             return Completion(request_id, error=error, latency_s=latency)
+        self.fail_fast.accepted()  # retryable (429, 5xx): the body got through; the gate opens
         if self.fail_fast.wait_too_long(asked_wait(headers), status, message):
             self.stop_sending()  # a retry before the asked time would be refused again
             return Completion(request_id, error=f"{error} (not retried: {self.fail_fast.tripped})", latency_s=latency)

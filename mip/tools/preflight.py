@@ -83,6 +83,11 @@ class Preflight:
     """The prompt's tokens as the provider counted them (``usage.prompt_tokens``)."""
     prompt_chars: Optional[int] = None
     """The characters of the prompt sent: with ``prompt_tokens``, the characters a token a dry run uses."""
+    listed_prompt_per_mtok: Optional[float] = None
+    """USD per million prompt tokens as the provider's model listing gives them
+    (:mod:`mip.tools.listed_price`; read only for a model whose config has no price)."""
+    listed_completion_per_mtok: Optional[float] = None
+    listed_from: str = ""
 
 
 def sent_body(cfg: Config) -> dict[str, Any]:
@@ -132,6 +137,12 @@ def run_preflight(cfg: Config) -> Preflight:
         found.why = f"{error_message(raw)}{_hint(cfg, status, raw)}"
         return found
     _read_reply(cfg, found, raw)
+    if cfg.model.price_input_per_mtok is None or cfg.model.price_output_per_mtok is None:
+        from mip.tools.listed_price import listed_price
+
+        if listed := listed_price(cfg.model.base_url or "", full["model"]):
+            found.listed_prompt_per_mtok, found.listed_completion_per_mtok = listed.prompt_per_mtok, listed.completion_per_mtok
+            found.listed_from = listed.url
     return found
 
 
