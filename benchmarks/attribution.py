@@ -1,7 +1,7 @@
 """Attribution on the CPU: time and peak memory of one IxG replay against prompt length, one
 pass (today's route) against the two-pass definition in the same run.
 
-    python benchmarks/attribution.py [--tokens 1000 2000 4000 8000] [--repeat 5] [--labels single multi]
+    python benchmarks/attribution.py [--tokens 1000 2000 4000 8000] [--repeat 3] [--labels single multi]
                                      [--no-checkpointing]
 
 Each (length, labels, route) runs in a fresh process (peak RSS is per process) with
@@ -126,7 +126,7 @@ def summarise(pairs: list[tuple[dict, dict]]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, nargs="+", default=[1000, 2000, 4000, 8000])
-    parser.add_argument("--repeat", type=int, default=5, help="pairs of runs (two passes, then one) per length and case")
+    parser.add_argument("--repeat", type=int, default=3, help="pairs of runs (two passes, then one) per length and case")
     parser.add_argument("--labels", nargs="+", choices=sorted(CASES), default=["single", "multi"])
     parser.add_argument("--no-checkpointing", action="store_true")
     parser.add_argument("--no-check", action="store_true", help="skip the float64 one-pass check")

@@ -109,7 +109,8 @@ class Attributor:
     def __init__(self, model: Any, tokenizer: Any, checkpointing: bool = True,
                  reasoning_format: str = DEFAULT_REASONING_FORMAT, passes: int | None = None,
                  offload: bool = False):
-        """``passes``: None takes one pass wherever the labels allow it, 2 the two passes always.
+        """``passes``: None takes one pass (two only for labels needing a mask the attention kernel
+        cannot take), 1 one pass or an error, 2 the two-pass definition always.
         ``offload``: checkpoints kept in CPU memory (implies checkpointing, re-entrant)."""
         import contextlib
 
