@@ -17,6 +17,12 @@ token only) the packed sequence is a plain causal one and needs no mask.
 
 The mask has (tokens)² entries, booleans for SDPA (1.3 GB at 36,644 tokens) and the
 model's dtype for other attention kernels; a flash-attention kernel cannot take it.
+
+>>> packed = pack(3, {"y1": ([10, 11, 20, 21], [5, 6]), "y0": ([10, 11, 30, 31, 32], [5, 6, 7])}, ("y0", "y1"))
+>>> packed.ids, packed.continuations, packed.position_ids()
+([10, 11, 20, 30, 31], (1, 2), [0, 1, 2, 3, 4, 5, 5, 6])
+>>> packed.rows
+{'y1': [4, 5], 'y0': [4, 6, 7]}
 """
 
 from __future__ import annotations
