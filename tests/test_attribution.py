@@ -292,22 +292,139 @@ def test_one_pass_gives_the_two_pass_scores_for_single_token_labels(tiny, reason
     assert max(one.u) > 1e-6  # a gradient that is there, not two zeros
 
 
-@pytest.mark.parametrize("reasoning", [None, "Instance 2 mentions a version number: code."])
-def test_multi_token_labels_take_two_passes_and_the_same_scores(tiny, reasoning):
-    output = 'Instance 2 is code. {"answer": "programming_language"}'
-    prepared = tiny.prepare(wsd_prompt(), TEXTS, output, reasoning, WSD, "programming_language")
-    assert not prepared.shared
-    one, two = _replays(tiny, wsd_prompt(), TEXTS, output, reasoning, WSD, "programming_language")
-    assert (one.passes, two.passes) == (2, 2)
+def _assert_same(one, two):
+    """S_r, the log-probabilities, u, R and the signed IxG of two replays, to 1e-10."""
     assert one.score == pytest.approx(two.score, abs=1e-10, rel=0)
+    assert one.extra["logp"] == pytest.approx(two.extra["logp"], abs=1e-10, rel=0)
+    assert one.u == pytest.approx(two.u, abs=1e-10, rel=0)
     assert one.share == pytest.approx(two.share, abs=1e-10, rel=0)
-    with pytest.raises(ValueError, match="passes=1"):
-        Attributor(tiny.model, tiny.tokenizer, passes=1).token_ixg(prepared)
+    assert one.signed == pytest.approx(two.signed, abs=1e-10, rel=0)
+    assert max(one.u) > 1e-6
+
+
+ARITH_TEXTS = ["3 + 4", "2 * 5", "7 - 1"]
+
+
+def _model(tokenizer, monkeypatch, family, attention):
+    """A tiny random Llama or Qwen3 in float64 (RMSNorm and eager attention's softmax too) with
+    the given attention kernel."""
+    from transformers.models.llama import modeling_llama
+    from transformers.models.qwen3 import modeling_qwen3
+
+    def rms_float64(self, hidden):
+        return self.weight * (hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    def eager_float64(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+        """transformers' eager attention with its softmax in the weights' dtype (it takes float32)."""
+        key = modeling_llama.repeat_kv(key, module.num_key_value_groups)
+        value = modeling_llama.repeat_kv(value, module.num_key_value_groups)
+        weights = torch.matmul(query, key.transpose(2, 3)) * scaling
+        if attention_mask is not None:
+            weights = weights + attention_mask
+        weights = torch.softmax(weights, dim=-1)
+        return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+    for module, norm in ((modeling_llama, "LlamaRMSNorm"), (modeling_qwen3, "Qwen3RMSNorm")):
+        monkeypatch.setattr(getattr(module, norm), "forward", rms_float64)
+        monkeypatch.setattr(module, "eager_attention_forward", eager_float64)
+    torch.manual_seed(0)
+    kinds = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+             "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM)}
+    config_cls, model_cls = kinds[family]
+    cfg = config_cls(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=4096,
+                     attn_implementation=attention)
+    return model_cls(cfg).to(torch.float64)
+
+
+@pytest.mark.parametrize("reasoning", [None, "Instance 2 mentions a version number: code."])
+@pytest.mark.parametrize("family,attention", [("llama", "sdpa"), ("llama", "eager"), ("qwen3", "sdpa"),
+                                              ("qwen3", "eager")])
+def test_multi_token_labels_take_one_packed_pass_and_the_two_pass_scores(tokenizer, monkeypatch, reasoning,
+                                                                         family, attention):
+    """wsd's place / programming_language and arith's even_number / odd_number (whose first
+    tokens differ, "_number" following different words): one pass over the packed sequence,
+    S_r, u and R of the two-pass definition to 1e-10, whichever label was selected."""
+    model = _model(tokenizer, monkeypatch, family, attention)
+    arith = compose("task=arith").task["arith"]
+    cases = [(wsd_prompt(), TEXTS, WSD, 'Instance 2 is code. {"answer": "programming_language"}', "programming_language"),
+             (build_prompt(arith, "standard", ARITH_TEXTS), ARITH_TEXTS, list(arith.labels),
+              'Two of three are odd. {"answer": "odd_number"} done', "odd_number"),
+             (build_prompt(arith, "standard", ARITH_TEXTS), ARITH_TEXTS, list(arith.labels),
+              '{"answer": "even_number"}', "even_number")]
+    for prompt, texts, labels, output, selected in cases:
+        attributor = Attributor(model, tokenizer)
+        prepared = attributor.prepare(prompt, texts, output, reasoning, labels, selected)
+        # place is one token, all of it a target: its continuation is empty and needs no mask
+        assert prepared.packed().needs_mask == (labels != WSD) and not prepared.shared == (labels != WSD)
+        one, two = (Attributor(model, tokenizer, passes=passes).replay("k", prompt, texts, output, reasoning,
+                                                                        labels, selected) for passes in (None, 2))
+        assert (one.passes, two.passes) == (1, 2)
+        _assert_same(one, two)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reasoning", [None, "Instance 1 is odd and instance 3 is even."])
+def test_the_embedded_smollm2_in_float64_gives_the_two_pass_scores_in_one_pass(tokenizer, monkeypatch, reasoning):
+    """The real SmolLM2-135M weights in float64, single- and multi-token labels."""
+    from transformers.models.llama import modeling_llama
+
+    def rms_float64(self, hidden):
+        return self.weight * (hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    monkeypatch.setattr(modeling_llama.LlamaRMSNorm, "forward", rms_float64)
+    folder = converted_dir(compose("model=smollm2_135m").model, Path("~/.cache/mip").expanduser())
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64)
+    arith = compose("task=arith").task["arith"]
+    sentiment = build_prompt(compose("task=example_reviews").task["example_reviews"], "standard", REVIEWS)
+    for prompt, texts, labels, output, selected in (
+            (build_prompt(arith, "standard", ARITH_TEXTS), ARITH_TEXTS, list(arith.labels),
+             '{"answer": "odd_number"}', "odd_number"),
+            (sentiment, REVIEWS, SENTIMENT, '{"answer": "negative"}', "negative")):
+        one, two = (Attributor(model, tokenizer, passes=passes).replay("k", prompt, texts, output, reasoning,
+                                                                        labels, selected) for passes in (None, 2))
+        assert (one.passes, two.passes) == (1, 2)
+        _assert_same(one, two)
+
+
+def test_the_packed_sequence_restarts_y0s_positions_and_hides_y1s_tokens():
+    from mip.attribution.packing import pack
+
+    # prompt of 3 tokens; responses [10, 11, 20, 21] (label 20 21 at 5, 6) and [10, 11, 30, 31, 32] (label at 5–7)
+    packed = pack(3, {"y1": ([10, 11, 20, 21], [5, 6]), "y0": ([10, 11, 30, 31, 32], [5, 6, 7])}, ("y0", "y1"))
+    assert packed.ids == [10, 11, 20, 30, 31] and packed.shared == 2 and packed.continuations == (1, 2)
+    assert packed.position_ids() == [0, 1, 2, 3, 4, 5, 5, 6]
+    assert packed.rows == {"y1": [4, 5], "y0": [4, 6, 7]}
+    assert packed.targets == {"y1": [20, 21], "y0": [30, 31, 32]}
+    mask = packed.mask(torch, "cpu")[0, 0]
+    assert mask[6].tolist() == [True] * 5 + [False, True, False]  # y0's first continuation row: not y1's
+    assert mask[5].tolist() == [True] * 6 + [False] * 2
+    assert torch.equal(packed.mask(torch, "cpu", torch.float64)[0, 0] == 0, mask)
+    # labels differing in their last token only: nothing after the shared part, no mask
+    plain = pack(3, {"y1": ([10, 20], [4]), "y0": ([10, 30], [4])}, ("y0", "y1"))
+    assert not plain.needs_mask and plain.ids == [10] and plain.rows == {"y1": [3], "y0": [3]}
+    # one label a prefix of the other's continuation: one continuation empty, still no mask
+    prefix = pack(3, {"y1": ([10, 20], [4]), "y0": ([10, 20, 21], [4, 5])}, ("y0", "y1"))
+    assert prefix.continuations == (0, 1) and not prefix.needs_mask and prefix.rows == {"y1": [3], "y0": [3, 4]}
+
+
+def test_flash_attention_keeps_two_passes_for_labels_that_need_a_mask(tiny):
+    arith = compose("task=arith").task["arith"]
+    prompt = build_prompt(arith, "standard", ARITH_TEXTS)
+    prepared = tiny.prepare(prompt, ARITH_TEXTS, '{"answer": "odd_number"}', None, list(arith.labels), "odd_number")
+    assert prepared.packed().needs_mask
+    tiny.model.config._attn_implementation = "flash_attention_2"
+    try:
+        assert Attributor(tiny.model, tiny.tokenizer).passes_for(prepared) == 2
+        with pytest.raises(ValueError, match="passes=1"):
+            Attributor(tiny.model, tiny.tokenizer, passes=1).passes_for(prepared)
+    finally:
+        tiny.model.config._attn_implementation = "sdpa"
 
 
 def test_labels_sharing_a_tail_are_not_read_from_one_set_of_logits(tiny):
     """even_number / odd_number differ in their first token: "_number" follows different
-    words, so its probability is not the same for both and one pass would be wrong."""
+    words, so its probability is not the same for both: they need the packed sequence's mask."""
     arith = compose("task=arith").task["arith"]
     texts = ["3 + 4", "2 * 5", "7 - 1"]
     prompt = build_prompt(arith, "standard", texts)
@@ -331,7 +448,7 @@ def test_offloaded_checkpoints_give_the_same_scores_and_are_counted(tiny):
     assert moved.u == pytest.approx(plain.u, abs=1e-10, rel=0)
     config = tiny.model.config
     length = moved.tokens + len(attributor.prepare(prompt, REVIEWS, output, None, SENTIMENT, "positive")
-                                .responses["positive"][0])
+                                .packed().ids)
     per_layer_input = length * config.hidden_size * 8  # float64
     assert moved.offloaded_mb * 2**20 >= config.num_hidden_layers * per_layer_input
     assert plain.offloaded_mb == 0 and plain.peak_gpu_allocated_mb is None
@@ -415,7 +532,7 @@ def one_replay_summary(tmp_path: Path, weights: Path, device: str) -> dict:
 
 def test_summary_reports_passes_and_the_process_rss_not_a_gpu_peak_on_the_cpu(results, tmp_path, tiny_weights):
     summary = one_replay_summary(tmp_path, tiny_weights, "cpu")
-    assert summary["placement"] == "cpu" and summary["passes"] == {"2": 1}  # even_number / odd_number: two passes
+    assert summary["placement"] == "cpu" and summary["passes"] == {"1": 1}  # even_number / odd_number: one packed pass
     assert summary["peak_gpu_allocated_mb"] is None and summary["peak_gpu_reserved_mb"] is None
     assert summary["process_peak_rss_mb"] > 0 and "peak_rss_mb" not in summary
 

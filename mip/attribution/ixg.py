@@ -11,13 +11,18 @@ prompt token t, |⟨E_t, ∂S_r/∂E_t⟩| is its attribution; an instance's u_{
 over the tokens of its text, and R_{r,i} = N·u_{r,i} / Σ_j u_{r,j} ("share × uniform").
 
 Passes: the two teacher-forced sequences are identical up to the answer label, and nothing
-after the label is replayed. Where the two labels then differ in one token only (the same
-token positions, the last one told apart: ``negative``/``positive``, ``LOC``/``PER`` with
-most tokenizers), both log-probabilities are read from the one set of logits of one
-forward pass, and S_r has one backward: half the work of two passes. Otherwise (labels of
-several tokens, ``even_number``/``odd_number``) the two passes run one after the other,
-each with its own backward into the shared prompt embeddings. ``passes=2`` forces the two
-passes everywhere: the reference the one pass is tested and benchmarked against.
+after the label is replayed. One forward and one backward serve both labels
+(``mip.attribution.packing``): the prompt and the response up to where the two part are fed
+once, then each label's continuation, y₀'s blind to y₁'s through a 4D attention mask and
+with its position ids restarting after the shared prefix; both log-probabilities are read
+from the one set of logits and S_r has one backward into the prompt embeddings. Where the
+labels differ in their last token only (``negative``/``positive``, ``LOC``/``PER`` with most
+tokenizers) nothing follows the shared prefix and no mask is needed; labels of several
+tokens (``even_number``/``odd_number``) take the mask. ``passes=2`` runs the two-pass
+definition instead (one forward and backward per label, their gradients adding up in the
+shared embeddings): the reference the one pass is tested and benchmarked against. A model
+whose attention kernel takes no custom mask (flash attention) keeps two passes for labels
+that need one.
 
 Memory: gradient checkpointing (HF checkpoints only in train mode, so dropout is zeroed and
 train mode set) and logits only at the label positions (``logits_to_keep``). With
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mip.attribution import memory
+from mip.attribution.packing import Packed, pack
 from mip.attribution.spans import ReplaySkip, answer_span, instance_spans, tokens_per_instance
 
 #: How a recorded reasoning trace is put back before the answer when replaying.
@@ -51,13 +57,15 @@ class Prepared:
     responses: dict[str, tuple[list[int], list[int]]]
     """Per label: the teacher-forced response ids and the sequence positions of the label's tokens."""
 
+    def packed(self) -> Packed:
+        """The one packed sequence serving both labels."""
+        return pack(len(self.prompt_ids), self.responses, self.labels)
+
     @property
     def shared(self) -> bool:
-        """Whether one forward pass serves both labels: the two responses have the same length and
-        label positions and differ in their last token only (causal attention: every logit the two
-        log-probabilities read comes before it, from the same tokens)."""
-        (ids1, pos1), (ids0, pos0) = (self.responses[label] for label in self.labels[::-1])
-        return len(ids1) == len(ids0) and ids1[:-1] == ids0[:-1] and pos1 == pos0
+        """Whether one plain causal sequence serves both labels (no mask): their responses
+        differ in their last token only, which is a target and never fed."""
+        return not self.packed().needs_mask
 
 
 @dataclass
@@ -101,7 +109,8 @@ class Attributor:
     def __init__(self, model: Any, tokenizer: Any, checkpointing: bool = True,
                  reasoning_format: str = DEFAULT_REASONING_FORMAT, passes: int | None = None,
                  offload: bool = False):
-        """``passes``: None takes one pass wherever the labels allow it, 2 the two passes always.
+        """``passes``: None takes one pass (two only for labels needing a mask the attention kernel
+        cannot take), 1 one pass or an error, 2 the two-pass definition always.
         ``offload``: checkpoints kept in CPU memory (implies checkpointing, re-entrant)."""
         import contextlib
 
@@ -153,9 +162,10 @@ class Attributor:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]]
 
-    def label_logprobs(self, prompt_embeds: Any, prompt_len: int, response_ids: list[int],
-                       label_positions: list[int]) -> Any:
-        """log-softmax rows predicting the label tokens (positions in the full sequence), teacher-forced."""
+    def label_logprob(self, prompt_embeds: Any, prompt_len: int, response_ids: list[int],
+                      label_positions: list[int]) -> Any:
+        """Σ log p of the label tokens (positions in the full sequence), teacher-forced, from this
+        label's own forward pass: the two-pass definition."""
         torch = self.torch
         embed = self.model.get_input_embeddings()
         response = embed(torch.tensor([response_ids], device=embed.weight.device)).to(prompt_embeds.dtype)
@@ -166,17 +176,8 @@ class Attributor:
         logits = _at_least_float32(out.logits[0])
         if logits.shape[0] != len(label_positions):  # a model ignoring logits_to_keep returns them all
             logits = logits[keep.to(logits.device)]
-        return torch.log_softmax(logits, dim=-1)
-
-    def _gather(self, logprobs: Any, prompt_len: int, response_ids: list[int], label_positions: list[int]) -> Any:
-        targets = self.torch.tensor([response_ids[p - prompt_len] for p in label_positions], device=logprobs.device)
-        return logprobs.gather(1, targets[:, None]).sum()
-
-    def label_logprob(self, prompt_embeds: Any, prompt_len: int, response_ids: list[int],
-                      label_positions: list[int]) -> Any:
-        """Σ log p of the label tokens (positions in the full sequence), teacher-forced."""
-        logprobs = self.label_logprobs(prompt_embeds, prompt_len, response_ids, label_positions)
-        return self._gather(logprobs, prompt_len, response_ids, label_positions)
+        targets = torch.tensor([response_ids[p - prompt_len] for p in label_positions], device=logits.device)
+        return torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).sum()
 
     def prepare(self, prompt: str, texts: Sequence[str], output: str, reasoning: str | None,
                 labels: Sequence[str], selected: str) -> Prepared:
@@ -225,16 +226,51 @@ class Attributor:
         return (self.label_logprob(prompt_embeds, n, *prepared.responses[y1])
                 - self.label_logprob(prompt_embeds, n, *prepared.responses[y0]))
 
+    def _masks(self) -> bool:
+        """Whether the model's attention takes a custom 4D mask (SDPA and eager do)."""
+        return getattr(self.model.config, "_attn_implementation", None) in (None, "sdpa", "eager")
+
     def passes_for(self, prepared: Prepared) -> int:
-        """1 where one forward pass serves both labels (and ``passes`` does not force two), else 2."""
-        if self.passes == 1 and not prepared.shared:
-            raise ValueError("passes=1 needs labels that differ in their last token only; these do not.")
-        return 1 if self.passes != 2 and prepared.shared else 2
+        """1 unless ``passes`` forces two, or the labels need a mask the attention kernel cannot take."""
+        if self.passes == 2:
+            return 2
+        if prepared.shared or self._masks():
+            return 1
+        if self.passes == 1:
+            raise ValueError("passes=1 needs a custom attention mask for these labels; "
+                             f"attention {self.model.config._attn_implementation!r} takes none (use sdpa or eager).")
+        return 2
+
+    def packed_logprobs(self, prompt_embeds: Any, packed: Packed) -> dict[str, Any]:
+        """Σ log p of each label's tokens from one forward over the packed sequence."""
+        torch = self.torch
+        device = prompt_embeds.device
+        parts = [prompt_embeds]
+        if packed.ids:
+            embed = self.model.get_input_embeddings()
+            parts.append(embed(torch.tensor([packed.ids], device=embed.weight.device)).to(device, prompt_embeds.dtype))
+        kwargs: dict[str, Any] = {}
+        if packed.needs_mask:
+            boolean = getattr(self.model.config, "_attn_implementation", None) in (None, "sdpa")
+            kwargs["attention_mask"] = packed.mask(torch, device, None if boolean else prompt_embeds.dtype)
+            kwargs["position_ids"] = torch.tensor([packed.position_ids()], device=device)
+        rows = sorted({r for label_rows in packed.rows.values() for r in label_rows})
+        keep = torch.tensor(rows, device=device)
+        with self._saving():
+            out = self.model(inputs_embeds=torch.cat(parts, dim=1), use_cache=False, logits_to_keep=keep, **kwargs)
+        logits = _at_least_float32(out.logits[0])
+        if logits.shape[0] != len(rows):  # a model ignoring logits_to_keep returns them all
+            logits = logits[keep.to(logits.device)]
+        logprobs = torch.log_softmax(logits, dim=-1)
+        index = {r: i for i, r in enumerate(rows)}
+        return {label: logprobs[torch.tensor([index[r] for r in label_rows], device=logprobs.device),
+                                torch.tensor(packed.targets[label], device=logprobs.device)].sum()
+                for label, label_rows in packed.rows.items()}
 
     def token_ixg(self, prepared: Prepared) -> tuple[float, Any, dict[str, float]]:
         """(S_r, ⟨E_t, ∂S_r/∂E_t⟩ for every prompt token, the two log-probabilities).
 
-        One pass (``Prepared.shared``): one forward, both labels' log-probabilities from its
+        One pass: one forward over the packed sequence, both labels' log-probabilities from its
         logits, one backward of their difference. Two passes: one after the other, each with
         its own backward, so only one graph is alive at a time; their gradients add up in the
         shared embeddings.
@@ -244,11 +280,9 @@ class Attributor:
         prompt_embeds = self.prompt_embeddings(prepared).detach().clone().requires_grad_(True)
         logps = {}
         if self.passes_for(prepared) == 1:
-            ids, positions = prepared.responses[y1]
-            logprobs = self.label_logprobs(prompt_embeds, n, ids, positions)
-            lp = {label: self._gather(logprobs, n, *prepared.responses[label]) for label in (y1, y0)}
+            lp = self.packed_logprobs(prompt_embeds, prepared.packed())
             (lp[y1] - lp[y0]).backward()
-            logps = {label: float(v.detach()) for label, v in lp.items()}
+            logps = {label: float(lp[label].detach()) for label in (y1, y0)}
         else:
             for label, sign in ((y1, 1.0), (y0, -1.0)):
                 logp = self.label_logprob(prompt_embeds, n, *prepared.responses[label])
