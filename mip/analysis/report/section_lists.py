@@ -43,7 +43,14 @@ def grouped(lists: Lists, name: str, frame: pd.DataFrame, by: list[str], columns
 
 def paired_sets(sub: pd.DataFrame, best: str, worst: str) -> pd.DataFrame:
     """The valid experiments of ``best`` and ``worst`` in the instance sets holding a valid one of
-    each: the pairs :func:`mip.analysis.inference.paired_test` compares."""
+    each: the pairs :func:`mip.analysis.inference.paired_test` compares.
+
+    >>> from mip.analysis.stats import INSTANCE_SET
+    >>> rows = [dict.fromkeys(INSTANCE_SET, "x") | {"seed": seed, "pattern": pattern, "valid": True}
+    ...         for seed, pattern in [(0, "majority_first"), (0, "majority_last"), (1, "majority_first")]]
+    >>> paired_sets(pd.DataFrame(rows), "majority_first", "majority_last")[["seed", "pattern"]].values.tolist()
+    [[0, 'majority_first'], [0, 'majority_last']]
+    """
     valid = sub[sub["valid"] & sub["pattern"].isin([best, worst])]
     both = valid.groupby(stats.INSTANCE_SET, dropna=False)["pattern"].transform("nunique") == 2
     return valid[both]
