@@ -93,7 +93,7 @@ def test_variant_and_budget_deltas_are_zero_with_the_dropped_counted(partial, tm
         body = body[:body.index("</table>")]
         links = set(re.findall(r'<a href="(lists/[^"]+)"', body))
         assert links, table
-        sizes = [len(re.findall(r"<tr data-verdict=", (tmp_path / "report" / link).read_text())) for link in links]
+        sizes = [len(re.findall(r"<tr data-key=", (tmp_path / "report" / link).read_text())) for link in links]
         assert max(sizes) == 36, (table, sizes)  # a condition's experiments; a Δ's list holds its paired π⁺ and π⁻ only
 
 
@@ -204,7 +204,7 @@ def test_pattern_delta_compares_matched_experiments_only(uneven, tmp_path, figur
     links = re.findall(r'<a href="(lists/[^"]+)"[^>]*>[^<]*</a>', body)
     lists = {link: (tmp_path / "report" / link).read_text() for link in set(links)}
     delta = [page for page in lists.values() if "Δ = " in page]
-    assert delta and all(len(re.findall(r"<tr data-verdict=", page)) == len(paired) for page in delta)
+    assert delta and all(len(re.findall(r"<tr data-key=", page)) == len(paired) for page in delta)
 
 
 def test_summary_and_costs_slice_a_budget_by_its_value(tmp_path):
