@@ -235,3 +235,18 @@ def test_summary_and_costs_slice_a_budget_by_its_value(tmp_path):
         del job["budget_tokens"], job["budget_answer"]
         manifest.write_text(json.dumps(job))
     assert describe(tmp_path / "jobs").splitlines()[1:3] == text.splitlines()[1:3]
+
+
+def test_a_budget_given_as_a_number_names_files_and_anchors_without_spaces(tmp_path, figures_unencoded):
+    """report.md's image links and report.html's ids and links hold no space where a budget is "999 tokens"."""
+    base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", "budget=smoke", "budget.max_tokens=999",
+                   "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+    for pattern in ("majority_first", "majority_last"):
+        run_job(vary(base, pattern=pattern, seed=0), tmp_path / "jobs" / pattern)
+    frame = load_local([tmp_path / "store"])
+    path = write_report(frame, tmp_path / "report", core=(20, 0.6))
+    names = [p.name for p in (tmp_path / "report").rglob("*") if p.is_file()]
+    assert any("999tokens" in name for name in names) and not [name for name in names if " " in name]
+    assert not re.findall(r"\]\([^)]* [^)]*\)", path.read_text())  # every Markdown link a single path
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert not [ref for ref in re.findall(r'(?:href|src|id)="([^"]*)"', html) if " " in ref]

@@ -9,11 +9,13 @@ that name ran at the one value; otherwise the value is named by its number, so `
 labels records that ran at 999.
 
 >>> labels(["smoke", "smoke", "20k", "20k", "100k"], [320, 999, 20000, 320, 100000])
-['320 tokens', '999 tokens', '20k', '320 tokens', '100k']
+['smoke', '999 tokens', '20k', 'smoke', '100k']
 >>> labels(["smoke", "20k", "20k"], [320, 320, 20000], [None, None, 2000])
 ['smoke', 'smoke', '20k (answer 2000)']
 >>> labels(["smoke", "mine"], [999, 50])
 ['999 tokens', 'mine']
+>>> slug("999 tokens"), slug("20k (answer 2000)"), slug("smoke")
+('999tokens', '20k_answer2000', 'smoke')
 >>> given("20k", 20000), given("20k", 300000), tokens_of("100k"), tokens_of("999 tokens"), tokens_of("smoke")
 ('20k', 'budget.max_tokens=300000', 100000, 999, None)
 """
@@ -71,6 +73,12 @@ def labels(names: Sequence, tokens: Sequence, answers: Sequence | None = None) -
             label = next(iter(named[limit])) if len(named.get(limit, ())) == 1 else f"{limit} tokens"
         out.append(label + (f" (answer {int(answer)})" if answer is not None and answer == answer else ""))
     return out
+
+
+def slug(label: str) -> str:
+    """A budget label as part of a file name or HTML id: no spaces or brackets (``999 tokens``:
+    ``999tokens``), so report.md's image links and report.html's anchors resolve."""
+    return re.sub(r"_+", "_", re.sub(r"[^\w.-]+", lambda m: "_" if "(" in m[0] else "", str(label))).strip("_")
 
 
 def given(name: str, max_tokens: int) -> str:
