@@ -86,6 +86,15 @@ def test_a_long_title_is_wrapped_to_the_figure_and_a_short_one_kept():
     assert short.axes[0].get_title() == "Short"
 
 
+def test_a_wrapped_title_keeps_a_count_with_its_noun():
+    """Fig. 9's title wraps at 110 columns; "6 experiments" is never split over two lines."""
+    head = "simulated_first_k, n=2000 p=0.55 pool=unfiltered: outcomes per pattern and budget (Fig. 9); task ner,"
+    title = figures.fill(head + " 6 experiments (numbers: mean valid-only accuracy over seeds)", 110)
+    assert not any(line.rstrip().endswith("6") for line in title.splitlines())
+    assert "6\u00a0experiments" in title and title.replace("\u00a0", " ").replace("\n", " ") == \
+        head + " 6 experiments (numbers: mean valid-only accuracy over seeds)"
+
+
 @pytest.mark.parametrize("empty", [
     lambda: figures.pattern_bars(pd.DataFrame()),
     lambda: figures.heatmap(pd.DataFrame(), "Fig. 3", "accuracy (%)"),

@@ -3,6 +3,7 @@ legends, and the number of experiments behind each point or cell on the figure."
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,7 +167,7 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
         ax.set_xlabel(str(table.columns.name or ""), fontsize=8)
         ax.set_ylabel(str(table.index.name or ""), fontsize=8)
     # Wrapped to the figure's width, so that a long slice name is never cut off.
-    ax.set_title(textwrap.fill(title, max(30, int(fig.get_figwidth() * 9))), fontsize=9)
+    ax.set_title(fill(title, max(30, int(fig.get_figwidth() * 9))), fontsize=9)
     return fig
 
 
@@ -202,6 +203,16 @@ def error_types(frame: pd.DataFrame, title: str = "Error types per model (mistak
     return fig
 
 
+def fill(title: str, width: int) -> str:
+    r"""A title wrapped to ``width`` columns that never parts a count from its noun
+    (``6 experiments`` stays on one line).
+
+    >>> fill("task ner, 6 experiments", 16)
+    'task ner,\n6\xa0experiments'
+    """
+    return textwrap.fill(re.sub(r"(\d) (?=[a-z])", "\\1\u00a0", title), width)
+
+
 def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> plt.Figure:
     """Fig. 9: per pattern and budget, the shares of all experiments that are correct,
     incorrect and invalid (stacked), with the mean valid-only accuracy over seeds above."""
@@ -230,7 +241,8 @@ def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> 
     ax.set_xticks(range(len(names)), [n.replace("_", "-") for n in names], rotation=30, ha="right")
     ax.set_ylabel("share of all experiments (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(textwrap.fill(title + " (numbers: mean valid-only accuracy over seeds)", 110), fontsize=9)
+    # Padded above the accuracy numbers, which sit just over the frame.
+    ax.set_title(fill(title + " (numbers: mean valid-only accuracy over seeds)", 110), fontsize=9, pad=12)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
