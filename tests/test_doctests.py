@@ -46,6 +46,7 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.attribution.pooled": _FIGURE,
     "mip.attribution.profiles": _FIGURE,
     "mip.attribution.replay": "replays stored outputs through a model's weights",
+    "mip.attribution.weights": "loads a model's weights from disk: tests/test_attribution.py loads them",
     "mip.store.claims": _STORE,
     "mip.config": "registers the schemas with Hydra's ConfigStore",
     "mip.config.audit_config": "schemas whose fields say what they are",
