@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from mip.analysis import stats  # noqa: E402
 from mip.analysis.slices import budget_order  # noqa: E402
 from mip.experiment.instances import COUNTERPARTS, PATTERNS  # noqa: E402
-from mip.analysis.report.titles import fit  # noqa: E402
+from mip.analysis.report.titles import fill, fit  # noqa: E402
 from mip.experiment.scoring import InvalidKind, Verdict  # noqa: E402
 
 REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
@@ -201,16 +201,6 @@ def error_types(frame: pd.DataFrame, title: str = "Error types per model (mistak
     ax.legend(fontsize=7)
     ax.tick_params(axis="x", rotation=30)
     return fig
-
-
-def fill(title: str, width: int) -> str:
-    r"""A title wrapped to ``width`` columns that never parts a count from its noun
-    (``6 experiments`` stays on one line).
-
-    >>> fill("task ner, 6 experiments", 16)
-    'task ner,\n6\xa0experiments'
-    """
-    return textwrap.fill(re.sub(r"(\d) (?=[a-z])", "\\1\u00a0", title), width)
 
 
 def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> plt.Figure:
