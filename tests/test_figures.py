@@ -15,6 +15,7 @@ import pytest
 from mip.analysis import slices, stats
 from mip.analysis.report import write_report
 from mip.analysis.report import figures, strategy_section as strategies, metric_tables as tables, trace_figures, variant_figures
+from mip.analysis.report.titles import fill as fill_title, fit as fit_title
 from mip.analysis.report.model_sets import TracePool
 from mip.analysis.report.titles import fit, titles
 
@@ -84,6 +85,22 @@ def test_a_long_title_is_wrapped_to_the_figure_and_a_short_one_kept():
     short = figures.heatmap(pd.DataFrame({"a": [1.0]}), "Short", "accuracy (%)")
     fit(short)
     assert short.axes[0].get_title() == "Short"
+
+
+def test_a_wrapped_title_keeps_a_count_with_its_noun():
+    """Fig. 9's title wraps at 110 columns; "6 experiments" is never split over two lines."""
+    head = "simulated_first_k, n=2000 p=0.55 pool=unfiltered: outcomes per pattern and budget (Fig. 9); task ner,"
+    title = fill_title(head + " 6 experiments (numbers: mean valid-only accuracy over seeds)", 110)
+    assert not any(line.rstrip().endswith("6") for line in title.splitlines())
+    assert "6\u00a0experiments" in title and title.replace("\u00a0", " ").replace("\n", " ") == \
+        head + " 6 experiments (numbers: mean valid-only accuracy over seeds)"
+    # Titles fit() wraps to a figure's width keep them together too (Fig. 4's "216 experiments").
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_title("Prompt variants (Fig. 4), n=2000 p=0.55 pool=unfiltered; task ner, 216 experiments: accuracy")
+    fit_title(fig)
+    assert "\n" in ax.get_title() and not any(line.endswith("216") for line in ax.get_title().splitlines())
 
 
 @pytest.mark.parametrize("empty", [

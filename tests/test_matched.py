@@ -93,7 +93,7 @@ def test_variant_and_budget_deltas_are_zero_with_the_dropped_counted(partial, tm
         body = body[:body.index("</table>")]
         links = set(re.findall(r'<a href="(lists/[^"]+)"', body))
         assert links, table
-        sizes = [len(re.findall(r"<tr data-verdict=", (tmp_path / "report" / link).read_text())) for link in links]
+        sizes = [len(re.findall(r"<tr data-key=", (tmp_path / "report" / link).read_text())) for link in links]
         assert max(sizes) == 36, (table, sizes)  # a condition's experiments; a Δ's list holds its paired π⁺ and π⁻ only
 
 
@@ -107,13 +107,26 @@ def test_a_budget_is_its_value_not_its_name(tmp_path):
                    "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
     run_job(vary(base, pattern="majority_first", seed=1), tmp_path / "jobs" / "2")
     frame = load_local([tmp_path / "store"])
-    # smoke ran at two limits here, so neither is "smoke"; each is its number, 20k at 320 with smoke at 320.
-    assert frame.groupby("budget")["seed"].apply(sorted).to_dict() == {"320 tokens": [0, 0, 1, 1], "999 tokens": [0, 0]}
+    # smoke is 320 (conf/budget/smoke.yaml): 999 is its number, 20k at 320 is smoke's slice.
+    assert frame.groupby("budget")["seed"].apply(sorted).to_dict() == {"smoke": [0, 0, 1, 1], "999 tokens": [0, 0]}
     assert sorted(set(zip(frame["budget_name"], frame["budget_tokens"]))) == [("20k", 320), ("smoke", 320), ("smoke", 999)]
     alone = frame[frame["budget_tokens"] == 320].drop(columns="budget")
     from mip.config.budgets import labels
 
     assert set(labels(alone["budget_name"].tolist(), alone["budget_tokens"].tolist())) == {"smoke"}
+
+
+def test_a_named_budget_run_only_at_another_value_is_labelled_by_that_value(tmp_path):
+    """``budget.max_tokens=999`` over smoke with no record at smoke's 320 is still "999 tokens", never "smoke"."""
+    base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", "budget=smoke", "budget.max_tokens=999",
+                   "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+    run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs")
+    frame = load_local([tmp_path / "store"])
+    assert set(frame["budget"]) == {"999 tokens"}
+    from mip.config.budgets import labels, shipped
+
+    assert shipped("smoke") == 320 and shipped("mine") is None
+    assert labels(["smoke", "mine", "mine"], [999, 50, 50]) == ["999 tokens", "mine", "mine"]
 
 
 def test_a_filtered_pool_is_compared_with_the_unfiltered_on_matched_experiments(tmp_path, figures_unencoded):
@@ -191,7 +204,7 @@ def test_pattern_delta_compares_matched_experiments_only(uneven, tmp_path, figur
     links = re.findall(r'<a href="(lists/[^"]+)"[^>]*>[^<]*</a>', body)
     lists = {link: (tmp_path / "report" / link).read_text() for link in set(links)}
     delta = [page for page in lists.values() if "Δ = " in page]
-    assert delta and all(len(re.findall(r"<tr data-verdict=", page)) == len(paired) for page in delta)
+    assert delta and all(len(re.findall(r"<tr data-key=", page)) == len(paired) for page in delta)
 
 
 def test_summary_and_costs_slice_a_budget_by_its_value(tmp_path):
@@ -208,11 +221,12 @@ def test_summary_and_costs_slice_a_budget_by_its_value(tmp_path):
     text = describe(tmp_path / "jobs")
     costs = [line for line in text.splitlines() if line.startswith("  simulated_first_k budget=")]
     assert [line.split(":")[0] for line in costs] == [
-        "  simulated_first_k budget=320 tokens prompt_variant=standard strategy=single_call",
+        "  simulated_first_k budget=smoke prompt_variant=standard strategy=single_call",
         "  simulated_first_k budget=999 tokens prompt_variant=standard strategy=single_call"]
     assert "4 experiments" in costs[0] and "2 experiments" in costs[1]
     slices = [line for line in text.splitlines() if line.startswith("-- slice:")]
-    assert len(slices) == 2 and "budget=320 tokens" in slices[0] and "budget=999 tokens" in slices[1]
+    assert len(slices) == 2 and {"budget=smoke" in s for s in slices} == {True, False} \
+        and sum("budget=999 tokens" in s for s in slices) == 1
     # A manifest written before it held the limits reads them from its config.yaml beside it.
     import json
 
@@ -221,3 +235,18 @@ def test_summary_and_costs_slice_a_budget_by_its_value(tmp_path):
         del job["budget_tokens"], job["budget_answer"]
         manifest.write_text(json.dumps(job))
     assert describe(tmp_path / "jobs").splitlines()[1:3] == text.splitlines()[1:3]
+
+
+def test_a_budget_given_as_a_number_names_files_and_anchors_without_spaces(tmp_path, figures_unencoded):
+    """report.md's image links and report.html's ids and links hold no space where a budget is "999 tokens"."""
+    base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", "budget=smoke", "budget.max_tokens=999",
+                   "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+    for pattern in ("majority_first", "majority_last"):
+        run_job(vary(base, pattern=pattern, seed=0), tmp_path / "jobs" / pattern)
+    frame = load_local([tmp_path / "store"])
+    path = write_report(frame, tmp_path / "report", core=(20, 0.6))
+    names = [p.name for p in (tmp_path / "report").rglob("*") if p.is_file()]
+    assert any("999tokens" in name for name in names) and not [name for name in names if " " in name]
+    assert not re.findall(r"\]\([^)]* [^)]*\)", path.read_text())  # every Markdown link a single path
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert not [ref for ref in re.findall(r'(?:href|src|id)="([^"]*)"', html) if " " in ref]

@@ -3,13 +3,19 @@ the model has one), not the name it carries.
 
 ``budget=smoke budget.max_tokens=999`` keeps the name ``smoke`` in the config; its records are
 not smoke's and must not be pooled with them, and a refusal must name what was given. A name
-stands for its value where the name says it (``20k``: 20,000) or, among records, where every
-record of that name ran at the one value; otherwise the value is named by its number.
+stands for its value where the name says it (``20k``: 20,000), where its shipped config does
+(``conf/budget/smoke.yaml``: 320), or, for a name of neither, among records where every record of
+that name ran at the one value; otherwise the value is named by its number, so ``smoke`` never
+labels records that ran at 999.
 
 >>> labels(["smoke", "smoke", "20k", "20k", "100k"], [320, 999, 20000, 320, 100000])
-['320 tokens', '999 tokens', '20k', '320 tokens', '100k']
+['smoke', '999 tokens', '20k', 'smoke', '100k']
 >>> labels(["smoke", "20k", "20k"], [320, 320, 20000], [None, None, 2000])
 ['smoke', 'smoke', '20k (answer 2000)']
+>>> labels(["smoke", "mine"], [999, 50])
+['999 tokens', 'mine']
+>>> slug("999 tokens"), slug("20k (answer 2000)"), slug("smoke")
+('999tokens', '20k_answer2000', 'smoke')
 >>> given("20k", 20000), given("20k", 300000), tokens_of("100k"), tokens_of("999 tokens"), tokens_of("smoke")
 ('20k', 'budget.max_tokens=300000', 100000, 999, None)
 """
@@ -18,6 +24,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+#: The shipped budget configs, whose ``max_tokens`` a name without a number stands for.
+SHIPPED = Path(__file__).resolve().parents[2] / "conf" / "budget"
 
 
 def tokens_of(name: str) -> int | None:
@@ -25,6 +36,17 @@ def tokens_of(name: str) -> int | None:
     for a name that states none (``smoke``)."""
     match = re.fullmatch(r"(\d+)\s*(k|tokens)?", str(name).split(" (answer")[0].strip())
     return None if not match else int(match[1]) * (1000 if match[2] == "k" else 1)
+
+
+@cache
+def shipped(name: str) -> int | None:
+    """The output-token limit ``conf/budget/<name>.yaml`` sets (smoke: 320); None where no such
+    config ships or it sets none."""
+    path = SHIPPED / f"{name}.yaml"
+    if not re.fullmatch(r"[\w.-]+", str(name)) or not path.is_file():
+        return None
+    match = re.search(r"^max_tokens:\s*(\d+)\s*$", path.read_text(), re.MULTILINE)
+    return int(match[1]) if match else None
 
 
 def labels(names: Sequence, tokens: Sequence, answers: Sequence | None = None) -> list[str]:
@@ -36,7 +58,7 @@ def labels(names: Sequence, tokens: Sequence, answers: Sequence | None = None) -
     for name, limit in zip(names, tokens):
         values.setdefault(str(name), set()).add(limit)
     def stands(name: str, limit) -> bool:  # noqa: E306
-        stated = tokens_of(name)
+        stated = tokens_of(name) if tokens_of(name) is not None else shipped(name)
         return stated == limit if stated is not None else values[name] == {limit}
     named: dict = {}
     for name, limit in zip(names, tokens):
@@ -51,6 +73,12 @@ def labels(names: Sequence, tokens: Sequence, answers: Sequence | None = None) -
             label = next(iter(named[limit])) if len(named.get(limit, ())) == 1 else f"{limit} tokens"
         out.append(label + (f" (answer {int(answer)})" if answer is not None and answer == answer else ""))
     return out
+
+
+def slug(label: str) -> str:
+    """A budget label as part of a file name or HTML id: no spaces or brackets (``999 tokens``:
+    ``999tokens``), so report.md's image links and report.html's anchors resolve."""
+    return re.sub(r"_+", "_", re.sub(r"[^\w.-]+", lambda m: "_" if "(" in m[0] else "", str(label))).strip("_")
 
 
 def given(name: str, max_tokens: int) -> str:

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from mip.config.budgets import slug as budget_slug
+
 from mip.analysis import coverage, pairs, slices, stats
 from mip.analysis.report import metric_tables, sections
 
@@ -139,7 +141,7 @@ def coverage_bins(lists: Lists, group: pd.DataFrame, traced: pd.DataFrame, tag: 
 
 def mention_rates(lists: Lists, traced: pd.DataFrame, tag: str) -> None:
     for (budget, pool), sub in traced.groupby(["budget", "pool"]):
-        name = f"mention_rates_{tag}_{budget}_{pool}"
+        name = f"mention_rates_{tag}_{budget_slug(budget)}_{pool}"
         for model, rows in sub.groupby("model"):
             # One list per model: a pattern's rates (Fig. 21) are its rows, which the list's pattern filter shows.
             url = lists.add(name, (model, coverage.POOLED), "experiments", f"Mention rates of {model}, budget {budget}, "

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mip.config.budgets import slug as budget_slug
+
 from mip.analysis import coverage, pairs, slices, stats
 from mip.analysis.report import figures, metric_tables as tables, variant_figures
 from mip.analysis.report.sections import holds, model_rows
@@ -75,13 +77,13 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
                                 stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
             if deltas.empty:
                 report.figure(figures.Missing(f"Prompt-variant changes at {where}: no variant shares an experiment with "
-                                              f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget}",
+                                              f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                               f"Fig. 20 at {where}.")
                 continue
-            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget}", f"Accuracy minus the standard "
+            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus the standard "
                          f"prompt's per model, variant and pattern ('overall': all patterns), per selection seed on the "
                          f"experiments both prompts hold, at {where}. {notes}")
             report.figure(variant_figures.variant_deltas(deltas, f"{where}; {tasks_of(kept)}"),
-                          f"fig20_prompt_variants_{tag}_{budget}",
+                          f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
                           "selection seeds, on matched experiments (counts under the table above).")

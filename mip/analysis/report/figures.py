@@ -3,6 +3,7 @@ legends, and the number of experiments behind each point or cell on the figure."
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from mip.analysis import stats  # noqa: E402
 from mip.analysis.slices import budget_order  # noqa: E402
 from mip.experiment.instances import COUNTERPARTS, PATTERNS  # noqa: E402
-from mip.analysis.report.titles import fit  # noqa: E402
+from mip.analysis.report.titles import fill, fit  # noqa: E402
 from mip.experiment.scoring import InvalidKind, Verdict  # noqa: E402
 
 REPRESENTATIVE = ("random", "majority_first", "majority_middle", "majority_last")
@@ -166,7 +167,7 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
         ax.set_xlabel(str(table.columns.name or ""), fontsize=8)
         ax.set_ylabel(str(table.index.name or ""), fontsize=8)
     # Wrapped to the figure's width, so that a long slice name is never cut off.
-    ax.set_title(textwrap.fill(title, max(30, int(fig.get_figwidth() * 9))), fontsize=9)
+    ax.set_title(fill(title, max(30, int(fig.get_figwidth() * 9))), fontsize=9)
     return fig
 
 
@@ -230,7 +231,8 @@ def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> 
     ax.set_xticks(range(len(names)), [n.replace("_", "-") for n in names], rotation=30, ha="right")
     ax.set_ylabel("share of all experiments (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(textwrap.fill(title + " (numbers: mean valid-only accuracy over seeds)", 110), fontsize=9)
+    # Padded above the accuracy numbers, which sit just over the frame.
+    ax.set_title(fill(title + " (numbers: mean valid-only accuracy over seeds)", 110), fontsize=9, pad=12)
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mip.config.budgets import slug as budget_slug
+
 from mip.analysis import coverage, inference, pairs, slices, stats
 from mip.experiment.instances import PATTERNS
 from mip.analysis.report import figures, metric_tables as tables, trace_figures
@@ -186,7 +188,7 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
                  f"add up to every valid experiment, those without a reasoning trace in '{coverage.NO_TRACE}'.")
     n, p = int(setting["n"]), float(setting["p"])
     for (budget, pool), sub in traced.groupby(["budget", "pool"]):
-        suffix, where = f"{tag}_{budget}_{pool}", f"{name}, budget {budget}, {pool} pool"
+        suffix, where = f"{tag}_{budget_slug(budget)}_{pool}", f"{name}, budget {budget}, {pool} pool"
         members, who = report.pool.select(sub)
         rates = coverage.mention_rates(sub, n, sub)
         pooled = coverage.mention_rates(members, n, members.assign(model="pooled")) if not members.empty else rates.iloc[0:0]

@@ -11,6 +11,7 @@ Checked for every figure of a report by tests/test_figures.py.
 
 from __future__ import annotations
 
+import re
 import textwrap
 import warnings
 
@@ -56,6 +57,16 @@ def fit(fig: plt.Figure, tries: int = 4) -> None:
             return
 
 
+def fill(title: str, width: int) -> str:
+    r"""A title wrapped to ``width`` columns that never parts a count from its noun
+    (``6 experiments`` stays on one line).
+
+    >>> fill("task ner, 6 experiments", 16)
+    'task ner,\n6\xa0experiments'
+    """
+    return textwrap.fill(re.sub(r"(\d) (?=[a-z])", "\\1\u00a0", title), width)
+
+
 def _wrap(title: Text, fig: plt.Figure) -> bool:
     """Wrap ``title`` if it overflows the figure left or right; True when its text changed."""
     box, edge = title.get_window_extent(fig.canvas.get_renderer()), fig.bbox
@@ -69,5 +80,5 @@ def _wrap(title: Text, fig: plt.Figure) -> bool:
     chars = max(10, int(width * max(room, 0) / box.width) - 1)
     if chars >= width:
         return False
-    title.set_text("\n".join(textwrap.fill(line, chars) for line in lines))
+    title.set_text("\n".join(fill(line, chars) for line in lines))
     return True
