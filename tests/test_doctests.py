@@ -76,7 +76,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.tools.preflight": _MODEL,
     "mip.entry.preflight_hook": _HYDRA,
     "mip.analysis.report": _STORE,
-    "mip.analysis.report.section_lists": "builds report.html's lists from a report's frames: tests/test_html_links.py checks them",
     "mip.analysis.report.strategy_section": _FIGURE,
     "mip.analysis.report.trace_figures": _FIGURE,
     "mip.analysis.report.variant_figures": _FIGURE,
