@@ -97,6 +97,26 @@ def test_variant_and_budget_deltas_are_zero_with_the_dropped_counted(partial, tm
         assert max(sizes) == 36, (table, sizes)  # a condition's experiments; a Δ's list holds its paired π⁺ and π⁻ only
 
 
+@needs_raw
+def test_a_third_budget_on_a_few_experiments_leaves_the_others_comparison_whole(partial, tmp_path, figures_unencoded):
+    """Each two budgets are compared on what both hold: one job at 999 tokens on arith does not
+    shrink 20k against 100k to the experiments all three share (it was 2 of 36 before)."""
+    base = compose("model=simulated_first_k", f"model.read_first={READ_FIRST['arith']}", "task=arith", "n=20", "p=0.6",
+                   "budget=20k", "budget.max_tokens=999", "progress=false", f"data_dir={RAW}",
+                   f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+    run_job(vary(base, pattern="majority_last", seed=0), tmp_path / "jobs" / "999")
+    frame = pd.concat([partial, load_local([tmp_path / "store"])], ignore_index=True)
+    assert set(frame["budget"]) == {"20k", "100k", "999 tokens"}
+    path = write_report(frame, tmp_path / "report", core=(20, 0.6))
+    text, tables = path.read_text(), tmp_path / "report" / "tables"
+    whole = pd.read_csv(tables / "budgets_numbers_n20_p0.6_unfiltered_20k_vs_100k.csv")
+    assert whole.groupby("budget")["experiments"].sum().to_dict() == {"100k": 36, "20k": 36}
+    assert "100k: 36 held, 36 matched, 0 dropped" in text
+    few = pd.read_csv(tables / "budgets_numbers_n20_p0.6_unfiltered_999tokens_vs_20k.csv")
+    assert few.groupby("budget")["experiments"].sum().to_dict() == {"20k": 2, "999 tokens": 2}  # one job: two majority labels
+    assert not (tables / "budgets_n20_p0.6_unfiltered.csv").exists()  # three budgets: one table a pair
+
+
 def test_a_budget_is_its_value_not_its_name(tmp_path):
     """``budget.max_tokens=999`` over smoke is a slice of its own; 20k set to smoke's 320 is smoke's slice."""
     for i, extra in enumerate([(), ("budget.max_tokens=999",)]):

@@ -138,3 +138,20 @@ def against(frame: pd.DataFrame, factor: str, reference: str, within: Sequence[s
     for value in [v for v in pd.unique(frame[factor]) if v != reference]:
         out[str(value)] = matched(frame[frame[factor].isin([reference, value])], factor, within, [reference])
     return out
+
+
+def each_pair(frame: pd.DataFrame, factor: str, order: Sequence[str],
+              within: Sequence[str] = ("base_model",)) -> list[tuple[str, str, Matched]]:
+    """Every two values of ``factor`` in ``order`` (20k and 100k; 20k and 999 tokens), each pair
+    matched on its own (:func:`matched`): a third condition run on a few experiments does not
+    shrink the others' comparison to what all three share. ``[(a, b, Matched)]``, a before b.
+
+    >>> frame = pd.DataFrame({"base_model": "m", "task": "ner", "pattern": "majority_first",
+    ...                       "seed": [0, 1, 0, 1, 0], "budget": ["20k", "20k", "100k", "100k", "999 tokens"]})
+    >>> [(a, b, len(m.frame)) for a, b, m in each_pair(frame, "budget", ["999 tokens", "20k", "100k"])]
+    [('999 tokens', '20k', 2), ('999 tokens', '100k', 2), ('20k', '100k', 4)]
+    """
+    present = [v for v in order if (frame[factor].astype(str) == v).any()]
+    return [(a, b, matched(frame[frame[factor].astype(str).isin([a, b])], factor, within, [a]))
+            for i, a in enumerate(present) for b in present[i + 1:]]
+

@@ -242,3 +242,17 @@ def of(frame: pd.DataFrame, keys: list[str] = SLICE):
         groups.sort(key=lambda item: tuple(rank.get(str(item[0][k]), -1) if k == "budget" else first[k][item[0][k]]
                                            for k in keys))
     yield from groups
+
+
+def budget_pairs(group: pd.DataFrame) -> list[tuple[str, str, object]]:
+    """The budget comparisons of one setting's records (:func:`mip.analysis.pairs.each_pair`,
+    smaller budget first): ``[(file-name suffix, words, Matched)]``. A setting with two budgets
+    has one comparison and no suffix (``budgets_<tag>``); with more, each pair is its own
+    (``budgets_<tag>_20k_vs_100k``), so a few experiments at a third budget leave the others'
+    comparison whole."""
+    from mip.analysis import pairs
+    from mip.config.budgets import slug
+
+    found = pairs.each_pair(group, "budget", budget_order(group["budget"]))
+    several = len(found) > 1
+    return [(f"_{slug(a)}_vs_{slug(b)}" if several else "", f"{a} against {b}", both) for a, b, both in found]

@@ -168,19 +168,19 @@ def core(lists: Lists, frame: pd.DataFrame) -> pd.DataFrame:
 
 def budgets(lists: Lists, frame: pd.DataFrame) -> None:
     """The budget comparison's tables (:func:`mip.analysis.report.compared.budgets`), on the
-    experiments they are computed from: those every budget of a model holds. In the side-by-side
+    experiments they are computed from: those both budgets of each pair hold. In the side-by-side
     table each budget's column of a model's rows opens that model's experiments at that budget."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
-        tag = slices.file_tag(setting, ["n", "p", "pool"])
-        both = pairs.matched(group, "budget", order=slices.budget_order(group["budget"]))
-        if both.empty:
-            continue
-        model_rows(lists, f"budgets_numbers_{tag}", both.frame, ["model", "budget"], tag)
-        for (model, budget), sub in both.frame.groupby(["model", "budget"]):
-            url = lists.add(f"budgets_{tag}", (model, budget), "experiments",
-                            f"{model} at budget {budget} ({tag}): the matched experiments of the budgets compared", sub)
-            for _, _, label in metric_tables.side_by_side_metrics():
-                lists.cells[f"budgets_{tag}"].setdefault((str(model), label), {})[str(budget)] = url
+        for suffix, _, both in slices.budget_pairs(group):
+            tag = slices.file_tag(setting, ["n", "p", "pool"]) + suffix
+            if both.empty:
+                continue
+            model_rows(lists, f"budgets_numbers_{tag}", both.frame, ["model", "budget"], tag)
+            for (model, budget), sub in both.frame.groupby(["model", "budget"]):
+                url = lists.add(f"budgets_{tag}", (model, budget), "experiments",
+                                f"{model} at budget {budget} ({tag}): the matched experiments of the budgets compared", sub)
+                for _, _, label in metric_tables.side_by_side_metrics():
+                    lists.cells[f"budgets_{tag}"].setdefault((str(model), label), {})[str(budget)] = url
 
 
 def prompt_variants(lists: Lists, frame: pd.DataFrame) -> None:

@@ -20,33 +20,42 @@ from mip.analysis.report.titles import tasks_of
 
 
 def budgets(report, frame: pd.DataFrame) -> None:
-    """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget), each on the
-    experiments every budget of a model holds (:func:`mip.analysis.pairs.matched`)."""
+    """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget), for each two
+    budgets of a setting on the experiments both hold (:func:`mip.analysis.slices.budget_pairs`)."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        both = pairs.matched(group, "budget", order=slices.budget_order(group["budget"]))
-        if both.empty:
-            report.figure(figures.Missing(f"Budgets at {name}: no experiment was run at two budgets. {both.note()}"),
+        compared = slices.budget_pairs(group)
+        if not compared:
+            report.figure(figures.Missing(f"Budgets at {name}: no experiment was run at two budgets."),
                           f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
-            continue
-        group = both.frame
-        table = model_rows(group, ["model", "budget"])
-        report.table(tables.side_by_side(table, "budget", slices.budget_order(table["budget"])), f"budgets_{tag}",
-                     f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric at each budget and its "
-                     f"change from the smallest (pp; accuracy mean ± sd over selection seeds). {both.note()}")
-        report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and budget.")
-        report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
-                      f"Budgets compared per model at {name}, on the matched experiments of the table above.")
-        for model, sub in group.groupby("model"):
-            acc = stats.accuracy(sub, ["budget", "pattern"])
-            title = f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"
-            report.figure(figures.budget_outcomes(sub, acc, title),
-                          f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
-                          "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
-        by_budget = coverage.coverage_table(group, ["model", "budget"])
-        if not by_budget.empty:
-            report.table(by_budget.assign(bin=by_budget["bin"].astype(str)).round(4), f"table7_coverage_by_budget_{tag}",
-                         f"Coverage bins per model and budget at {name} (Table 7).")
+        for suffix, words, both in compared:
+            _budget_pair(report, both, f"{tag}{suffix}", f"{name}, {words}" if suffix else name)
+
+
+def _budget_pair(report, both, tag: str, name: str) -> None:
+    """One comparison of two budgets (:func:`budgets`): its tables and figures, or why none is drawn."""
+    if both.empty:
+        report.figure(figures.Missing(f"Budgets at {name}: no experiment was run at both budgets. {both.note()}"),
+                      f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+        return
+    group = both.frame
+    table = model_rows(group, ["model", "budget"])
+    report.table(tables.side_by_side(table, "budget", slices.budget_order(table["budget"])), f"budgets_{tag}",
+                 f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric at each budget and its "
+                 f"change from the smallest (pp; accuracy mean ± sd over selection seeds). {both.note()}")
+    report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and budget.")
+    report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
+                  f"Budgets compared per model at {name}, on the matched experiments of the table above.")
+    for model, sub in group.groupby("model"):
+        acc = stats.accuracy(sub, ["budget", "pattern"])
+        title = f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"
+        report.figure(figures.budget_outcomes(sub, acc, title),
+                      f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
+                      "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
+    by_budget = coverage.coverage_table(group, ["model", "budget"])
+    if not by_budget.empty:
+        report.table(by_budget.assign(bin=by_budget["bin"].astype(str)).round(4), f"table7_coverage_by_budget_{tag}",
+                     f"Coverage bins per model and budget at {name} (Table 7).")
 
 
 def prompt_variants(report, frame: pd.DataFrame) -> None:
