@@ -150,16 +150,17 @@ def test_the_same_command_twice_at_once_pays_each_experiment_once(results):
 def test_a_claim_deleted_while_every_request_is_in_flight_still_holds(results):
     """The first job has all its requests in flight (none left to pull, so nothing checks a
     claim at a pull); the whole claims folder is deleted and the same command started: the
-    second job leaves every experiment to the first, and each is requested once."""
+    second job leaves every experiment to the first, and each is requested once. Two experiments:
+    before a first reply at most fail_fast.LIMIT (3) requests are in flight, so all of them are."""
     import shutil
 
     from .test_store_trust import server_args, started, wait_for
 
     with FakeServer() as server:
-        server.hold_call = 1  # every first request waits until release(): all four are in flight meanwhile
-        args = server_args(server, "pattern=random", "order_seeds=[0,1]", "model.max_concurrency=4")
+        server.hold_call = 1  # every first request waits until release(): both are in flight meanwhile
+        args = server_args(server, "pattern=random", "order_seeds=[0]", "model.max_concurrency=4")
         first = started(args)
-        wait_for(lambda: server.held == 4, proc=first)
+        wait_for(lambda: server.held == 2, proc=first)
         shutil.rmtree(results / "store" / claims.FOLDER)
         second = run_py(*args)
         server.release()
@@ -167,10 +168,10 @@ def test_a_claim_deleted_while_every_request_is_in_flight_still_holds(results):
         calls = dict(server.calls)
     assert first.returncode == 0, err[-2000:]
     assert second.returncode == 0, second.stderr[-2000:]
-    assert len(calls) == 4 and set(calls.values()) == {1}, calls  # each experiment paid for once
-    assert "4 left to a running job" in second.stdout
+    assert len(calls) == 2 and set(calls.values()) == {1}, calls  # each experiment paid for once
+    assert "2 left to a running job" in second.stdout
     assert "claimed again" in err
-    assert len(list(Store(results / "store"))) == 4
+    assert len(list(Store(results / "store"))) == 2
 
 
 def test_a_job_that_claims_in_the_gap_leaves_the_older_claim_its_keys(tmp_path):

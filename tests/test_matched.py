@@ -127,7 +127,7 @@ def test_a_budget_is_its_value_not_its_name(tmp_path):
                    "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
     run_job(vary(base, pattern="majority_first", seed=1), tmp_path / "jobs" / "2")
     frame = load_local([tmp_path / "store"])
-    # smoke is 320 (conf/budget/smoke.yaml): 999 is its number, 20k at 320 is smoke's slice.
+    # smoke states 320 (its config's stated_tokens): 999 is its number, 20k at 320 is smoke's slice.
     assert frame.groupby("budget")["seed"].apply(sorted).to_dict() == {"smoke": [0, 0, 1, 1], "999 tokens": [0, 0]}
     assert sorted(set(zip(frame["budget_name"], frame["budget_tokens"]))) == [("20k", 320), ("smoke", 320), ("smoke", 999)]
     alone = frame[frame["budget_tokens"] == 320].drop(columns="budget")
@@ -143,10 +143,11 @@ def test_a_named_budget_run_only_at_another_value_is_labelled_by_that_value(tmp_
     run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs")
     frame = load_local([tmp_path / "store"])
     assert set(frame["budget"]) == {"999 tokens"}
-    from mip.config.budgets import labels, shipped
+    assert set(frame["budget_name"]) == {"smoke"}  # the name the config kept; its stated_tokens (320) says 999 is not smoke's
+    from mip.config.budgets import labels
 
-    assert shipped("smoke") == 320 and shipped("mine") is None
-    assert labels(["smoke", "mine", "mine"], [999, 50, 50]) == ["999 tokens", "mine", "mine"]
+    assert labels(["smoke", "mine", "mine"], [999, 50, 50], stated=[320, None, None]) == ["999 tokens", "mine", "mine"]
+    assert labels(["smoke"], [999]) == ["smoke"]  # a record that does not say what its name stood for keeps it
 
 
 def test_a_filtered_pool_is_compared_with_the_unfiltered_on_matched_experiments(tmp_path, figures_unencoded):

@@ -66,7 +66,8 @@ def _budget(record: Record) -> dict:
     budget = record.config.get("budget") if isinstance(record.config.get("budget"), dict) else {}
     model = record.config.get("model") if isinstance(record.config.get("model"), dict) else {}
     split = model.get("budget_split") if isinstance(model.get("budget_split"), dict) else {}
-    return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens")}
+    return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens"),
+            "budget_stated": budget.get("stated_tokens")}
 
 
 def budget_labels(records: Iterable[Record]) -> dict[str, str]:
@@ -76,7 +77,7 @@ def budget_labels(records: Iterable[Record]) -> dict[str, str]:
     records = list(records)
     limits = [_budget(r) for r in records]
     labels = budgets.labels([r.experiment.budget for r in records], [x["budget_tokens"] for x in limits],
-                            [x["budget_answer"] for x in limits])
+                            [x["budget_answer"] for x in limits], [x["budget_stated"] for x in limits])
     return {r.key: label for r, label in zip(records, labels)}
 
 
@@ -141,9 +142,8 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame["order_seed"] = frame["order_seed"].astype("Int64")
     # A budget is its value: budget.max_tokens=999 over smoke is a slice of its own (mip.config.budgets).
     frame["budget_name"] = frame["budget"]
-    answers = frame["budget_answer"] if "budget_answer" in frame else None
-    frame["budget"] = budgets.labels(frame["budget"].tolist(), frame["budget_tokens"].tolist(),
-                                     None if answers is None else answers.tolist())
+    answers, stated = (frame[c].tolist() if c in frame else None for c in ("budget_answer", "budget_stated"))
+    frame["budget"] = budgets.labels(frame["budget"].tolist(), frame["budget_tokens"].tolist(), answers, stated)
     frame = slices.add_columns(frame)[COLUMNS]
     frame.attrs["notes"] = notes
     return frame

@@ -36,64 +36,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from mip.attribution import memory
-from mip.attribution.packing import Packed, pack
+from mip.attribution.packing import Packed, Prepared
+from mip.attribution.replay_record import Replay
 from mip.attribution.spans import ReplaySkip, answer_span, instance_spans, tokens_per_instance
 
 #: How a recorded reasoning trace is put back before the answer when replaying.
 DEFAULT_REASONING_FORMAT = "<think>\n{reasoning}\n</think>\n\n"
-
-
-@dataclass
-class Prepared:
-    prompt_ids: list[int]
-    groups: list[list[int]]
-    """Prompt token indices of each instance."""
-    labels: tuple[str, str]
-    selected: str
-    responses: dict[str, tuple[list[int], list[int]]]
-    """Per label: the teacher-forced response ids and the sequence positions of the label's tokens."""
-
-    def packed(self) -> Packed:
-        """The one packed sequence serving both labels."""
-        return pack(len(self.prompt_ids), self.responses, self.labels)
-
-    @property
-    def shared(self) -> bool:
-        """Whether one plain causal sequence serves both labels (no mask): their responses
-        differ in their last token only, which is a target and never fed."""
-        return not self.packed().needs_mask
-
-
-@dataclass
-class Replay:
-    key: str
-    selected: str
-    score: float
-    """S_r, oriented from y₀ to y₁."""
-    u: list[float]
-    """Length-normalised IxG magnitude per instance, in prompt order."""
-    share: list[float]
-    """R_{r,i} = N·u_i / Σ u (1 = uniform)."""
-    signed: list[float]
-    """Length-normalised signed IxG per instance (beyond the paper)."""
-    tokens: int
-    instance_tokens: list[int]
-    seconds: float
-    peak_rss_mb: float
-    """The process's peak resident set size so far (CPU memory; not this replay's alone)."""
-    passes: int = 2
-    """Forward-and-backward passes over the prompt this replay took (1 or 2)."""
-    peak_gpu_allocated_mb: float | None = None
-    """Peak GPU memory torch allocated during this replay (all GPUs together); None on the CPU."""
-    peak_gpu_reserved_mb: float | None = None
-    """Peak GPU memory torch's caching allocator reserved during this replay; None on the CPU."""
-    offloaded_mb: float = 0.0
-    """Saved activations moved to CPU memory during this replay (``offload``)."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _at_least_float32(x: Any) -> Any:

@@ -95,3 +95,26 @@ def pack(prompt_len: int, responses: dict[str, tuple[list[int], list[int]]], lab
         targets[label] = [ids[p - prompt_len] for p in positions]
     return Packed(prompt_len, feeds[y1][:shared] + rest[y1] + rest[y0], shared,
                   (len(rest[y1]), len(rest[y0])), rows, targets)
+
+
+@dataclass
+class Prepared:
+    """A replay's prompt and both labels' teacher-forced responses as token ids (what is packed)."""
+
+    prompt_ids: list[int]
+    groups: list[list[int]]
+    """Prompt token indices of each instance."""
+    labels: tuple[str, str]
+    selected: str
+    responses: dict[str, tuple[list[int], list[int]]]
+    """Per label: the teacher-forced response ids and the sequence positions of the label's tokens."""
+
+    def packed(self) -> Packed:
+        """The one packed sequence serving both labels."""
+        return pack(len(self.prompt_ids), self.responses, self.labels)
+
+    @property
+    def shared(self) -> bool:
+        """Whether one plain causal sequence serves both labels (no mask): their responses
+        differ in their last token only, which is a target and never fed."""
+        return not self.packed().needs_mask

@@ -30,6 +30,11 @@ class BudgetConfig:
     name: str = MISSING
     max_tokens: int = MISSING
     """Maximum output tokens, reasoning included (§3.2)."""
+    stated_tokens: Optional[int] = shaping.setting(
+        None, why="the limit the budget's name stands for; max_tokens is the one sent")
+    """The limit the name stands for (``conf/budget/smoke.yaml``: 320; ``max_tokens`` is set from
+    it): ``budget.max_tokens=999`` leaves it, so the analysis labels those records ``999 tokens``,
+    never ``smoke`` (:func:`mip.config.budgets.labels`)."""
 
 
 @dataclass

@@ -87,16 +87,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     store = Store(cfg.paths.store_dir, readonly=cfg.dry_run)  # a dry run reads the store, and moves nothing
     plans, stored_keys, todo = pending(cfg, store, pools, strategy)
     stored = set(stored_keys.valid)  # as the job found it, before it claims
-    summary = JobSummary(
-        output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
-        already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
-        model=cfg.model.name, budget=cfg.budget.name, prompt_variant=cfg.prompt_variant.name, strategy=cfg.strategy.name,
-        budget_tokens=cfg.budget.max_tokens, budget_answer=getattr(cfg.model, "reserved_answer_tokens", None),
-        price_input_per_mtok=cfg.model.price_input_per_mtok, price_output_per_mtok=cfg.model.price_output_per_mtok,
-        backend=cfg.model.backend, cost_basis=backend_class(cfg.model.backend).cost_basis, device=cfg.model.runs_on,
-        prompt_tokens_per_s=cfg.model.prompt_tokens_per_s, output_tokens_per_s=cfg.model.output_tokens_per_s,
-        keys=[p.key for p in plans],
-    )
+    summary = _summary(cfg, output_dir, store, plans, todo)
     write_manifest(output_dir, cfg, git, summary)
     if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
         _dry_run_inputs(cfg, summary, output_dir)
@@ -132,6 +123,21 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
                          f"{f' ({summary.dropped} request(s) in flight dropped)' if summary.dropped else ''}; the manifest is in "
                          f"{output_dir}. Run the same command again to carry on.", stop)
     return summary
+
+
+def _summary(cfg: Config, output_dir: Path, store: Store, plans: list[Planned], todo: list[Planned]) -> JobSummary:
+    """The job's manifest as it starts: its slice, the limits and prices it runs at, its keys."""
+    return JobSummary(
+        output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
+        already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
+        model=cfg.model.name, budget=cfg.budget.name, prompt_variant=cfg.prompt_variant.name, strategy=cfg.strategy.name,
+        budget_tokens=cfg.budget.max_tokens, budget_answer=getattr(cfg.model, "reserved_answer_tokens", None),
+        budget_stated=cfg.budget.stated_tokens,
+        price_input_per_mtok=cfg.model.price_input_per_mtok, price_output_per_mtok=cfg.model.price_output_per_mtok,
+        backend=cfg.model.backend, cost_basis=backend_class(cfg.model.backend).cost_basis, device=cfg.model.runs_on,
+        prompt_tokens_per_s=cfg.model.prompt_tokens_per_s, output_tokens_per_s=cfg.model.output_tokens_per_s,
+        keys=[p.key for p in plans],
+    )
 
 
 def _dry_run_inputs(cfg: Config, summary: JobSummary, output_dir: Path) -> None:

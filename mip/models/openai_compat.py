@@ -3,9 +3,8 @@ Gemini endpoint, ``vllm serve``, ``transformers serve``.
 
 Requests go out on an event loop that runs in the caller's thread whenever it waits for a
 completion, each through :class:`mip.models.calls.RequestGuard` (at most ``max_concurrency``
-at a time), and completions are handed back as each one finishes. The runner's requests are
-pulled one by one as slots free up, so the next prompt is built while earlier ones are in
-flight.
+at a time), and handed back as each one finishes. Requests are pulled one by one as slots
+free up, so the next prompt is built while earlier ones are in flight.
 
 Two transports (``model.transport``, :mod:`mip.models.transports`) only send: ``aiohttp``
 (default), mip's own lean client, and ``openai``, the SDK's async client with its retries off.
@@ -17,11 +16,9 @@ for both transports:
   timeouts, up to ``client_max_retries`` times, waiting what the server asks
   (``retry-after-ms``, ``Retry-After`` in seconds or as a date; a wait past ``request_timeout_s``
   stops the job, :mod:`mip.models.fail_fast`) or else 0.5 s doubling to 8 s, less up to 25 %
-  jitter; ``x-should-retry`` decides when sent. Which replies
-  are retried, and after what wait, is decided in ``_outcome`` only (the guard retries what
-  raises: dropped connections, timeouts).
-- **Every try has one deadline**, ``request_timeout_s``, over connect, headers and the
-  whole body, so a server that stalls or drips bytes fails that try in time.
+  jitter; ``x-should-retry`` decides when sent. Which replies are retried, and after what
+  wait, is decided in ``_outcome`` only (the guard retries what raises: drops, timeouts).
+- **Every try has one deadline**, ``request_timeout_s``, over connect, headers and body.
 - **Replies are capped** at ``max_response_bytes``: a larger one is an infrastructure failure.
 - **The API key stays with its origin**: redirects are not followed (the key would travel
   with them); a 3xx is an error that names where it pointed. ``check()`` refuses a redirect

@@ -49,7 +49,7 @@ def _slices(jobs: list[dict]) -> list[dict[str, Any]]:
     from mip.config.budgets import labels
 
     budgets = labels([j.get("budget") or "" for j in jobs], [j.get("budget_tokens") for j in jobs],
-                     [j.get("budget_answer") for j in jobs])
+                     [j.get("budget_answer") for j in jobs], [j.get("budget_stated") for j in jobs])
     return [{**{k: j.get(k) or "" for k in SLICE}, "model": j.get("model", "?"), "budget": b} for j, b in zip(jobs, budgets)]
 
 

@@ -90,6 +90,7 @@ def _with_backend(job: dict) -> dict:
         job.setdefault("backend", model.get("backend"))
         job.setdefault("budget_tokens", budget.get("max_tokens"))
         job.setdefault("budget_answer", (model.get("budget_split") or {}).get("answer_tokens"))
+        job.setdefault("budget_stated", budget.get("stated_tokens"))
     return job
 
 
