@@ -84,10 +84,11 @@ class JobLoop:
                     given_up = len(stats.failed)
                 back.add(completion.id)
                 yield completion
-        except Stopped:  # the stop's wait ended: what was handed to the backend and not answered is dropped
-            dropped = len(set(sent) - back - set(stats.failed))
+        except Stopped:  # the stop's wait ended: what was sent and not answered is dropped (a request
+            # handed to the backend but held back, at fail fast's gate or for a free slot, was never sent)
+            dropped = len(self.backend.reached(set(sent) - back - set(stats.failed)))
             self.summary.dropped += dropped
-            self.summary.calls += dropped  # sent, or about to be: a provider may charge them; the rerun asks them again
+            self.summary.calls += dropped  # a provider may charge them; the rerun asks them again
             raise
         finally:
             self.waiting.forget(sent)

@@ -142,6 +142,12 @@ class Backend(ABC):
         (:data:`mip.store.claims.SETTLE_S`, before any request may go out): start what the first
         request needs, so that its start-up overlaps that wait. Sends no request."""
 
+    def reached(self, ids: Iterable[str]) -> set[str]:
+        """Of ``ids`` (requests handed to :meth:`generate` and never answered), those that may have
+        reached the model: a stopped job counts them as calls a provider may charge
+        (:mod:`mip.job.loop`). A backend that does not know says all of them."""
+        return set(ids)
+
     def stop_sending(self) -> None:
         """The job is stopping (:mod:`mip.job.stop`): send no request not yet sent, and retry
         none; those in flight finish. Called from a signal handler, so it only sets a flag."""

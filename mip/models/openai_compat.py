@@ -53,7 +53,7 @@ from mip.models.chat_api import asked_wait, completion_from_body, error_message,
 from mip.models.event_loop import EventLoop
 from mip.models.fail_fast import FailFast, identity
 from mip.models.overflow import refusal_completion, send_within_window
-from mip.models.served import ServedModel, bare_id, same_models
+from mip.models.served import ServedModel, listed
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
@@ -86,6 +86,7 @@ class OpenAICompatBackend(Backend):
         self._guard: RequestGuard | None = None
         self._same_models: set[str] = set()  # the model's other names in its listing (mip.models.served)
         self._served: ServedModel | None = None
+        self._reached: set[str] = set()  # ids of requests sent at least once (reached)
         # Remembered per process by the whole model config (base URL included) and the key: a later job
         # of a model answered here starts with the gate open (mip.models.fail_fast.healthy).
         self.fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s,
@@ -111,19 +112,8 @@ class OpenAICompatBackend(Backend):
             raise BackendSetupError(f"Cannot reach {self.cfg.base_url} for model {self.cfg.name!r}: {reason}.") from None
         except orjson.JSONDecodeError:
             listing = None
-        data = listing.get("data") if isinstance(listing, dict) else None
-        served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if isinstance(data, list) else []
-        self._same_models = same_models(data, self.model_id or (served[0] if len(served) == 1 else ""))
-        if self.model_id is None:
-            if len(served) != 1:
-                raise BackendSetupError(f"model_id: auto needs a server that lists one model at {endpoint(self._root, 'models')}; "
-                                        f"{self.cfg.base_url} lists {served}. Set model.model_id.")
-            self.model_id = bare_id(served[0])
-        elif served and bare_id(self.model_id) not in {bare_id(m) for m in served}:
-            shown = ", ".join(sorted(served)[:50]) + (" …" if len(served) > 50 else "")
-            raise BackendSetupError(
-                f"{self.cfg.base_url} does not serve {self.cfg.model_id!r} (model {self.cfg.name!r}). It serves: {shown}"
-            )
+        self.model_id, self._same_models = listed(listing, self.model_id, self.cfg.name, self.cfg.base_url,
+                                                  endpoint(self._root, "models"))
 
     def _get(self, url: str, body: bytes | None = None) -> bytes:
         """One small request of the backend's own (the model listing, token counts): the key
@@ -217,6 +207,10 @@ class OpenAICompatBackend(Backend):
         self._start()
         self._loop.run(self._transport.open())
 
+    def reached(self, ids: Iterable[str]) -> set[str]:
+        """Those of ``ids`` sent at least once: one held at fail fast's gate at a stop never went out."""
+        return set(ids) & self._reached
+
     def stop_sending(self) -> None:
         self.fail_fast.closed = True  # a request waiting at fail fast's gate is not sent either
         if self._guard is not None:
@@ -241,9 +235,15 @@ class OpenAICompatBackend(Backend):
         means. A context-length refusal that shows the prompt may fit is sent again at once, with
         the output limit that fits (:func:`mip.models.overflow.send_within_window`)."""
         request, body = payload
+        transport, reached = self._transport.send, self._reached
+
+        async def send(sent: Any) -> Any:  # past the gate: on its way to the provider, which may charge it
+            reached.add(request_id)
+            return await transport(sent)
+
         try:  # the transport was made by _encode, before any call; each send waits its turn (fail_fast)
             (status, headers, raw), request, refusal = await send_within_window(
-                self.fail_fast.gated(self._transport.send), self._encode, request, body)
+                self.fail_fast.gated(send), self._encode, request, body)
         except ReplyTooLarge as e:  # the same request would bring the same reply
             return Completion(request_id, error=str(e), latency_s=time.perf_counter() - start)
         latency = time.perf_counter() - start

@@ -38,7 +38,7 @@ import logging
 import re
 from urllib.parse import urlsplit
 
-from mip.models.base import Completion
+from mip.models.base import BackendSetupError, Completion
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,28 @@ def same_models(listing: object, requested: str) -> set[str]:
     base = _VARIANT.sub("", bare_id(requested))
     return {m["canonical_slug"] for m in listing if isinstance(m, dict) and bare_id(str(m.get("id"))) == base
             and isinstance(m.get("canonical_slug"), str)}
+
+
+def listed(listing: object, model_id: str | None, name: str, base_url: str, url: str) -> tuple[str | None, set[str]]:
+    """The model id to ask for and its other names, from a server's ``/models`` reply (None: no
+    listing; the first request will tell): ``model_id`` None (``auto``) takes the one model the
+    server lists; a listed server that does not serve ``model_id`` is refused with what it serves.
+
+    >>> listed({"data": [{"id": "models/gemini-3-flash"}]}, None, "g", "https://x/v1", "https://x/v1/models")
+    ('gemini-3-flash', set())
+    """
+    data = listing.get("data") if isinstance(listing, dict) else None
+    served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if isinstance(data, list) else []
+    same = same_models(data, model_id or (served[0] if len(served) == 1 else ""))
+    if model_id is None:
+        if len(served) != 1:
+            raise BackendSetupError(f"model_id: auto needs a server that lists one model at {url}; "
+                                    f"{base_url} lists {served}. Set model.model_id.")
+        return bare_id(served[0]), same
+    if served and bare_id(model_id) not in {bare_id(m) for m in served}:
+        shown = ", ".join(sorted(served)[:50]) + (" …" if len(served) > 50 else "")
+        raise BackendSetupError(f"{base_url} does not serve {model_id!r} (model {name!r}). It serves: {shown}")
+    return model_id, same
 
 
 class ServedModel:
