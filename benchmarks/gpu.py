@@ -135,7 +135,8 @@ def replays(name: str, store: str, tasks: list[str], args, tok_folder: Path, dev
     import transformers
 
     from mip.attribution import memory
-    from mip.attribution.replay import attribute, eligible, longest_tokens, rebuilt
+    from mip.attribution.replay import attribute, eligible, placement, rebuilt
+    from mip.attribution.weights import AttributionError
     from mip.config import AttributeConfig
 
     tok = transformers.AutoTokenizer.from_pretrained(tok_folder)
@@ -148,10 +149,9 @@ def replays(name: str, store: str, tasks: list[str], args, tok_folder: Path, dev
                           records_model="simulated_first_k", out_dir=str(out), data_dir=args.data_dir,
                           max_replays=args.replays, pools_dir=None, device=device, memory=args.memory)
     jobs, _ = rebuilt(cfg, eligible(cfg))
-    tokens = longest_tokens(tok, jobs)
-    try:
-        plan = memory.plan(config, tokens, dtype.itemsize, device, args.memory)
-    except memory.DoesNotFit as e:
+    try:  # the mask of multi-token labels (Math) counted, as attribute.py plans it
+        plan = placement(cfg, config, tok, jobs, device, dtype)
+    except AttributionError as e:
         return {"model": name, "tasks": tasks, "error": str(e)}
     print(f"{name} {tasks}: {plan.describe()}", file=sys.stderr, flush=True)
     model = build(config, plan, device, dtype)

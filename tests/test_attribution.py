@@ -493,6 +493,47 @@ def test_the_placement_follows_the_free_memory():
     assert choose(_estimate("qwen3_4b_instruct_2507"), [79 * GIB], host).placement == "gpu"
 
 
+def test_the_plan_holds_the_one_pass_mask_where_it_fits_and_else_takes_two_passes():
+    """Multi-token labels (Math's even_number/odd_number) take a (tokens)² mask in one pass: at
+    Math's 135,418 tokens 51 GiB in bfloat16, more than the 4B replay's two-pass peak (54.9 GiB on
+    an H200). The plan counts it; where it does not fit those replays take two passes, no mask."""
+    from mip.attribution.memory import mask_bytes, planned
+
+    config = transformers.AutoConfig.for_model(**json.loads((CONFIGS / "qwen3_4b_instruct_2507.json").read_text()))
+    math = 135_418
+    assert mask_bytes(math, 2) / GIB == pytest.approx(51.2, rel=0.01)
+    h100 = planned(config, math, 2, [79 * GIB], 200 * GIB, masked=True)
+    assert h100.placement == "gpu" and not h100.mask and h100.estimate.mask == 0
+    assert "two passes for multi-token labels" in h100.describe()
+    h200 = planned(config, math, 2, [139 * GIB], 200 * GIB, masked=True)
+    assert h200.mask and h200.estimate.mask == mask_bytes(math, 2) and "mask 51.2 GiB" in h200.describe()
+    ner = planned(config, 36_644, 2, [79 * GIB], 200 * GIB, masked=False)  # single-token labels: no mask to hold
+    assert ner.mask and ner.estimate.mask == 0 and "two passes" not in ner.describe()
+
+
+def test_which_labels_take_the_mask_is_read_from_their_tokens(tokenizer, tiny):
+    """The memory plan's guess (the labels' own tokens) agrees with what a replay packs."""
+    from mip.attribution.ixg import Attributor
+    from mip.attribution.packing import labels_need_mask
+
+    attributor, model = tiny, tiny.model
+    for labels, output in ((("even_number", "odd_number"), "even_number"), (("negative", "positive"), "positive")):
+        prepared = attributor.prepare(wsd_prompt(), TEXTS, f'{{"answer": "{output}"}}', None, labels, output)
+        assert labels_need_mask(tokenizer, labels) == prepared.packed().needs_mask == (labels[0] == "even_number")
+        assert Attributor(model, tokenizer, mask=False).passes_for(prepared) == (2 if prepared.packed().needs_mask else 1)
+
+
+def test_a_replay_whose_mask_would_not_fit_takes_two_passes(results, tmp_path, tiny_weights, monkeypatch, capfd):
+    """On the CPU the mask may take at most half the free memory: with none free, arith's
+    even_number/odd_number replay takes two passes, and attribute.py says why."""
+    from mip.attribution import memory
+
+    monkeypatch.setattr(memory, "host_available", lambda: 0)
+    summary = one_replay_summary(tmp_path, tiny_weights, "cpu")
+    assert summary["passes"] == {"2": 1}
+    assert "two passes for multi-token labels: their one pass's mask would not fit" in capfd.readouterr().err
+
+
 def test_a_replay_that_cannot_fit_is_refused_with_its_estimate_before_the_weights_load(
         results, tmp_path, tiny_weights, monkeypatch):
     from mip.attribution import replay as replay_module

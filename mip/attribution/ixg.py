@@ -59,9 +59,10 @@ class Attributor:
 
     def __init__(self, model: Any, tokenizer: Any, checkpointing: bool = True,
                  reasoning_format: str = DEFAULT_REASONING_FORMAT, passes: int | None = None,
-                 offload: bool = False):
+                 offload: bool = False, mask: bool = True):
         """``passes``: None takes one pass (two only for labels needing a mask the attention kernel
-        cannot take), 1 one pass or an error, 2 the two-pass definition always.
+        cannot take, or ``mask`` False: the memory plan has no room for it), 1 one pass or an
+        error, 2 the two-pass definition always.
         ``offload``: checkpoints kept in CPU memory (implies checkpointing, re-entrant)."""
         import contextlib
 
@@ -74,6 +75,7 @@ class Attributor:
         self.tokenizer = tokenizer
         self.reasoning_format = reasoning_format
         self.passes = passes
+        self.mask = mask
         self.offload = memory.Offload(torch) if offload else None
         self._saving = self.offload if offload else contextlib.nullcontext
         checkpointing = checkpointing or offload
@@ -178,8 +180,9 @@ class Attributor:
                 - self.label_logprob(prompt_embeds, n, *prepared.responses[y0]))
 
     def _masks(self) -> bool:
-        """Whether the model's attention takes a custom 4D mask (SDPA and eager do)."""
-        return getattr(self.model.config, "_attn_implementation", None) in (None, "sdpa", "eager")
+        """Whether a custom 4D mask may be used: the memory plan holds it, and the model's
+        attention takes one (SDPA and eager do)."""
+        return self.mask and getattr(self.model.config, "_attn_implementation", None) in (None, "sdpa", "eager")
 
     def passes_for(self, prepared: Prepared) -> int:
         """1 unless ``passes`` forces two, or the labels need a mask the attention kernel cannot take."""
@@ -188,8 +191,9 @@ class Attributor:
         if prepared.shared or self._masks():
             return 1
         if self.passes == 1:
-            raise ValueError("passes=1 needs a custom attention mask for these labels; "
-                             f"attention {self.model.config._attn_implementation!r} takes none (use sdpa or eager).")
+            raise ValueError("passes=1 needs a custom attention mask for these labels; " + (
+                f"attention {self.model.config._attn_implementation!r} takes none (use sdpa or eager)." if self.mask
+                else "the memory plan has no room for it."))
         return 2
 
     def packed_logprobs(self, prompt_embeds: Any, packed: Packed) -> dict[str, Any]:

@@ -15,8 +15,9 @@ positions, as in that label's own forward pass (tested against two passes in flo
 Where one continuation is empty (``negative``/``positive``: the labels differ in their last
 token only) the packed sequence is a plain causal one and needs no mask.
 
-The mask has (tokens)² entries, booleans for SDPA (1.3 GB at 36,644 tokens) and the
-model's dtype for other attention kernels; a flash-attention kernel cannot take it.
+The mask has (tokens)² entries, booleans (1.3 GB at 36,644 tokens), and attention adds a copy in
+the model's dtype; :mod:`mip.attribution.memory` counts both where :func:`labels_need_mask`, and
+else those replays take two passes. A flash-attention kernel cannot take it.
 
 >>> packed = pack(3, {"y1": ([10, 11, 20, 21], [5, 6]), "y0": ([10, 11, 30, 31, 32], [5, 6, 7])}, ("y0", "y1"))
 >>> packed.ids, packed.continuations, packed.position_ids()
@@ -95,6 +96,24 @@ def pack(prompt_len: int, responses: dict[str, tuple[list[int], list[int]]], lab
         targets[label] = [ids[p - prompt_len] for p in positions]
     return Packed(prompt_len, feeds[y1][:shared] + rest[y1] + rest[y0], shared,
                   (len(rest[y1]), len(rest[y0])), rows, targets)
+
+
+def labels_need_mask(tokenizer: Any, labels: tuple[str, str] | list[str]) -> bool:
+    """Whether a replay of these labels will take the mask (:attr:`Packed.needs_mask`), read from
+    the labels' own tokens, alone and after a space (the answer's may join its neighbours; the
+    memory plan counts the mask where either form needs it).
+
+    >>> class Words:  # one token per "_"-separated part
+    ...     def encode(self, text, add_special_tokens=False): return text.strip().replace("_", " _").split()
+    >>> labels_need_mask(Words(), ["even_number", "odd_number"]), labels_need_mask(Words(), ["LOC", "PER"])
+    (True, False)
+    """
+    for space in ("", " "):
+        y0, y1 = (list(tokenizer.encode(space + label, add_special_tokens=False)) for label in labels)
+        shared = next((i for i, (a, b) in enumerate(zip(y0, y1)) if a != b), min(len(y0), len(y1)))
+        if len(y0) - 1 > shared and len(y1) - 1 > shared:  # both feed a token past the shared part
+            return True
+    return False
 
 
 @dataclass

@@ -14,6 +14,7 @@ import pandas as pd
 from mip.attribution import memory
 from mip.attribution.ixg import Attributor, ReplaySkip
 from mip.attribution.memory import Plan
+from mip.attribution.packing import labels_need_mask
 from mip.attribution.profiles import profile, region_shares
 from mip.attribution.weights import AttributionError, device_and_dtype, load_model, load_tokenizer
 from mip.config import AttributeConfig, to_plain
@@ -135,6 +136,17 @@ def longest_tokens(tokenizer: Any, jobs: list[tuple]) -> int:
                 for _, _, prompt, _, stage in jobs), default=0)
 
 
+def placement(cfg: AttributeConfig, config: Any, tokenizer: Any, jobs: list[tuple], device: str, dtype: Any) -> Plan:
+    """The memory plan for the longest of ``jobs`` (:func:`mip.attribution.memory.plan`), the one
+    pass's mask counted where a task's labels need it; a replay that cannot fit is refused with
+    its estimate, before any weight is read."""
+    masked = any(labels_need_mask(tokenizer, labels) for labels in {tuple(job[1].labels) for job in jobs})
+    try:
+        return memory.plan(config, longest_tokens(tokenizer, jobs), dtype.itemsize, device, cfg.memory, masked)
+    except memory.DoesNotFit as e:
+        raise AttributionError(str(e)) from None
+
+
 def _mb(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f} MB"
 
@@ -166,15 +178,11 @@ def attribute(cfg: AttributeConfig, loaded: tuple[Any, Any] | None = None, plan:
         tokenizer, config = load_tokenizer(cfg)  # fails here, before any replay, when weights are missing
     jobs, skipped = rebuilt(cfg, records)
     device, dtype = device_and_dtype(cfg)
-    if plan is None:
-        try:
-            plan = memory.plan(config, longest_tokens(tokenizer, jobs), dtype.itemsize, device, cfg.memory)
-        except memory.DoesNotFit as e:
-            raise AttributionError(str(e)) from None
-    if plan.placement != "cpu":
+    plan = plan or placement(cfg, config, tokenizer, jobs, device, dtype)
+    if plan.placement != "cpu" or not plan.mask:
         print(f"memory: {plan.describe()}", file=sys.stderr)
     model, tokenizer = loaded if loaded is not None else load_model(cfg, plan)
-    attributor = Attributor(model, tokenizer, checkpointing=cfg.checkpointing, offload=plan.offload)
+    attributor = Attributor(model, tokenizer, checkpointing=cfg.checkpointing, offload=plan.offload, mask=plan.mask)
     rows: list[dict] = []
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "replays.jsonl", "w", encoding="utf-8") as sink:
