@@ -495,7 +495,7 @@ def test_the_placement_follows_the_free_memory():
 
 def test_the_plan_holds_the_one_pass_mask_where_it_fits_and_else_takes_two_passes():
     """Multi-token labels (Math's even_number/odd_number) take a (tokens)² mask in one pass: at
-    Math's 135,418 tokens 51 GiB in bfloat16, more than the 4B replay's two-pass peak (54.9 GiB on
+    Math's 135,418 tokens 51 GiB in bfloat16, nearly the 4B replay's whole two-pass peak (54.9 GiB on
     an H200). The plan counts it; where it does not fit those replays take two passes, no mask."""
     from mip.attribution.memory import mask_bytes, planned
 

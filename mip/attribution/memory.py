@@ -9,8 +9,8 @@ A checkpointed IxG replay of L tokens holds, on the device:
   embeddings, their gradient and the float32 IxG: ``L × b × (26·hidden + 3·intermediate)``.
 * where the labels need it (``even_number``/``odd_number``: :mod:`mip.attribution.packing`), the
   one pass's attention mask: ``L² × (1 + b)``, mip's booleans and the additive form attention
-  makes of them (18 GiB + 37 GiB at Math's 135,418 tokens in bfloat16: more than the second pass
-  it saves). Where the plan cannot hold it, those replays take two passes and no mask
+  makes of them (17 + 34 GiB at Math's 135,418 tokens in bfloat16, near the 4B model's whole
+  two-pass peak there). Where the plan cannot hold it, those replays take two passes and no mask
   (:attr:`Plan.mask`); on the CPU, where the mask would take over half the free memory.
 
 The working set's coefficients are fitted to the peaks torch allocated on an H200 at
