@@ -21,6 +21,7 @@ from mip.analysis.results import load_local
 from mip.job import run_job
 
 from .conftest import RAW, compose, needs_raw, vary
+from .test_tracking import wandb_env  # noqa: F401 - fixture
 
 PATTERNS = ["random", "majority_first", "majority_last", "majority_edges", "majority_middle",
             "soft_majority_edges", "soft_majority_middle"]
@@ -134,6 +135,19 @@ def test_a_budget_is_its_value_not_its_name(tmp_path):
     from mip.config.budgets import labels
 
     assert set(labels(alone["budget_name"].tolist(), alone["budget_tokens"].tolist())) == {"smoke"}
+
+
+def test_wandb_tables_slice_budgets_by_value_as_the_store_does(tmp_path, wandb_env):  # noqa: F811
+    """The W&B table carries each record's limits: smoke at 999 alone reads "999 tokens" from the
+    offline runs too, never "smoke", and every record has the store's label."""
+    from mip.analysis.results import load_wandb_offline
+
+    base = compose("model=simulated_first_k", "task=arith", "n=20", "p=0.6", "budget=smoke", "budget.max_tokens=999",
+                   "logger=wandb", "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+    run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs" / "0")
+    local, remote = load_local([tmp_path / "store"]), load_wandb_offline([tmp_path / "jobs"])
+    assert set(remote["budget"]) == {"999 tokens"} and set(remote["budget_tokens"]) == {999}
+    assert dict(zip(local["key"], local["budget"])) == dict(zip(remote["key"], remote["budget"]))
 
 
 def test_a_named_budget_run_only_at_another_value_is_labelled_by_that_value(tmp_path):

@@ -23,7 +23,7 @@ import pandas as pd
 
 from mip.analysis import folders, slices
 from mip.config import budgets
-from mip.experiment.records import Record, counted_attempt
+from mip.experiment.records import Record, budget_limits, counted_attempt
 from mip.experiment.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, quarantined
 from mip.store.quarantine import moved_what
@@ -60,22 +60,12 @@ def _strategy_columns(record: Record) -> dict:
     return out
 
 
-def _budget(record: Record) -> dict:
-    """The limits a record ran under, from its config (the slice label is set over the whole
-    table: :func:`mip.config.budgets.labels`)."""
-    budget = record.config.get("budget") if isinstance(record.config.get("budget"), dict) else {}
-    model = record.config.get("model") if isinstance(record.config.get("model"), dict) else {}
-    split = model.get("budget_split") if isinstance(model.get("budget_split"), dict) else {}
-    return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens"),
-            "budget_stated": budget.get("stated_tokens")}
-
-
 def budget_labels(records: Iterable[Record]) -> dict[str, str]:
     """Each record's budget slice by its key, as the analysis table labels it (over these records
     together: :func:`mip.config.budgets.labels`) — for readers of records that build no table
     (attribute.py's replays)."""
     records = list(records)
-    limits = [_budget(r) for r in records]
+    limits = [budget_limits(r) for r in records]
     labels = budgets.labels([r.experiment.budget for r in records], [x["budget_tokens"] for x in limits],
                             [x["budget_answer"] for x in limits], [x["budget_stated"] for x in limits])
     return {r.key: label for r, label in zip(records, labels)}
@@ -92,7 +82,7 @@ def record_row(record: Record) -> dict:
         "calls": len(stages),
         "key": record.key,
         **record.experiment.model_dump(),
-        **_budget(record),
+        **budget_limits(record),
         "pool_filtered": record.pool_filtered,
         "pool_version": record.pool_version,
         "verdict": record.verdict,

@@ -152,6 +152,21 @@ def counted_attempt(attempts: Sequence[Attempt]) -> Attempt | None:
     return next((a for a in attempts if a.verdict.valid), attempts[-1] if attempts else None)
 
 
+def budget_limits(record: Record) -> dict[str, Any]:
+    """The limits a record ran under, from its config: output tokens, the answer's share where
+    the model splits it, and the limit its budget's name stands for (the slice is labelled over
+    a whole table: :func:`mip.config.budgets.labels`).
+
+    >>> budget_limits(Record.model_construct(config={"budget": {"name": "smoke", "max_tokens": 999, "stated_tokens": 320}}))
+    {'budget_tokens': 999, 'budget_answer': None, 'budget_stated': 320}
+    """
+    budget = record.config.get("budget") if isinstance(record.config.get("budget"), dict) else {}
+    model = record.config.get("model") if isinstance(record.config.get("model"), dict) else {}
+    split = model.get("budget_split") if isinstance(model.get("budget_split"), dict) else {}
+    return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens"),
+            "budget_stated": budget.get("stated_tokens")}
+
+
 _MOVED = {"Store": "mip.store", "atomic_write": "mip.data.files", "keys_in": "mip.data.files", "read_record": "mip.store",
           "iter_records": "mip.store", "record_json": "mip.store", "JsonColumn": "mip.data.columns", "JsonStrings": "mip.data.columns"}
 

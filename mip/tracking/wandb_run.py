@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mip.config import to_plain
-from mip.experiment.records import Record, counted_attempt
+from mip.experiment.records import Record, budget_limits, counted_attempt
 from mip.experiment.scoring import ACCURACIES, VALID_VERDICTS, Verdict
 from mip.tracking.wandb_ledger import Ledger
 
@@ -40,10 +40,12 @@ TABLE_COLUMNS = [
     "key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "shuffle_seed", "prompt_variant", "budget", "strategy",
     "prompt", "reasoning", "output", "answer", "verdict", "invalid_kind", "prompt_tokens", "completion_tokens",
     "reasoning_tokens", "latency_s", "attempts", "pool_filtered", "pool_version", "earlier_prompts",
+    "budget_tokens", "budget_answer", "budget_stated",
 ]
 """``prompt`` is the last prompt the counted attempt sent (the one the record's hash covers);
 ``earlier_prompts`` the prompts of its stages before that, as JSON ``[{"stage", "prompt"}]``
-(self-prompting: stage one's, which asked the model to write the instruction)."""
+(self-prompting: stage one's, which asked the model to write the instruction); the ``budget_*``
+limits slice budgets by their value as the store's do (:func:`mip.config.budgets.labels`)."""
 
 FLUSH_EVERY_ROWS = 10
 """Rows held before they are logged. A killed job's run lacks at most these (the local
@@ -124,6 +126,7 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
         record.verdict, record.invalid_kind, record.prompt_tokens, stage.completion_tokens if stage else None,
         stage.reasoning_tokens if stage else None, stage.latency_s if stage else None, len(record.attempts),
         record.pool_filtered, record.pool_version, json.dumps(earlier) if earlier else None,
+        *budget_limits(record).values(),
     ]
 
 
