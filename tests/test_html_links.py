@@ -1,6 +1,7 @@
 """report.html beyond the core: the interval tables, the generalisability cells, the strategies
-and their comparison with the single call, and the expanded orderings link every number to the
-list of experiments it was computed from, and each list holds exactly as many as the table says.
+and their comparison with the single call, the expanded orderings, the pool comparison, Table 7
+and the prompt-variant Δs link every number to the list of experiments it was computed from,
+and each list holds exactly as many as the table says.
 
 Built from a synthetic frame (no job runs): the browser and the record pages are
 test_html_report.py's.
@@ -173,3 +174,92 @@ def test_an_unlinked_table_keeps_plain_cells(report):
     _, rows = _table(report, "reference_c4")
     assert rows and all(href is None for cells in rows for _, href in cells)
     assert stats.METRICS  # the accuracies the tables link are the paper's two
+
+
+def _compared_rows() -> list[dict]:
+    """One model at the core cell: 20k and 100k (seeds 0, 1 at 100k), the filtered pool at 20k
+    (seeds 0, 1) and the hint variant at 20k (tasks t0–t2): each comparison drops what the other
+    condition lacks."""
+    rows = []
+    for seed in (0, 1, 2):
+        kw = {"pool_filtered": False, "reasoning": "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20"}
+        rows += cell(seed, "majority_first", [C, C, X, I], **kw) + cell(seed, "majority_middle", [I, C, I, C])
+        rows += cell(seed, "majority_first", [C, I, C], prompt_variant="hint") + cell(seed, "majority_middle", [C, C, I],
+                                                                                      prompt_variant="hint")
+        if seed < 2:
+            rows += cell(seed, "majority_first", [C, X, C, C], budget="100k", **kw)
+            rows += cell(seed, "majority_middle", [I, I, C, C], budget="100k")
+            rows += cell(seed, "majority_first", [C, C, C], pool_filtered=True) + cell(seed, "majority_middle", [C, I, I],
+                                                                                      pool_filtered=True)
+    return [{"pool_filtered": False, **r, "key": f"c{i:03d}"} for i, r in enumerate(rows)]
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory) -> Path:
+    from mip.analysis.report import figures
+
+    folder = tmp_path_factory.mktemp("compared") / "report"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(figures, "save", __import__("tests.conftest", fromlist=["unencoded"]).unencoded)
+        write_report(_frame(_compared_rows()), folder, core=(20, 0.6))
+    return folder
+
+
+def _side_by_side(report: Path, name: str, order: list[str]) -> dict[str, list[dict]]:
+    """Every number of a side-by-side table links: each condition's column to the row's experiments
+    under it (as many as its ``experiments`` row says), each change to those of both conditions."""
+    head, rows = _table(report, name)
+    assert head[:2] == ["model", "metric"] and head[2:] == [*order, *(f"{c} − {order[0]}" for c in order[1:])], head
+    out: dict[str, list[dict]] = {}
+    for cells in rows:
+        row = dict(zip(head, cells))
+        assert all(row[c][1] for c in head[2:]), (name, row)
+        listed = {c: _listed(report, row[c][1]) for c in head[2:]}
+        for c in order[1:]:
+            assert sorted(listed[f"{c} − {order[0]}"]["key"]) == sorted([*listed[c]["key"], *listed[order[0]]["key"]])
+        if row["metric"][0] == "experiments":
+            assert all(len(listed[c]) == int(row[c][0]) > 0 for c in order), (name, row)
+        out.setdefault(row["model"][0], []).append(listed)
+    return out
+
+
+def test_the_pool_comparison_links_each_pools_matched_experiments(compared):
+    frame = _frame(_compared_rows())
+    (lists,) = _side_by_side(compared, "pools_n20_p0.6", ["unfiltered", "filtered"]).values()
+    assert len(lists) == 2 * len(stats.METRICS) + 2  # accuracies, Δs, invalid rate, experiments
+    for pool in ("unfiltered", "filtered"):  # seed 2 and task t3 have no filtered twin: matched away
+        want = frame[(frame["pool"] == pool) & (frame["budget"] == "20k") & (frame["prompt_variant"] == "standard")
+                     & (frame["seed"] < 2) & (frame["task"] != "t3")]
+        assert all(sorted(listed[pool]["key"]) == sorted(want["key"]) for listed in lists) and len(want) == 12
+
+
+def test_table_7_links_each_coverage_bin_to_its_valid_experiments(compared):
+    frame = _frame(_compared_rows())
+    head, rows = _table(compared, "table7_coverage_by_budget_n20_p0.6_unfiltered")
+    seen = {}
+    for cells in rows:
+        row = dict(zip(head, cells))
+        hrefs = {row[c][1] for c in ("experiments", "share", "accuracy")}
+        assert None not in hrefs and len(hrefs) == 1, row
+        listed = _listed(compared, hrefs.pop())
+        assert len(listed) == int(row["experiments"][0]) and set(listed["verdict"]) <= {"correct", "incorrect"}, row
+        seen.setdefault(row["budget"][0], []).extend(listed["key"])
+    assert {b for b in seen} == {"20k", "100k"} and any(int(dict(zip(head, r))["experiments"][0]) == 0 for r in rows)
+    for budget, keys in seen.items():  # the bins add up to the budget's valid matched experiments (seeds 0, 1)
+        want = frame[(frame["budget"] == budget) & (frame["pool"] == "unfiltered") & (frame["prompt_variant"] == "standard")
+                     & frame["valid"] & (frame["seed"] < 2)]
+        assert sorted(keys) == sorted(want["key"])
+
+
+def test_prompt_variant_deltas_link_the_matched_pairs_of_variant_and_standard(compared):
+    head, rows = _table(compared, "prompt_variant_deltas_n20_p0.6_unfiltered_20k")
+    assert len(rows) == 3  # two patterns and overall
+    for cells in rows:
+        row = dict(zip(head, cells))
+        hrefs = {row[c][1] for c in ("delta_mean", "delta_sd", "seeds", "matched")}
+        assert None not in hrefs and len(hrefs) == 1, row
+        listed = _listed(compared, hrefs.pop())
+        assert len(listed) == 2 * int(row["matched"][0]) > 0, row  # each matched experiment with its standard twin
+        assert set(listed["task"]) == {"t0", "t1", "t2"}  # t3: the hint variant never ran it
+        patterns = {"majority_first", "majority_middle"} if row["pattern"][0] == "overall" else {row["pattern"][0]}
+        assert set(listed["pattern"]) == patterns and set(listed["seed"]) == {"0", "1", "2"}

@@ -94,8 +94,11 @@ def test_variant_and_budget_deltas_are_zero_with_the_dropped_counted(partial, tm
         body = body[:body.index("</table>")]
         links = set(re.findall(r'<a href="(lists/[^"]+)"', body))
         assert links, table
-        sizes = [len(re.findall(r"<tr data-key=", (tmp_path / "report" / link).read_text())) for link in links]
-        assert max(sizes) == 36, (table, sizes)  # a condition's experiments; a Δ's list holds its paired π⁺ and π⁻ only
+        keys = {link: set(re.findall(r'<tr data-key="(\w+)"', (tmp_path / "report" / link).read_text())) for link in links}
+        change = [k for k in keys.values() if len(k) > 36]  # budgets_: a change opens both budgets' matched ones
+        assert all(k == set().union(*(o for o in keys.values() if len(o) == 36 and o <= k)) for k in change), table
+        # else a condition's experiments (36); a Δ's list holds its paired π⁺ and π⁻ only
+        assert max(map(len, keys.values())) == (72 if table == "budgets_n20_p0.6_unfiltered" else 36), table
 
 
 @needs_raw

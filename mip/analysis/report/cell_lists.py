@@ -12,8 +12,12 @@ HTML writer (:mod:`mip.analysis.report.html`) finds it from the table it renders
   pattern holds, :func:`mip.analysis.pairs.patterns`) in the seeds paired for it (:meth:`mip.analysis.stats.Gap.paired`);
   each pattern named in π⁺ / π⁻ on that pattern's experiments.
 - Accuracy per pattern (``patterns_by_model``): the row's experiments of that pattern.
-- Table 3 (coverage bins): the row's valid experiments in that bin (``no trace``: the valid
-  ones without a trace).
+- Table 3 and Table 7 (coverage bins, by model × budget × pool and by model × budget): the row's
+  valid experiments in that bin (``no trace``: the valid ones without a trace).
+- The side-by-side comparisons (budgets, pools: rows model × metric): each condition's column
+  on the model's matched experiments under it, each change on those of both conditions.
+- The prompt-variant Δs (``prompt_variant_deltas``): the matched pairs of the variant and the
+  standard prompt (:func:`mip.analysis.pairs.against`) in the row's model and pattern.
 - Mention rates (Figs. 5, 21): the model's valid experiments with a trace, one list per model
   (a pattern's rates link to it with that pattern chosen in its filter); the rate at ID i is
   the share of those shown that mention i, which the list page counts.
@@ -36,7 +40,7 @@ import pandas as pd
 from mip.config.budgets import slug as budget_slug
 
 from mip.analysis import coverage, pairs, slices, stats
-from mip.analysis.report import metric_tables, sections
+from mip.analysis.report import metric_tables, sections, variant_figures
 
 #: The columns a list shows (the issue's: model, task, pattern, n, p, seed, order seed, verdict, answer).
 LIST_COLUMNS = ["key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "verdict",
@@ -127,16 +131,20 @@ def patterns(lists: Lists, group: pd.DataFrame, tag: str) -> None:
             lists.cells[f"patterns_by_model_{tag}"][tuple(map(str, key))][column] = url
 
 
-def coverage_bins(lists: Lists, group: pd.DataFrame, traced: pd.DataFrame, tag: str) -> None:
+def coverage_bins(lists: Lists, name: str, group: pd.DataFrame, traced: pd.DataFrame, by: list[str], where: str) -> None:
+    """Table 3 / Table 7 (:func:`mip.analysis.coverage.coverage_table` by ``by``): each bin's
+    numbers on the row's valid experiments in that bin (an empty bin: an empty list)."""
+    lists.columns[name] = (*by, "bin")
     valid = group[group["valid"]]
     bins = pd.Series(coverage.NO_TRACE, index=valid.index, dtype=object)
     bins[traced.index] = traced["bin"].astype(str)
-    for (model, budget, pool, label), sub in valid.assign(bin=bins).groupby([*sections.ROW, "bin"]):
-        key = (model, budget, pool, label)
-        url = lists.add(f"table3_coverage_{tag}", key, "experiments",
-                        f"Table 3, {model} · budget {budget} · {pool} pool: coverage bin {label}, {tag}", sub)
-        for column in ("share", "accuracy"):
-            lists.cells[f"table3_coverage_{tag}"][tuple(map(str, key))][column] = url
+    for row, sub in slices.of(valid.assign(bin=bins), by):
+        for label in (*coverage.BINS, coverage.NO_TRACE):
+            key = (*(row[c] for c in by), label)
+            url = lists.add(name, key, "experiments", f"{' · '.join(map(str, key[:-1]))}: coverage bin {label}, {where}",
+                            sub[sub["bin"] == label])
+            for column in ("share", "accuracy"):
+                lists.cells[name][tuple(map(str, key))][column] = url
 
 
 def mention_rates(lists: Lists, traced: pd.DataFrame, tag: str) -> None:
@@ -160,34 +168,72 @@ def core(lists: Lists, frame: pd.DataFrame) -> pd.DataFrame:
         model_rows(lists, f"table2_numbers_{tag}", group, sections.ROW, tag)
         patterns(lists, group, tag)
         traced = coverage.with_coverage(group)
-        coverage_bins(lists, group, traced, tag)
+        coverage_bins(lists, f"table3_coverage_{tag}", group, traced, sections.ROW, f"Table 3, {tag}")
         mention_rates(lists, traced, tag)
+        pools(lists, group, tag)
         scanned.append(traced[["key", "mentioned_ids"]])
     return pd.concat(scanned) if scanned else pd.DataFrame(columns=["key", "mentioned_ids"])
+
+
+def side_by_side(lists: Lists, name: str, frame: pd.DataFrame, column: str, order: list[str], where: str) -> None:
+    """A :func:`mip.analysis.report.metric_tables.side_by_side` table (rows model × metric): each
+    value of ``column`` opens the model's experiments at that value, each change from the first
+    value those of both values compared."""
+    lists.columns[name] = ("model", "metric")
+    for model, group in frame.groupby("model"):
+        shown = group[column].astype(str)
+        urls = {value: lists.add(name, (model, value), "experiments", f"{model} at {column} {value} ({where}): the "
+                                 f"matched experiments of the {column}s compared", group[shown == value])
+                for value in order if (shown == value).any()}
+        urls |= {f"{value} − {order[0]}": lists.add(name, (model, value), "change", f"{model}, {column} {value} against "
+                                                   f"{order[0]} ({where}): the matched experiments of both",
+                                                   group[shown.isin([order[0], value])])
+                 for value in order[1:] if value in urls and order[0] in urls}
+        for _, _, label in metric_tables.side_by_side_metrics():
+            lists.cells[name].setdefault((str(model), label), {}).update(urls)
+
+
+def pools(lists: Lists, group: pd.DataFrame, tag: str) -> None:
+    """The pool comparison (:func:`mip.analysis.report.sections.pools`) on the experiments it
+    compares, each row (``model · budget``) per pool."""
+    both, rows, order = sections.pool_rows(group)
+    if both is not None and not both.empty:
+        side_by_side(lists, f"pools_{tag}", rows, "pool", order, tag)
 
 
 def budgets(lists: Lists, frame: pd.DataFrame) -> None:
     """The budget comparison's tables (:func:`mip.analysis.report.compared.budgets`), on the
     experiments they are computed from: those both budgets of each pair hold. In the side-by-side
-    table each budget's column of a model's rows opens that model's experiments at that budget."""
+    table each budget's column of a model's rows opens that model's experiments at that budget;
+    Table 7's bins (coverage by budget) the valid experiments of the model and budget in the bin."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         for suffix, _, both in slices.budget_pairs(group):
             tag = slices.file_tag(setting, ["n", "p", "pool"]) + suffix
             if both.empty:
                 continue
             model_rows(lists, f"budgets_numbers_{tag}", both.frame, ["model", "budget"], tag)
-            for (model, budget), sub in both.frame.groupby(["model", "budget"]):
-                url = lists.add(f"budgets_{tag}", (model, budget), "experiments",
-                                f"{model} at budget {budget} ({tag}): the matched experiments of the budgets compared", sub)
-                for _, _, label in metric_tables.side_by_side_metrics():
-                    lists.cells[f"budgets_{tag}"].setdefault((str(model), label), {})[str(budget)] = url
+            side_by_side(lists, f"budgets_{tag}", both.frame, "budget", slices.budget_order(both.frame["budget"]), tag)
+            coverage_bins(lists, f"table7_coverage_by_budget_{tag}", both.frame, coverage.with_coverage(both.frame),
+                          ["model", "budget"], f"Table 7, {tag}")
 
 
 def prompt_variants(lists: Lists, frame: pd.DataFrame) -> None:
     """Table 5 (:func:`mip.analysis.report.compared.prompt_variants`), on the experiments every
-    variant of a model holds."""
+    variant of a model holds; each prompt-variant Δ (``prompt_variant_deltas_*``) on the matched
+    pairs of that variant and the standard prompt (:func:`mip.analysis.pairs.against`)."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag = slices.file_tag(setting, ["n", "p", "pool"])
         every = pairs.matched(group, "prompt_variant", within=["base_model", "budget"], order=["standard"])
         if not every.empty:
             model_rows(lists, f"table5_prompt_variants_{tag}", every.frame, ["model", "prompt_variant", "budget"], tag)
+        for budget, sub in group.groupby("budget"):
+            name = f"prompt_variant_deltas_{tag}_{budget_slug(budget)}"
+            lists.columns[name] = ("model", "pattern", "prompt_variant")
+            for variant, both in pairs.against(sub, "prompt_variant", "standard").items():
+                shown = both.frame.assign(prompt_variant=variant)  # the row's variant: its own and the standard's
+                everything = shown.assign(pattern=variant_figures.OVERALL)
+                for key, rows in pd.concat([shown, everything]).groupby(["model", "pattern", "prompt_variant"]):
+                    url = lists.add(name, key, "matched", f"{' · '.join(map(str, key))} against the standard prompt, "
+                                    f"budget {budget} ({tag}): the matched pairs", rows)
+                    for column in ("delta_mean", "delta_sd", "seeds"):
+                        lists.cells[name][tuple(map(str, key))][column] = url

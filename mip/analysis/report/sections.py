@@ -134,19 +134,27 @@ def core(report, frame: pd.DataFrame) -> None:
         coverage_of(report, group, setting, tag, name)
 
 
+def pool_rows(group: pd.DataFrame) -> tuple[pairs.Matched | None, pd.DataFrame, list[str]]:
+    """The pool comparison's experiments (:func:`pools`): the matched ones (None where no model ran
+    two pools), each labelled ``model · budget`` as the table's rows, and the pools in its order."""
+    several = group.groupby(["base_model", "budget"])["pool"].transform("nunique") > 1
+    if not several.any():
+        return None, group.iloc[0:0], []
+    both = pairs.matched(group[several], "pool", within=["base_model", "budget"], order=["unfiltered"])
+    rows = both.frame.assign(model=both.frame["model"] + " · " + both.frame["budget"].astype(str))
+    held = set(rows["pool"])
+    return both, rows, [p for p in ("unfiltered", "filtered") if p in held] + sorted(held - {"unfiltered", "filtered"})
+
+
 def pools(report, group: pd.DataFrame, tag: str, name: str) -> None:
     """A filtered pool beside the unfiltered one (App. C.1), per model and budget, on the experiments
     both hold (:func:`mip.analysis.pairs.matched`); nothing where no model ran both."""
-    several = group.groupby(["base_model", "budget"])["pool"].transform("nunique") > 1
-    if not several.any():
+    both, rows, order = pool_rows(group)
+    if both is None:
         return
-    both = pairs.matched(group[several], "pool", within=["base_model", "budget"], order=["unfiltered"])
     if both.empty:
         report.notes.append(f"Filtered and unfiltered pools at {name} are not compared: {both.note()}")
         return
-    rows = both.frame.assign(model=both.frame["model"] + " · " + both.frame["budget"].astype(str))
-    held = set(rows["pool"])
-    order = [p for p in ("unfiltered", "filtered") if p in held] + sorted(held - {"unfiltered", "filtered"})
     report.table(tables.side_by_side(model_rows(rows, ["model", "pool"]), "pool", order), f"pools_{tag}",
                  f"The filtered pool beside the unfiltered one at {name} (App. C.1), per model and budget, each "
                  f"metric and its change. {both.note()}")
