@@ -19,8 +19,8 @@ the response. One rule reads every output, whatever the distance between its par
    (``{"answer": "positive"}`` then ``Final answer: negative`` is positive; so is it
    when the later line is a broken ``{"answer": "negative"``): the JSON object is the
    form the prompt asks for; the lenient form only rescues an output that never gave it.
-3. **Values.** One of the task's two labels (case-insensitive; spaces and hyphens read as
-   underscores; a trailing period ignored). ``-1`` (number or string) or ``tie`` (any
+3. **Values.** One of the task's two labels, answer and label folded alike (case-insensitive;
+   spaces and hyphens read as underscores in both; a trailing period ignored). ``-1`` (number or string) or ``tie`` (any
    case) is a parsed tie: valid and incorrect (footnote 4). Anything else: parse failure.
 
 Parsing is linear in the output's length (:mod:`mip.experiment.jsonscan`); nothing depends on how far
@@ -128,11 +128,17 @@ def _normalise(value: object, labels: Sequence[str]) -> str | None:
     v = value.strip().strip(".").strip()
     if v.casefold() in _TIE_WORDS:
         return TIE
-    folded = v.casefold().replace(" ", "_").replace("-", "_")
+    folded = _fold(v)
     for label in labels:
-        if folded == label.casefold():
+        if folded == _fold(label):
             return label
     return None
+
+
+def _fold(text: str) -> str:
+    """What an answer and a label are compared as: case, spaces, hyphens and underscores aside,
+    the same for both (``Even number``, ``even-number`` and ``even_number`` name one label)."""
+    return text.casefold().replace(" ", "_").replace("-", "_")
 
 
 def _answer_field(obj: dict) -> object:

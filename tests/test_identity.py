@@ -1,0 +1,112 @@
+"""One experiment, one record, one identity, on the store a real study leaves behind.
+
+The first-9 planted reader (docs/planted-models.md) runs the core grid on NER at n = 20,
+p = 0.55 (planted accuracy 66.7 %, the same as at n = 2,000). Then, as a user would:
+two patterns again with ``budget=smoke budget.max_tokens=20000`` (the same experiments
+at the same limit under another budget name), one pattern with ``model.read_first=5`` (a
+setting that shapes answers), and the grid at 100k on a pool of another size
+(``task.ner.pool_size=4000``: other instances). The analysis must count each experiment
+once, keep the changed setting in its own slice, and match 20k with 100k on nothing.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mip.analysis import pairs
+from mip.analysis.report import write_report
+from mip.analysis.results import load_local
+from mip.experiment.scoring import Verdict, parse_answer
+from mip.job import run_job
+
+from .conftest import RAW, compose, needs_raw, vary
+from .planted import PATTERNS, expected
+
+SEEDS = (0, 1, 2)
+N, P = 20, 0.55
+
+
+def _base(tmp, *extra: str):
+    return compose("model=simulated_first_k", "model.read_first=9", "task=ner", f"n={N}", f"p={P}", "budget=20k",
+                   "progress=false", f"data_dir={RAW}", f"paths.results_dir={tmp}", f"paths.cache_dir={tmp / 'cache'}",
+                   *extra)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("study")
+    core = _base(tmp)
+    for pattern in PATTERNS:
+        for seed in SEEDS:
+            run_job(vary(core, pattern=pattern, seed=seed), tmp / "jobs" / f"core-{pattern}-{seed}")
+    smoke = _base(tmp, "budget=smoke", "budget.max_tokens=20000")
+    for pattern in ("majority_first", "majority_last"):
+        run_job(vary(smoke, pattern=pattern, seed=0), tmp / "jobs" / f"smoke-{pattern}")
+    run_job(vary(_base(tmp, "model.read_first=5"), pattern="majority_first", seed=0), tmp / "jobs" / "read5")
+    wide = _base(tmp, "budget=100k", "task.ner.pool_size=4000")
+    for pattern in PATTERNS:
+        run_job(vary(wide, pattern=pattern, seed=0), tmp / "jobs" / f"wide-{pattern}")
+    return tmp, load_local([tmp / "store"])
+
+
+@needs_raw
+def test_two_records_of_one_experiment_count_once(study):
+    _, frame = study
+    core = frame[(frame["model"] == "simulated_first_k") & (frame["budget"] == "20k")]
+    assert len(core) == 54  # 6 structured × 2 labels × 3 seeds + random × 3 order seeds × 2 × 3
+    assert not core.duplicated(["task", "majority_label", "seed", "pattern", "order_seed"]).any()
+    assert any("2 duplicate record" in note for note in frame.attrs["notes"])
+
+
+@needs_raw
+def test_a_changed_setting_is_its_own_slice_named_by_what_differs(study):
+    _, frame = study
+    assert set(frame["model"]) == {"simulated_first_k", "simulated_first_k [read_first=5]"}
+    assert (frame["model"] == "simulated_first_k [read_first=5]").sum() == 2
+    default, changed = (frame[frame["model"] == m]["settings"].unique() for m in
+                        ("simulated_first_k", "simulated_first_k [read_first=5]"))
+    assert len(default) == 1 and len(changed) == 1 and default[0] != changed[0]
+
+
+@needs_raw
+def test_twenty_k_and_100k_on_other_instances_match_nothing_and_say_why(study):
+    _, frame = study
+    plain = frame[frame["model"] == "simulated_first_k"]
+    both = pairs.matched(plain, "budget", order=["20k", "100k"])
+    assert both.empty
+    assert "0 matched" in both.note() and "different instance sets" in both.note()
+
+
+@needs_raw
+def test_table2_reads_the_planted_accuracy_exactly(study, tmp_path, figures_unencoded):
+    _, frame = study
+    closed = expected(N, P, first=9)
+    path = write_report(frame, tmp_path / "report", core=(N, P))
+    numbers = pd.read_csv(next((tmp_path / "report" / "tables").glob("table2_numbers_*20k*.csv")))
+    row = numbers[numbers["model"] == "simulated_first_k"].iloc[0]
+    assert row["experiments"] == 54
+    assert round(100 * row["acc"], 1) == round(100 * closed["acc"], 1) == 66.7
+    text = path.read_text()
+    assert "simulated_first_k [read_first=5]" in text
+    assert "different instance sets" in text
+
+
+@pytest.mark.parametrize("answer, labels", [
+    ("even number", ["even number", "odd number"]), ("Even Number", ["even number", "odd number"]),
+    ("even-valued", ["even-valued", "odd-valued"]), ("EVEN_VALUED", ["even-valued", "odd-valued"]),
+    ("odd number", ["Even Number", "Odd Number"]),
+])
+def test_labels_with_spaces_hyphens_and_case_are_compared_as_written(answer, labels):
+    got = parse_answer(f'{{"answer": "{answer}"}}', labels)
+    assert got is not None and got.casefold().replace("-", " ") == answer.casefold().replace("-", " ").replace("_", " ")
+
+
+def test_a_task_labelled_even_number_odd_number_scores_every_exact_answer(tmp_path):
+    base = compose("model=simulated_unbiased", "task=arith", "task.arith.labels=['even number','odd number']", "n=20",
+                   "p=0.6", "budget=20k", "progress=false", f"paths.results_dir={tmp_path}",
+                   f"paths.cache_dir={tmp_path / 'cache'}")
+    run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs")
+    frame = load_local([tmp_path / "store"])
+    assert set(frame["majority_label"]) == {"even number", "odd number"}
+    assert set(frame["verdict"]) == {Verdict.CORRECT}
