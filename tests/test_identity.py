@@ -22,6 +22,7 @@ from mip.job import run_job
 
 from .conftest import RAW, compose, needs_raw, vary
 from .planted import PATTERNS, expected
+from .test_tracking import wandb_env  # noqa: F401 - fixture
 
 SEEDS = (0, 1, 2)
 N, P = 20, 0.55
@@ -56,7 +57,7 @@ def test_two_records_of_one_experiment_count_once(study):
     core = frame[(frame["model"] == "simulated_first_k") & (frame["budget"] == "20k")]
     assert len(core) == 54  # 6 structured × 2 labels × 3 seeds + random × 3 order seeds × 2 × 3
     assert not core.duplicated(["task", "majority_label", "seed", "pattern", "order_seed"]).any()
-    assert any("2 duplicate record" in note for note in frame.attrs["notes"])
+    assert any("4 duplicate record" in note for note in frame.attrs["notes"])
 
 
 @needs_raw
@@ -83,8 +84,8 @@ def test_table2_reads_the_planted_accuracy_exactly(study, tmp_path, figures_unen
     _, frame = study
     closed = expected(N, P, first=9)
     path = write_report(frame, tmp_path / "report", core=(N, P))
-    numbers = pd.read_csv(next((tmp_path / "report" / "tables").glob("table2_numbers_*20k*.csv")))
-    row = numbers[numbers["model"] == "simulated_first_k"].iloc[0]
+    numbers = pd.read_csv(tmp_path / "report" / "tables" / "table2_numbers_n20_p0.55.csv")
+    row = numbers[(numbers["model"] == "simulated_first_k") & (numbers["budget"] == "20k")].iloc[0]
     assert row["experiments"] == 54
     assert round(100 * row["acc"], 1) == round(100 * closed["acc"], 1) == 66.7
     text = path.read_text()
@@ -110,3 +111,21 @@ def test_a_task_labelled_even_number_odd_number_scores_every_exact_answer(tmp_pa
     frame = load_local([tmp_path / "store"])
     assert set(frame["majority_label"]) == {"even number", "odd number"}
     assert set(frame["verdict"]) == {Verdict.CORRECT}
+
+
+def test_wandb_tables_carry_the_same_identity_as_the_store(tmp_path, wandb_env):  # noqa: F811
+    """W&B's experiments table holds each record's settings and instance set: a report from the
+    offline runs sets aside the same duplicate and names the same changed-setting slice."""
+    from mip.analysis.results import load_wandb_offline
+
+    runs = [("default", ()), ("smoke", ("budget=smoke", "budget.max_tokens=20000")), ("read5", ("model.read_first=5",))]
+    for name, extra in runs:
+        base = compose("model=simulated_first_k", "model.read_first=9", "task=arith", "n=20", "p=0.6", "budget=20k",
+                       *extra, "logger=wandb", "progress=false", f"paths.results_dir={tmp_path}",
+                       f"paths.cache_dir={tmp_path / 'cache'}")
+        run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs" / name)
+    local, remote = load_local([tmp_path / "store"]), load_wandb_offline([tmp_path / "jobs"])
+    assert len(local) == len(remote) == 4  # two labels, at two settings; the smoke rerun set aside
+    assert dict(zip(local["key"], local["model"])) == dict(zip(remote["key"], remote["model"]))
+    assert dict(zip(local["key"], local["instances"])) == dict(zip(remote["key"], remote["instances"]))
+    assert any("2 duplicate record" in note for note in remote.attrs["notes"])

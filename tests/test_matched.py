@@ -199,7 +199,8 @@ def test_pattern_delta_compares_matched_experiments_only(uneven, tmp_path, figur
     """Δ between patterns within one slice: the first-9 reader on arith answers majority_first
     always right and majority_last always wrong (Δ = 1, the closed form); on NER it reads all 20
     and is always right. Paired by seed alone, majority_last's NER experiments pull its accuracy to
-    ½ and Δ to ½; matched, they are dropped and counted, and Δ, its list and its test rest on arith."""
+    ½ and Δ to ½; matched, they are dropped and counted, and Δ, its list and its test rest on arith.
+    (NER's reader reads 20, a changed setting: its records are a slice of their own in the report.)"""
     from mip.analysis import inference, stats
 
     from .planted import expected
@@ -220,22 +221,25 @@ def test_pattern_delta_compares_matched_experiments_only(uneven, tmp_path, figur
     counts = gap.compared.counts.set_index(["pattern", "task"])
     assert counts.loc[("majority_last", "ner"), "dropped"] == ner
     assert counts.loc[("majority_first", "arith"), "dropped"] == seed2
-    row = stats.model_table(uneven).iloc[0]
-    assert row["delta"] == 1 and row["patterns_dropped"] == ner + seed2
-    assert row["patterns_matched"] == len(uneven) - ner - seed2
+    # NER ran with read_first=20, a setting of its own: in the tables a slice of its own, never pooled.
+    assert set(uneven["model"]) == {"simulated_first_k", "simulated_first_k [read_first=20]"}
+    arith = int((uneven["task"] == "arith").sum())
+    row = stats.model_table(uneven).set_index("model").loc["simulated_first_k"]
+    assert row["delta"] == 1 and row["patterns_dropped"] == seed2
+    assert row["patterns_matched"] == arith - seed2
     # The paired test pairs matched experiments: none of NER's or seed 2's.
     test = inference.paired_test(uneven, gap.best, gap.worst)
     assert test.pairs == int(((uneven["pattern"] == gap.best) & (uneven["task"] == "arith") & (uneven["seed"] < 2)).sum())
     # The report: Table 2's Δ, the numbers, the intervals' pairs, the dropped counted, the Δ list.
     text = write_report(uneven, tmp_path / "report", core=(20, 0.6)).read_text()
     tables = tmp_path / "report" / "tables"
-    numbers = pd.read_csv(next(tables.glob("table2_numbers_*.csv"))).iloc[0]
-    assert numbers["delta"] == 1 and numbers["patterns_dropped"] == ner + seed2
-    assert f"{ner + seed2} unmatched experiments not in Δ" in numbers["rests on"]
-    intervals = pd.read_csv(next(tables.glob("intervals_and_tests_*.csv"))).iloc[0]
+    numbers = pd.read_csv(next(tables.glob("table2_numbers_*.csv"))).set_index("model").loc["simulated_first_k"]
+    assert numbers["delta"] == 1 and numbers["patterns_dropped"] == seed2
+    assert f"{seed2} unmatched experiments not in Δ" in numbers["rests on"]
+    intervals = pd.read_csv(next(tables.glob("intervals_and_tests_*.csv"))).set_index("model").loc["simulated_first_k"]
     assert intervals["pairs"] == test.pairs
-    held = int((uneven["pattern"] == "majority_last").sum())
-    assert f"majority_last: {held} held, {held - ner} matched, {ner} dropped (ner {ner})" in text
+    held = int(((uneven["pattern"] == "majority_first") & (uneven["task"] == "arith")).sum())
+    assert f"majority_first: {held} held, {held - seed2} matched, {seed2} dropped (arith {seed2})" in text
     html = (tmp_path / "report" / "report.html").read_text()
     body = html[html.index('id="t-table2_n20_p0.6"'):]
     body = body[:body.index("</table>")]

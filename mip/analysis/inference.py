@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mip.analysis import pairs
-from mip.analysis.stats import INSTANCE_SET
+from mip.analysis.stats import set_columns
 
 #: mip's own tests and intervals (beyond the paper) need this many paired instance sets:
 #: with fewer, a two-sided exact test (McNemar, sign flips) cannot reach p < 0.05 even when
@@ -30,7 +30,7 @@ MIN_PAIRS = 6
 
 def sets_of(frame: pd.DataFrame) -> int:
     """How many instance sets hold at least one valid experiment."""
-    return int(frame[frame["valid"]].groupby(INSTANCE_SET, dropna=False).ngroups) if len(frame) else 0
+    return int(frame[frame["valid"]].groupby(set_columns(frame), dropna=False).ngroups) if len(frame) else 0
 
 
 def _quantiles(samples: np.ndarray, level: float) -> tuple[float, float]:
@@ -44,7 +44,7 @@ def _quantiles(samples: np.ndarray, level: float) -> tuple[float, float]:
 def bootstrap_accuracy(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Cluster-bootstrap interval of pooled valid-only accuracy, resampling instance sets;
     NaN without :data:`MIN_PAIRS` sets holding a valid experiment."""
-    sets = frame.groupby(INSTANCE_SET, dropna=False).agg(correct=("correct", "sum"), valid=("valid", "sum"))
+    sets = frame.groupby(set_columns(frame), dropna=False).agg(correct=("correct", "sum"), valid=("valid", "sum"))
     if (sets["valid"] > 0).sum() < MIN_PAIRS:
         return float("nan"), float("nan")
     correct, valid = sets["correct"].to_numpy(float), sets["valid"].to_numpy(float)
@@ -77,7 +77,7 @@ def bootstrap_gap(frame: pd.DataFrame, best: str, worst: str, n_boot: int = 2000
 def _matched(frame: pd.DataFrame, a: str, b: str) -> tuple[pd.DataFrame, list[str]]:
     """The experiments of patterns ``a`` and ``b`` that both hold (:func:`mip.analysis.pairs.patterns`),
     and the identity columns that pair them."""
-    both = pairs.patterns(frame[frame["pattern"].isin([a, b])])
+    both = pairs.two_patterns(frame, a, b)
     return both.frame, both.key
 
 

@@ -3,8 +3,11 @@
 A prompt variant against the standard prompt, 100k against 20k, one (n, p) cell against another,
 a strategy against the single call: each comparison is made on the experiments that every
 compared condition holds — the same model, task, pattern, n, p, majority label, selection seed,
-order seed, shuffle seed, budget, prompt variant, strategy, pool and ordering family
-(:data:`IDENTITY`), less the compared factor. Means, deltas, intervals and tests of a comparison
+order seed, shuffle seed, budget (by its value), prompt variant, strategy, pool, ordering family,
+answer-shaping settings and instance set drawn (:data:`IDENTITY`, with the columns
+:mod:`mip.experiment.identity` gives every record), less the compared factor. The same identity
+says which records are one experiment stored twice (:func:`mip.analysis.results.load_local`
+counts one). Means, deltas, intervals and tests of a comparison
 use only these; what a condition holds beyond them is counted (:attr:`Matched.counts`) and said
 beside the comparison (:meth:`Matched.note`), never pooled in. A partial grid (the variants run
 on one task of five) thus never reads a difference between tasks as an effect of the prompt.
@@ -26,11 +29,16 @@ import pandas as pd
 #: What makes two experiments the same but for the compared factor (``base_model``: a strategy
 #: row's model is shown as ``m [strategy]``; the model asked is the same).
 IDENTITY = ["base_model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "shuffle_seed",
-            "budget", "prompt_variant", "strategy", "pool", "family"]
+            "budget", "prompt_variant", "strategy", "pool", "family", "settings", "instances"]
+
+#: Identity fields a compared factor sets by itself: another (n, p) cell or another pool draws
+#: other instances, so those are compared on the rest of the identity.
+DRAWN_BY = {"n": "instances", "p": "instances", "pool": "instances"}
 
 #: How the note names the identity fields.
 WORDS = {"base_model": "model", "majority_label": "majority label", "seed": "selection seed", "order_seed": "order seed",
-         "shuffle_seed": "shuffle seed", "prompt_variant": "prompt variant", "family": "ordering family"}
+         "shuffle_seed": "shuffle seed", "prompt_variant": "prompt variant", "family": "ordering family",
+         "instances": "instance set"}
 
 
 @dataclass
@@ -50,6 +58,8 @@ class Matched:
     free: list[str] = field(default_factory=list)
     """Columns that are a condition's own replicates, in neither the identity nor the factor
     (a random pattern's order seeds)."""
+    reason: str = ""
+    """Why nothing matched, where the identity's settings or instance sets are what differ."""
 
     @property
     def empty(self) -> bool:
@@ -73,9 +83,9 @@ class Matched:
             rank = {c: i for i, c in enumerate(self.order)}
             text = "; ".join(parts[c] for c in sorted(parts, key=lambda c: (rank.get(c, len(rank)), c)))
             if not group["matched"].any():
-                text += " — no matched pair, so this comparison is not made"
+                text += " — no matched pair, so this comparison is not made" + (f" ({self.reason})" if self.reason else "")
             groups.append(f"{' · '.join(map(str, key))} — {text}" if self.within else text)
-        same = ", ".join(WORDS.get(c, c) for c in IDENTITY if c not in self.factor and c not in self.free)
+        same = ", ".join(WORDS.get(c, c) for c in IDENTITY if c in self.key or (c == "base_model" and "model" in self.key))
         return (f"Compared on matched experiments only (same {same}; {' and '.join(self.factor)} compared): "
                 + ". ".join(groups) + ".")
 
@@ -98,7 +108,8 @@ def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[s
     if "base_model" not in frame.columns:  # a table built without results.py's columns: its model is the model asked
         within = ["model" if c == "base_model" else c for c in within]
     identity = [("model" if c == "base_model" and "base_model" not in frame.columns else c) for c in IDENTITY]
-    key = [c for c in identity if c in frame.columns and c not in factor and c not in free]
+    drawn = {DRAWN_BY[c] for c in factor if c in DRAWN_BY}
+    key = [c for c in identity if c in frame.columns and c not in factor and c not in free and c not in drawn]
     if frame.empty:
         return Matched(frame, pd.DataFrame(columns=[*within, *factor, "task", "held", "matched", "dropped"]), factor, within,
                        list(order), key, free)
@@ -116,7 +127,26 @@ def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[s
     counts = pd.DataFrame({"held": g.size(), "matched": g.sum()}).reset_index()
     counts["matched"] = counts["matched"].astype(int)
     counts["dropped"] = counts["held"] - counts["matched"]
-    return Matched(frame[keep], counts, factor, within, list(order), key, free)
+    reason = "" if keep.any() or not (conditions > 1).any() else _why_none(frame, factor, key, group, conditions)
+    return Matched(frame[keep], counts, factor, within, list(order), key, free, reason)
+
+
+#: What the note says where only these identity fields keep the conditions apart.
+_APART = {"instances": "the conditions hold different instance sets: another pool version or other instance IDs",
+          "settings": "the conditions ran under different answer-shaping settings"}
+
+
+def _why_none(frame: pd.DataFrame, factor: list[str], key: list[str], group: pd.Series, conditions: pd.Series) -> str:
+    """Which of the settings and the instance set keeps every experiment apart, where without it some would match."""
+    for field, why in _APART.items():
+        if field not in key:
+            continue
+        rest = [c for c in key if c != field]
+        ident = frame.groupby(rest, dropna=False, sort=False).ngroup() if rest else pd.Series(0, index=frame.index)
+        cond = frame.groupby(factor, dropna=False, sort=False).ngroup()
+        if ((cond.groupby(ident).transform("nunique") == conditions) & (conditions > 1)).any():
+            return why
+    return ""
 
 
 #: A pattern's own replicates: the random pattern's order seeds, a structured pattern's shuffle seeds.
@@ -129,6 +159,24 @@ def patterns(frame: pd.DataFrame, within: Sequence[str] = ()) -> Matched:
     and its own replicates (:data:`PATTERN_REPLICATES`: random's order seeds are its repeats of
     one experiment)."""
     return matched(frame, "pattern", within, free=PATTERN_REPLICATES)
+
+
+def two_patterns(frame: pd.DataFrame, a: str, b: str) -> Matched:
+    """Patterns ``a`` and ``b`` on the experiments both hold (:func:`patterns`): the pairs of
+    π⁺ against π⁻ in the paired test, its interval and report.html's list of them."""
+    return patterns(frame[frame["pattern"].isin([a, b])])
+
+
+def valid_pairs(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """The valid experiments of ``a`` and ``b`` (:func:`two_patterns`) whose matched experiment
+    holds a valid one of each: what :func:`mip.analysis.inference.paired_test` compares."""
+    both = two_patterns(frame, a, b)
+    valid = both.frame[both.frame["valid"]]
+    if valid.empty:
+        return valid
+    held = valid.groupby(both.key, dropna=False)["pattern"].transform("nunique") == 2 if both.key else \
+        pd.Series(valid["pattern"].nunique() == 2, index=valid.index)
+    return valid[held]
 
 
 def against(frame: pd.DataFrame, factor: str, reference: str, within: Sequence[str] = ("base_model",)) -> dict[str, Matched]:

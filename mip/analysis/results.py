@@ -23,6 +23,7 @@ import pandas as pd
 
 from mip.analysis import folders, slices
 from mip.config import budgets
+from mip.experiment.identity import differences, instances_of, settings_of
 from mip.experiment.records import Record, budget_limits, counted_attempt
 from mip.experiment.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, quarantined
@@ -30,7 +31,7 @@ from mip.store.quarantine import moved_what
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
 COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
-           "family", "budget_name", "budget_tokens", "verdict", "invalid_kind", "answer", "valid",
+           "family", "budget_name", "budget_tokens", "settings", "instances", "verdict", "invalid_kind", "answer", "valid",
            "correct", "reasoning", "output", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts",
            "calls", "count_error_majority", "count_error_minority", "instance_accuracy", "missing_share", "position_errors"]
 
@@ -85,6 +86,9 @@ def record_row(record: Record) -> dict:
         **budget_limits(record),
         "pool_filtered": record.pool_filtered,
         "pool_version": record.pool_version,
+        "settings": settings_of(record.config),
+        "instances": instances_of(record.pool_version, record.instance_ids),
+        "created_at": record.created_at,
         "verdict": record.verdict,
         "invalid_kind": record.invalid_kind,
         "answer": record.answer,
@@ -121,10 +125,13 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
         if column not in frame.columns:
             frame[column] = None
     frame = frame.drop_duplicates("key", keep="first").reset_index(drop=True)
-    frame, notes = _one_scheme(frame)
-    # Strategies other than the paper's single call show as their own rows in every table.
+    notes = _rules(frame)
+    # Strategies other than the paper's single call show as their own rows in every table, and so
+    # does a model run under a changed setting (mip.experiment.identity): "m [read_first=5]".
     frame["strategy"] = frame["strategy"].fillna("single_call")
+    frame["settings"] = frame["settings"].fillna("{}")
     frame["base_model"] = frame["model"]
+    frame["model"] = frame["model"] + _setting_names(frame)
     other = frame["strategy"] != "single_call"
     frame.loc[other, "model"] = frame.loc[other, "model"] + " [" + frame.loc[other, "strategy"] + "]"
     frame["valid"] = frame["verdict"].isin(VALID_VERDICTS)
@@ -134,9 +141,25 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame["budget_name"] = frame["budget"]
     answers, stated = (frame[c].tolist() if c in frame else None for c in ("budget_answer", "budget_stated"))
     frame["budget"] = budgets.labels(frame["budget"].tolist(), frame["budget_tokens"].tolist(), answers, stated)
-    frame = slices.add_columns(frame)[COLUMNS]
-    frame.attrs["notes"] = notes
+    frame = slices.add_columns(frame)
+    frame, dropped = _one_record(frame)
+    frame = frame[COLUMNS]
+    frame.attrs["notes"] = [*dropped, *notes]
     return frame
+
+
+def _setting_names(frame: pd.DataFrame) -> pd.Series:
+    """Each row's model-name suffix: empty for the settings most of its model's records ran
+    under, else what its settings change, ``" [read_first=5]"``."""
+    out = pd.Series("", index=frame.index, dtype=object)
+    for _, group in frame.groupby("base_model", sort=False):
+        counts = group["settings"].value_counts()
+        if len(counts) < 2:
+            continue
+        reference = sorted(counts.index, key=lambda s: (-counts[s], s))[0]
+        for value in counts.index.drop(reference):
+            out[group.index[group["settings"] == value]] = f" [{differences(reference, value) or value}]"
+    return out
 
 
 def frame_of(records: Iterable[Record], source: str) -> pd.DataFrame:
@@ -144,26 +167,48 @@ def frame_of(records: Iterable[Record], source: str) -> pd.DataFrame:
     return _frame((record_row(r) for r in records), source)
 
 
-def _one_scheme(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """Records of mip ≤ 0.2 (key scheme 1) beside scheme-2 records of the same experiment are
-    the same experiment asked twice (a rerun under 0.3 does not reuse them): the older one is
-    dropped, and the notes say so, and say when verdicts come from different answer rules."""
+def _one_record(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """One record per experiment (:data:`mip.analysis.pairs.IDENTITY`: the budget by its value,
+    the answer-shaping settings, the instances drawn). Where the store holds several — a rerun
+    under another budget name at the same limit, mip ≤ 0.2's record (key scheme 1) asked again
+    under key scheme 2 — the newer key scheme's counts, then the first valid one, as the first
+    valid attempt does (§3.2), then the first stored; the notes say how many were set aside."""
+    from mip.analysis.pairs import IDENTITY
+
+    identity = [c for c in IDENTITY if c in frame.columns]
+    scheme = frame["key_scheme"].fillna(1) if "key_scheme" in frame else pd.Series(1, index=frame.index)
+    frame = frame.assign(key_scheme=scheme)
+    order = frame.assign(_scheme=-scheme.astype(float), _invalid=~frame["valid"],
+                         _at=frame["created_at"].fillna("").astype(str) if "created_at" in frame else "")
+    order = order.sort_values(["_scheme", "_invalid", "_at"], kind="stable")
+    first = ~order.duplicated(identity, keep="first")
+    if first.all():
+        return frame, []
+    aside = order[~first]
+    kept = frame.loc[order.index[first]].sort_index().reset_index(drop=True)
     notes = []
-    if "key_scheme" in frame.columns and frame["key_scheme"].nunique(dropna=True) > 1:
-        identity = [c for c in [*EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "pool_version"] if c in frame.columns]
-        newer = frame["key_scheme"].fillna(1) == frame["key_scheme"].max()
-        twins = frame[~newer].merge(frame[newer][identity].drop_duplicates(), on=identity, how="inner", indicator=False)
-        drop = frame.index[~newer & frame["key"].isin(set(twins["key"]))]
-        if len(drop):
-            frame = frame.drop(drop).reset_index(drop=True)
-            notes.append(f"{len(drop)} record(s) of mip ≤ 0.2 (key scheme 1) were left out: the same experiments "
-                         "were asked again under key scheme 2, whose records are counted.")
-    if "scoring_rule" in frame.columns and frame["scoring_rule"].nunique(dropna=True) > 1:
-        counts = frame["scoring_rule"].value_counts().sort_index()
-        notes.append("Verdicts come from different answer rules: " + ", ".join(f"rule {int(k)}: {v} record(s)"
-                     for k, v in counts.items()) + " (rule 1: mip ≤ 0.2, whose JSON answer search reached 2,000 "
-                     "characters back; see mip.experiment.scoring).")
-    return frame, notes
+    old = aside["key_scheme"] < scheme.max()
+    if old.any():
+        notes.append(f"{int(old.sum())} record(s) of mip ≤ 0.2 (key scheme 1) were left out: the same experiments "
+                     "were asked again under key scheme 2, whose records are counted.")
+    if (~old).any():
+        twins = aside[~old]
+        names = ", ".join(sorted(set(twins["budget_name"].astype(str))))
+        notes.append(f"{int((~old).sum())} duplicate record(s) set aside: experiments stored twice under other keys "
+                     f"(the same model, settings, instances, pattern and seeds, at the same budget value; budget names "
+                     f"{names}); one record counts per experiment: the first valid one, as the first valid attempt "
+                     "does (§3.2).")
+    return kept, notes
+
+
+def _rules(frame: pd.DataFrame) -> list[str]:
+    """A note where verdicts come from different answer rules."""
+    if "scoring_rule" not in frame.columns or frame["scoring_rule"].nunique(dropna=True) < 2:
+        return []
+    counts = frame["scoring_rule"].value_counts().sort_index()
+    return ["Verdicts come from different answer rules: " + ", ".join(f"rule {int(k)}: {v} record(s)"
+            for k, v in counts.items()) + " (rule 1: mip ≤ 0.2, whose JSON answer search reached 2,000 "
+            "characters back; see mip.experiment.scoring)."]
 
 
 def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:

@@ -38,8 +38,15 @@ from mip.analysis import pairs
 from mip.experiment.instances import PATTERNS
 from mip.experiment.scoring import ACCURACIES, InvalidKind
 
-#: An instance set: the experiments that share a selection (seed, task, majority label, n, p).
-INSTANCE_SET = ["model", "seed", "task", "majority_label", "n", "p", "prompt_variant", "budget"]
+#: An instance set: the experiments that share a selection (seed, task, majority label, n, p) and
+#: the instances drawn (``instances``, :mod:`mip.experiment.identity`: a pool of another version
+#: draws others at the same seed).
+INSTANCE_SET = ["model", "seed", "task", "majority_label", "n", "p", "prompt_variant", "budget", "instances"]
+
+
+def set_columns(frame: pd.DataFrame) -> list[str]:
+    """The :data:`INSTANCE_SET` columns ``frame`` holds (a table built by hand may lack ``instances``)."""
+    return [c for c in INSTANCE_SET if c in frame.columns]
 
 #: Mean accuracies closer than this are a tie (they differ only by floating-point rounding).
 TIE = 1e-9
@@ -233,7 +240,7 @@ def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataF
 
 def sets_by(frame: pd.DataFrame, by: Sequence[str]) -> pd.Series:
     """Instance sets with a valid experiment, per group ``by``."""
-    keys = list(dict.fromkeys([*by, *INSTANCE_SET]))
+    keys = list(dict.fromkeys([*by, *set_columns(frame)]))
     return frame.loc[frame["valid"], keys].drop_duplicates().groupby(list(by), dropna=False).size()
 
 

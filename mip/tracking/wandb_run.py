@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mip.config import to_plain
+from mip.experiment.identity import instances_of, settings_of
 from mip.experiment.records import Record, budget_limits, counted_attempt
 from mip.experiment.scoring import ACCURACIES, VALID_VERDICTS, Verdict
 from mip.tracking.wandb_ledger import Ledger
@@ -40,7 +41,7 @@ TABLE_COLUMNS = [
     "key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "shuffle_seed", "prompt_variant", "budget", "strategy",
     "prompt", "reasoning", "output", "answer", "verdict", "invalid_kind", "prompt_tokens", "completion_tokens",
     "reasoning_tokens", "latency_s", "attempts", "pool_filtered", "pool_version", "earlier_prompts",
-    "budget_tokens", "budget_answer", "budget_stated",
+    "budget_tokens", "budget_answer", "budget_stated", "settings", "instances", "created_at",
 ]
 """``prompt`` is the last prompt the counted attempt sent (the one the record's hash covers);
 ``earlier_prompts`` the prompts of its stages before that, as JSON ``[{"stage", "prompt"}]``
@@ -127,6 +128,7 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
         stage.reasoning_tokens if stage else None, stage.latency_s if stage else None, len(record.attempts),
         record.pool_filtered, record.pool_version, json.dumps(earlier) if earlier else None,
         *budget_limits(record).values(),
+        settings_of(record.config), instances_of(record.pool_version, record.instance_ids), record.created_at,
     ]
 
 

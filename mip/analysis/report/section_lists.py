@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mip.analysis import slices, stats
+from mip.analysis import pairs, slices, stats
 from mip.analysis.report import cell_lists, sections, strategy_section
 from mip.analysis.report.cell_lists import Lists
 
@@ -42,18 +42,16 @@ def grouped(lists: Lists, name: str, frame: pd.DataFrame, by: list[str], columns
 
 
 def paired_sets(sub: pd.DataFrame, best: str, worst: str) -> pd.DataFrame:
-    """The valid experiments of ``best`` and ``worst`` in the instance sets holding a valid one of
-    each: the pairs :func:`mip.analysis.inference.paired_test` compares.
+    """The valid experiments of ``best`` and ``worst`` in the matched experiments holding a valid
+    one of each: the pairs :func:`mip.analysis.inference.paired_test` compares (one rule,
+    :func:`mip.analysis.pairs.valid_pairs`).
 
-    >>> from mip.analysis.stats import INSTANCE_SET
-    >>> rows = [dict.fromkeys(INSTANCE_SET, "x") | {"seed": seed, "pattern": pattern, "valid": True}
+    >>> rows = [{"model": "m", "task": "t", "seed": seed, "pattern": pattern, "valid": True}
     ...         for seed, pattern in [(0, "majority_first"), (0, "majority_last"), (1, "majority_first")]]
     >>> paired_sets(pd.DataFrame(rows), "majority_first", "majority_last")[["seed", "pattern"]].values.tolist()
     [[0, 'majority_first'], [0, 'majority_last']]
     """
-    valid = sub[sub["valid"] & sub["pattern"].isin([best, worst])]
-    both = valid.groupby(stats.INSTANCE_SET, dropna=False)["pattern"].transform("nunique") == 2
-    return valid[both]
+    return pairs.valid_pairs(sub, best, worst)
 
 
 def intervals(lists: Lists, frame: pd.DataFrame) -> None:

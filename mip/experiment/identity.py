@@ -1,0 +1,98 @@
+"""What makes two stored records the same experiment, read back from the records themselves.
+
+The store key (:mod:`mip.experiment.keys`) hashes the experiment, its pool and every setting
+that shapes its answer, so the same key is the same call. The analysis needs the same rule
+from the other side: given records, which are one experiment asked twice (a rerun under
+another budget name at the same limit), which were asked under a changed setting (a rerun
+with ``model.read_first=5``), and which hold other instances (a pool of another size). Two
+columns say it, for every record, in the store's table and in W&B's alike:
+
+- ``settings``: the answer-shaping settings the analysis has no column of its own for, as
+  sorted JSON — the model config's keyed fields (every field but those declared with
+  :func:`mip.config.shaping.setting`, its name aside) and the attempts allowed. The budget
+  (a column by its value), the prompt variant and the strategy are columns of their own.
+- ``instances``: a hash of the pool version and the instance IDs drawn (as a set: every
+  pattern presents one draw in its own order).
+
+>>> record = {"model": {"name": "m", "read_first": 5, "read_last": None, "max_concurrency": 8}}
+>>> settings_of(record)    # the name, an unset field and one declared not answer-shaping aside
+'{"read_first": 5}'
+>>> differences('{"read_first": 9}', '{"read_first": 5}')
+'read_first=5'
+>>> instances_of("p1", ["b", "a"]) == instances_of("p1", ["a", "b"]) != instances_of("p2", ["a", "b"])
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import Any
+
+from mip.config import model as model_schemas
+from mip.config.shaping import not_answer_shaping
+from mip.experiment.keys import KEYED_WHEN_SET
+
+#: Record-config fields the analysis has a column for, or that name rather than shape.
+_NAMED = {"name"}
+
+
+@cache
+def _not_shaping() -> frozenset[str]:
+    """Dotted names of model-config fields that shape no answer, under any backend's schema."""
+    out: set[str] = set()
+    stack = [model_schemas.ModelConfig]
+    while stack:
+        schema = stack.pop()
+        out |= set(not_answer_shaping(schema))
+        stack += schema.__subclasses__()
+    return frozenset(out)
+
+
+def _flat(value: Mapping, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, Mapping) and item:
+            out.update(_flat(item, f"{name}."))
+        else:
+            out[name] = item
+    return out
+
+
+def _default(name: str, value: Any) -> bool:
+    """A value that says nothing was set: empty, or a field's value from before it was keyed."""
+    if value is None or value == {} or value == []:
+        return True
+    return name in KEYED_WHEN_SET["model"] and value == KEYED_WHEN_SET["model"][name]
+
+
+def settings_of(config: Mapping[str, Any]) -> str:
+    """A record's answer-shaping settings beyond its columns (``record.config``), as sorted JSON."""
+    model = config.get("model") if isinstance(config.get("model"), Mapping) else {}
+    skip = _not_shaping() | _NAMED
+    out = {k: v for k, v in _flat(model).items() if k not in skip and not any(k.startswith(f"{s}.") for s in skip)
+           and not _default(k, v)}
+    if config.get("attempts_made_at_most") is not None:
+        out["attempts"] = config["attempts_made_at_most"]
+    return json.dumps(out, sort_keys=True, default=str)
+
+
+def instances_of(pool_version: str | None, instance_ids: Iterable[str]) -> str:
+    """The instance set drawn: its pool version and its instance IDs, hashed."""
+    text = json.dumps([pool_version, sorted(map(str, instance_ids))])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def differences(reference: str, other: str) -> str:
+    """What ``other``'s settings set differently from ``reference``'s (both :func:`settings_of`),
+    as ``field=value`` words: the name of a slice run under a changed setting."""
+    ref, new = json.loads(reference), json.loads(other)
+    changed = sorted(k for k in {*ref, *new} if ref.get(k) != new.get(k))
+    return " ".join(f"{k}={_shown(new.get(k))}" for k in changed)
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else json.dumps(value) if isinstance(value, (dict, list)) else str(value)
