@@ -129,3 +129,28 @@ def test_wandb_tables_carry_the_same_identity_as_the_store(tmp_path, wandb_env):
     assert dict(zip(local["key"], local["model"])) == dict(zip(remote["key"], remote["model"]))
     assert dict(zip(local["key"], local["instances"])) == dict(zip(remote["key"], remote["instances"]))
     assert any("2 duplicate record" in note for note in remote.attrs["notes"])
+
+
+@needs_raw
+def test_budgets_read_by_value_everywhere_and_tex_numbers_as_in_markdown(study, tmp_path, figures_unencoded):
+    """20k before 100k in every table, figure axis and section; a p-value of 1.86e-09 is not 0.000000."""
+    from mip.analysis.report import figures, metric_tables
+
+    _, frame = study
+    path = write_report(frame, tmp_path / "report", core=(N, P))
+    tables = tmp_path / "report" / "tables"
+    for name in ("patterns_by_model_n20_p0.55", "table3_coverage_n20_p0.55", "table2_numbers_n20_p0.55"):
+        shown = pd.read_csv(tables / f"{name}.csv")
+        labels = (shown["model"] + " · " + shown["budget"].astype(str)) if "budget" in shown else shown["model"]
+        order = list(dict.fromkeys(lab for lab in labels if lab.startswith("simulated_first_k ·")))
+        assert order == ["simulated_first_k · 20k", "simulated_first_k · 100k"], name
+    text = path.read_text()
+    assert text.index("Fig. 5 at n=20 p=0.55 (standard prompt, single call, core orderings), budget 20k") < \
+        text.index("Fig. 5 at n=20 p=0.55 (standard prompt, single call, core orderings), budget 100k")
+    patterns = pd.read_csv(tables / "patterns_by_model_n20_p0.55.csv")
+    fig = figures.pattern_bars(patterns)
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks.index("simulated_first_k · 20k") < ticks.index("simulated_first_k · 100k")
+    written = metric_tables.write_table(pd.DataFrame({"p_value": [1.86e-09, 0.5]}), tmp_path / "t", "p")
+    assert "1.86e-09" in written[2].read_text() and "0.000000" not in written[2].read_text()
+    assert figures._shown(4.5, "{:.0f}", 100.0) == "4.5"

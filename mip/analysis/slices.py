@@ -99,6 +99,21 @@ def budget_order(values) -> list[str]:
     return sorted({str(v) for v in values}, key=lambda b: (tokens_of(b) is None, tokens_of(b) or 0, b))
 
 
+def by_budget(table: pd.DataFrame, first: list[str] = ["model"]) -> pd.DataFrame:
+    """``table`` sorted by ``first`` and then its budgets by value (20k before 100k), stably: rows
+    within one model and budget (a table's bins, patterns) keep their order.
+
+    >>> by_budget(pd.DataFrame({"model": "m", "budget": ["100k", "20k"]}))["budget"].tolist()
+    ['20k', '100k']
+    """
+    if "budget" not in table.columns or table.empty:
+        return table
+    rank = {b: i for i, b in enumerate(budget_order(table["budget"]))}
+    by = [c for c in first if c in table.columns and c != "budget"]
+    return table.sort_values([*by, "budget"], kind="stable", key=lambda c: c.astype(str).map(rank)
+                             if c.name == "budget" else c).reset_index(drop=True)
+
+
 def file_tag(row: pd.Series | dict, keys: list[str]) -> str:
     """The slice as a file-name part: ``n2000_p0.55_20k_standard_single_call_unfiltered_core``."""
     parts = [f"n{row['n']}" if k == "n" else f"p{row['p']}" if k == "p" else str(row[k]) for k in keys]

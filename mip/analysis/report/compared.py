@@ -52,7 +52,7 @@ def _budget_pair(report, both, tag: str, name: str) -> None:
         report.figure(figures.budget_outcomes(sub, acc, title),
                       f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
                       "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
-    by_budget = coverage.coverage_table(group, ["model", "budget"])
+    by_budget = slices.by_budget(coverage.coverage_table(group, ["model", "budget"]))
     if not by_budget.empty:
         report.table(by_budget.assign(bin=by_budget["bin"].astype(str)).round(4), f"table7_coverage_by_budget_{tag}",
                      f"Coverage bins per model and budget at {name} (Table 7).")

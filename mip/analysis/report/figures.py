@@ -49,7 +49,7 @@ def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, t
         return no_data(title or "Accuracy by order pattern")
     present = set(data["pattern"].astype(str))
     names = [p for p in (which or PATTERNS) if p in present]
-    models = sorted(data["model"].unique())
+    models = list(dict.fromkeys(data["model"]))  # the table's row order: 20k before 100k
     width = 0.8 / max(1, len(names))
     fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(models) * max(1, len(names)) / 3 + 2), 4))
     x = np.arange(len(models))
@@ -87,7 +87,7 @@ def counterpart_pairs(by_task: pd.DataFrame, title: str = "Counterpart pairs") -
     numbers under each slot's name are the pair's accuracies (%), so that a value of 0 is read as 0."""
     if by_task.empty:
         return no_data(title)
-    models, tasks = sorted(by_task["model"].unique()), sorted(by_task["task"].unique())
+    models, tasks = list(dict.fromkeys(by_task["model"])), sorted(by_task["task"].unique())
     slots = [("random",), *COUNTERPARTS]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     fig, axes = plt.subplots(len(models), len(tasks), figsize=(2.5 * len(tasks) + 2.5, 2.4 * len(models) + 0.9),
@@ -172,12 +172,12 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
 
 
 def _shown(value: float, fmt: str, scale: float) -> str:
-    """A cell's value; a percentage between 0 and 1 keeps two significant digits (0.45 % is not "0").
+    """A cell's value; a percentage below 10 keeps two significant digits (0.45 % is not "0", 4.5 % not "4").
 
-    >>> _shown(0.45, "{:.0f}", 100.0), _shown(0.02, "{:.0f}", 100.0), _shown(0.0, "{:.0f}", 100.0), _shown(63.2, "{:.0f}", 100.0)
-    ('0.45', '0.02', '0', '63')
+    >>> _shown(0.45, "{:.0f}", 100.0), _shown(4.5, "{:.0f}", 100.0), _shown(0.0, "{:.0f}", 100.0), _shown(63.2, "{:.0f}", 100.0)
+    ('0.45', '4.5', '0', '63')
     """
-    if scale == 100.0 and 0 < abs(value) < 1:
+    if scale == 100.0 and 0 < abs(value) < 10:
         return f"{value:.2g}"
     return fmt.format(value)
 

@@ -69,7 +69,8 @@ def write_table(frame: pd.DataFrame, folder: Path, name: str) -> list[Path]:
         legend = f"\nPatterns: {stats.legend()}.\n"
     paths[0].write_text(shown.to_markdown(index=False) + "\n" + legend, encoding="utf-8")
     frame.to_csv(paths[1], index=False)
-    paths[2].write_text(shown.to_latex(index=False, escape=True), encoding="utf-8")
+    # Numbers as report.md writes them (1.86e-09, 0.5), not pandas' fixed six decimals (0.000000).
+    paths[2].write_text(shown.to_latex(index=False, escape=True, float_format="{:g}".format), encoding="utf-8")
     return paths
 
 

@@ -38,6 +38,12 @@ def row_order(rows: pd.DataFrame) -> list[str]:
     return sorted(key, key=key.__getitem__)
 
 
+def in_row_order(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (one or more rows per :func:`_rows` label) with its labels in :func:`row_order`, stably."""
+    rank = {m: i for i, m in enumerate(row_order(rows))}
+    return table.sort_values("model", kind="stable", key=lambda c: c.map(rank)).reset_index(drop=True)
+
+
 def holds(frame: pd.DataFrame) -> str:
     """What a figure's records are, for its title: ``task ner, 36 experiments`` or ``tasks a, b pooled, …``."""
     return f"{tasks_of(frame)}, {plural(len(frame), 'experiment')}"
@@ -95,7 +101,7 @@ def core(report, frame: pd.DataFrame) -> None:
                      f"against π⁻ on matched instance sets. With fewer than {inference.MIN_PAIRS} pairs they read "
                      "'not testable': no outcome of so few sets could be significant.")
         rows = _rows(group)
-        patterns = stats.pattern_table(rows)
+        patterns = in_row_order(stats.pattern_table(rows), rows)
         report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), f"patterns_by_model_{tag}",
                      f"Valid-only accuracy per slice and pattern at {name}, mean and sd over selection seeds.")
         report.figure(figures.pattern_bars(patterns, _representative(patterns),
@@ -104,7 +110,7 @@ def core(report, frame: pd.DataFrame) -> None:
                       "valid experiment.")
         report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"), f"fig17_all_patterns_{tag}",
                       f"All seven patterns per slice (Fig. 17) at {name}.")
-        by_task = stats.pattern_table(rows, ["model", "task"])
+        by_task = in_row_order(stats.pattern_table(rows, ["model", "task"]), rows)
         report.figure(figures.counterpart_pairs(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
                                                          f"{name}; {holds(group)}"), f"fig18_counterparts_{tag}",
                       f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
@@ -126,9 +132,10 @@ def core(report, frame: pd.DataFrame) -> None:
                       "Invalid experiments per task × pattern (rows) and slice (columns); under each count, (n=…) the "
                       "experiments of that cell.")
         per_task = stats.accuracy(rows, ["model", "task"])
-        report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean"),
+        shown = [c for c in columns if c in set(per_task["model"])]
+        report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
                                       f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
-                                      counts=per_task.pivot(index="model", columns="task", values="valid")),
+                                      counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
                       f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and labels.")
         pools(report, group, tag, name)
         coverage_of(report, group, setting, tag, name)
@@ -187,7 +194,7 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
     """Table 3 per slice over every valid run; Fig. 5 pooled over the report's trace pool
     (:mod:`mip.analysis.report.model_sets`) per budget and pool, per model, and per pattern (Fig. 21)."""
     traced = coverage.with_coverage(group)  # the trace scan, once for the table and the curves
-    cov = coverage.coverage_table(group, ROW, traced)
+    cov = slices.by_budget(coverage.coverage_table(group, ROW, traced))
     if cov.empty:
         report.notes.append(f"{name}: no valid experiment, so no coverage table.")
         return
@@ -195,7 +202,8 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
                  f"Table 3 at {name}: valid experiments per coverage bin with their share and accuracy; the bins "
                  f"add up to every valid experiment, those without a reasoning trace in '{coverage.NO_TRACE}'.")
     n, p = int(setting["n"]), float(setting["p"])
-    for (budget, pool), sub in traced.groupby(["budget", "pool"]):
+    for (budget, pool), sub in sorted(traced.groupby(["budget", "pool"]), key=lambda item: (
+            slices.budget_order(traced["budget"]).index(str(item[0][0])), str(item[0][1]))):
         suffix, where = f"{tag}_{budget_slug(budget)}_{pool}", f"{name}, budget {budget}, {pool} pool"
         members, who = report.pool.select(sub)
         rates = coverage.mention_rates(sub, n, sub)
