@@ -154,3 +154,54 @@ def test_budgets_read_by_value_everywhere_and_tex_numbers_as_in_markdown(study, 
     written = metric_tables.write_table(pd.DataFrame({"p_value": [1.86e-09, 0.5]}), tmp_path / "t", "p")
     assert "1.86e-09" in written[2].read_text() and "0.000000" not in written[2].read_text()
     assert figures._shown(4.5, "{:.0f}", 100.0) == "4.5"
+
+
+def test_each_variant_is_compared_with_the_standard_prompt_on_what_those_two_hold(tmp_path, figures_unencoded):
+    """Hint on two seeds of one task and the strategy prompt on another task share no experiment:
+    compared all at once nothing is left (no Table 5, no Fig. 4); each against the standard prompt,
+    each keeps its own matched pairs."""
+    from mip.analysis import slices
+
+    from .test_stats import cell, frame
+
+    rows = [r for seed in (0, 1, 2) for pattern in ("majority_first", "majority_last")
+            for r in cell(seed, pattern, ["correct", "incorrect", "correct"])]
+    rows += [{**r, "prompt_variant": "hint"} for r in rows if r["task"] == "t0" and r["seed"] > 0]
+    rows += [{**r, "prompt_variant": "strategy"} for r in rows if r["task"] == "t1" and "prompt_variant" not in r]
+    table = slices.add_columns(frame(rows))
+    sets = slices.variant_sets(table)
+    assert [(suffix, len(m.frame)) for suffix, _, m in sets] == [("_hint", 8), ("_strategy", 12)]
+    write_report(table, tmp_path / "report", core=(20, 0.6))
+    tables = tmp_path / "report" / "tables"
+    hint = pd.read_csv(next(tables.glob("table5_prompt_variants_*_hint.csv")))
+    assert hint.groupby("prompt_variant")["experiments"].sum().to_dict() == {"hint": 4, "standard": 4}
+    assert next(tables.glob("table5_prompt_variants_*_strategy.csv"), None) is not None
+
+
+def test_a_stray_cell_costs_only_itself_not_the_generalisability_grid():
+    """Three (n, p) cells on one seed and three tasks, and a 1-experiment run at a fourth cell on
+    another seed: the grid keeps its three cells' matched experiments, the stray cell is noted."""
+    from mip.analysis import slices
+
+    from .test_stats import cell, frame
+
+    rows = [{**r, "n": n} for n in (20, 50, 100) for r in cell(1, "majority_first", ["correct", "incorrect", "correct"])]
+    rows += [{"n": 30, "p": 0.7, "seed": 5, "task": "t9"}]
+    parts = slices.sections(slices.add_columns(frame(rows)), core=(20, 0.6))
+    assert len(parts.generalisability) == 9
+    assert any("(n=30, p=0.7) holds 1 experiment" in note for note in parts.notes)
+
+
+def test_the_strategy_note_counts_what_the_single_call_holds_in_its_slice():
+    from mip.analysis import slices
+    from mip.analysis.report.strategy_section import compared
+
+    from .test_stats import cell, frame
+
+    rows = [r for seed in (0, 1, 2) for r in cell(seed, "majority_first", ["correct", "incorrect", "correct"])]
+    rows += [{**r, "strategy": "count_report", "model": "M [count_report]", "base_model": "M"} for r in rows if r["seed"] == 0]
+    rows += [{**r, "n": 50} for r in rows if "strategy" not in r]  # another slice: not the strategy's baseline
+    table = slices.add_columns(frame(rows))
+    parts = slices.sections(table, core=(20, 0.6))
+    _, note = compared(parts.strategies, slices.single_call_twins(table, parts.strategies))
+    assert "single_call: 9 held, 3 matched, 6 dropped" in note and "count_report: 3 held, 3 matched, 0 dropped" in note

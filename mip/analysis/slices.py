@@ -199,15 +199,15 @@ def _cells(frame: pd.DataFrame) -> str:
 
 
 def single_call_twins(frame: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
-    """The single-call experiments each strategy of ``other`` is compared with: those it holds too
-    (:func:`mip.analysis.pairs.matched` on ``strategy``), for its cost and counts."""
-    from mip.analysis import pairs
-
+    """The single-call records of the slices each strategy of ``other`` ran in (its model, (n, p),
+    budget, prompt variant, pool and family): the baseline a strategy is matched with
+    (:func:`mip.analysis.report.strategy_section.compared`), whose note then counts what the single
+    call held there, matched and dropped — not only the experiments both hold."""
     single = frame[frame["strategy"] == "single_call"]
-    twins = [pairs.matched(pd.concat([single, part]), "strategy").frame for _, part in other.groupby("strategy")]
-    kept = pd.concat(twins) if twins else single.iloc[0:0]
-    single = kept[kept["strategy"] == "single_call"]
-    return single.drop_duplicates("key") if "key" in single else single
+    where = ["base_model", *[c for c in SETTING if c != "strategy"]]
+    ran = other[where].drop_duplicates()
+    return single.merge(ran, on=where, how="inner").drop_duplicates("key") if "key" in single else \
+        single.merge(ran, on=where, how="inner")
 
 
 def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
@@ -223,6 +223,8 @@ def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     grid = standard[cells.groupby([standard["base_model"], standard["budget"], standard["pool"]]).transform("nunique") > 1]
     if grid.empty:
         return grid
+    grid, aside = _stray_cells(grid)
+    notes += aside
     order = [pairs.condition_label(["n", "p"], c) for c in sorted(set(zip(grid["n"], grid["p"])))]
     every = pairs.matched(grid, ["n", "p"], within=["base_model", "budget", "pool"], order=order)
     if int(every.counts["dropped"].sum()):
@@ -230,6 +232,29 @@ def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     kept = every.frame.copy()
     kept.attrs["matched"] = every.note()  # said beside the section's tables (mip.analysis.report.sections)
     return kept
+
+
+def _stray_cells(grid: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The grid less the cells that would shrink it: while setting aside a model's smallest (n, p)
+    cell leaves more matched experiments per cell, it is set aside (a 2-experiment run at a new
+    cell then costs only itself, not the grid's other cells), and the note says so."""
+    from mip.analysis import pairs
+
+    keep, notes = pd.Series(True, index=grid.index), []
+    for key, group in grid.groupby(["base_model", "budget", "pool"], sort=True):
+        cells = group.groupby(["n", "p"]).size().sort_values(kind="stable")
+        while len(cells) > 2:
+            now = len(pairs.matched(group, ["n", "p"], within=()).frame) / len(cells)
+            n, p = cells.index[0]
+            rest = group[~((group["n"] == n) & (group["p"] == p))]
+            if len(pairs.matched(rest, ["n", "p"], within=()).frame) / (len(cells) - 1) <= now:
+                break
+            keep[group.index.difference(rest.index)] = False
+            notes.append(f"Generalisability grid of {' · '.join(map(str, key))}: the cell (n={n}, p={p:g}) holds "
+                         f"{int(cells.iloc[0])} experiment(s), fewer than the other cells share; it is compared on "
+                         "its own section only, not matched into the grid.")
+            group, cells = rest, cells.iloc[1:]
+    return grid[keep], notes
 
 
 def unassigned(rest: pd.DataFrame) -> pd.DataFrame:
@@ -271,3 +296,22 @@ def budget_pairs(group: pd.DataFrame) -> list[tuple[str, str, object]]:
     found = pairs.each_pair(group, "budget", budget_order(group["budget"]))
     several = len(found) > 1
     return [(f"_{slug(a)}_vs_{slug(b)}" if several else "", f"{a} against {b}", both) for a, b, both in found]
+
+
+def variant_sets(group: pd.DataFrame) -> list[tuple[str, str, object]]:
+    """The prompt-variant comparisons of one setting's records (Table 5, Fig. 4), per model and
+    budget: ``[(file-name suffix, words, Matched)]``. Where every variant holds the same
+    experiments as its comparison with the standard prompt, one comparison of them all, no
+    suffix; else each variant against the standard prompt on what those two hold
+    (:func:`mip.analysis.pairs.against`, ``_hint``), so a variant run on other tasks or seeds than
+    another costs only its own comparison."""
+    from mip.analysis import pairs
+    from mip.config.budgets import slug
+
+    within = ["base_model", "budget"]
+    every = pairs.matched(group, "prompt_variant", within=within, order=["standard"])
+    each = pairs.against(group, "prompt_variant", "standard", within)
+    kept = {i for m in each.values() for i in m.frame.index}
+    if len(each) < 2 or (not every.empty and kept <= set(every.frame.index)):
+        return [("", "", every)]
+    return [(f"_{slug(v)}", f"{v} against standard", m) for v, m in each.items()]

@@ -223,9 +223,10 @@ def prompt_variants(lists: Lists, frame: pd.DataFrame) -> None:
     pairs of that variant and the standard prompt (:func:`mip.analysis.pairs.against`)."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag = slices.file_tag(setting, ["n", "p", "pool"])
-        every = pairs.matched(group, "prompt_variant", within=["base_model", "budget"], order=["standard"])
-        if not every.empty:
-            model_rows(lists, f"table5_prompt_variants_{tag}", every.frame, ["model", "prompt_variant", "budget"], tag)
+        for suffix, _, every in slices.variant_sets(group):
+            if not every.empty:
+                model_rows(lists, f"table5_prompt_variants_{tag}{suffix}", every.frame, ["model", "prompt_variant", "budget"],
+                           tag)
         for budget, sub in group.groupby("budget"):
             name = f"prompt_variant_deltas_{tag}_{budget_slug(budget)}"
             lists.columns[name] = ("model", "pattern", "prompt_variant")

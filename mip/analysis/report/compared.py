@@ -60,23 +60,13 @@ def _budget_pair(report, both, tag: str, name: str) -> None:
 
 def prompt_variants(report, frame: pd.DataFrame) -> None:
     """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4 on the experiments every
-    variant of a model holds; Fig. 20 per variant on those it shares with the standard prompt
+    variant of a model holds, or each variant against the standard prompt where they hold different
+    ones (:func:`mip.analysis.slices.variant_sets`); Fig. 20 per variant on those it shares with the standard prompt
     (:func:`mip.analysis.pairs.matched`); what was left out is counted beside each."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        every = pairs.matched(group, "prompt_variant", within=["base_model", "budget"], order=["standard"])
-        if every.empty:
-            report.figure(figures.Missing(f"Prompt variants at {name}: no experiment was run under every variant. "
-                                          f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
-        else:
-            table = model_rows(every.frame, ["model", "prompt_variant", "budget"])
-            report.table(table.round(4), f"table5_prompt_variants_{tag}",
-                         f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
-                         + every.note())
-            report.figure(variant_figures.variant_panels(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
-                          f"fig4_prompt_variants_{tag}",
-                          f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
-                          "matched experiments of Table 5.")
+        for suffix, words, every in slices.variant_sets(group):
+            _variant_table(report, every, f"{tag}{suffix}", f"{name}, {words}" if suffix else name)
         for budget, sub in group.groupby("budget"):
             where = f"{name}, budget {budget}"
             both = pairs.against(sub, "prompt_variant", "standard")
@@ -96,3 +86,19 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
                           f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
                           "selection seeds, on matched experiments (counts under the table above).")
+
+
+def _variant_table(report, every, tag: str, name: str) -> None:
+    """Table 5 and Fig. 4 of one prompt-variant comparison (:func:`mip.analysis.slices.variant_sets`)."""
+    if every.empty:
+        report.figure(figures.Missing(f"Prompt variants at {name}: no experiment was run under every variant. "
+                                      f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
+        return
+    table = model_rows(every.frame, ["model", "prompt_variant", "budget"])
+    report.table(table.round(4), f"table5_prompt_variants_{tag}",
+                 f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
+                 + every.note())
+    report.figure(variant_figures.variant_panels(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
+                  f"fig4_prompt_variants_{tag}",
+                  f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
+                  "matched experiments of Table 5.")
