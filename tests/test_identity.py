@@ -205,3 +205,17 @@ def test_the_strategy_note_counts_what_the_single_call_holds_in_its_slice():
     parts = slices.sections(table, core=(20, 0.6))
     _, note = compared(parts.strategies, slices.single_call_twins(table, parts.strategies))
     assert "single_call: 9 held, 3 matched, 6 dropped" in note and "count_report: 3 held, 3 matched, 0 dropped" in note
+
+
+def test_the_headline_per_pattern_accuracies_come_from_the_same_matched_set_as_its_delta():
+    """majority_first on seeds 0 and 1, majority_last on seed 0: Δ compares seed 0, and so do the
+    accuracies printed beside it (100 and 0, not majority_first's 50 over both seeds)."""
+    from mip.analysis import slices
+    from mip.analysis.headline import headline
+
+    from .test_stats import cell, frame
+
+    rows = cell(0, "majority_first", ["correct", "correct"]) + cell(1, "majority_first", ["incorrect", "incorrect"])
+    rows += cell(0, "majority_last", ["incorrect", "incorrect"])
+    row = headline(slices.add_columns(frame(rows))).iloc[0]
+    assert row["majority_first"] == 100.0 and row["majority_last"] == 0.0 and row["Δ (pp)"].startswith("100")

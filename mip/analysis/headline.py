@@ -35,26 +35,31 @@ def headline(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=[*slices.SLICE, *GAP])
     models = stats.model_table(frame, slices.SLICE).set_index(slices.SLICE)
-    accuracy = stats.pattern_table(frame, slices.SLICE).pivot_table(
-        index=slices.SLICE, columns="pattern", values="acc_mean", observed=True, dropna=False)
     rows = []
     for row, sub in slices.of(frame, slices.SLICE):
         key = tuple(row[k] for k in slices.SLICE)
         model = models.loc[key]
         best, worst = (model[k] if pd.notna(model[k]) else None for k in ("best", "worst"))
         low = high = math.nan
+        # Δ's experiments, those every pattern of the slice holds (the rule of Table 2's Δ), give
+        # the per-pattern accuracies beside it too; a slice whose patterns share none shows its own.
+        compared = pairs.patterns(sub)
+        shown = compared.frame if not compared.empty else sub
+        accuracy = stats.pattern_table(shown).set_index("pattern")["acc_mean"]
         if best and worst and best != worst:
-            # Δ's experiments: those every pattern of the slice holds (the rule of Table 2's Δ)
-            low, high = inference.bootstrap_gap(pairs.patterns(sub).frame, best, worst)
+            low, high = inference.bootstrap_gap(compared.frame, best, worst)
         best_tied = [p for p in str(model["best_tied"] or "").split(", ") if p]
         worst_tied = stats.worse(best_tied, [p for p in str(model["worst_tied"] or "").split(", ") if p])
-        rows.append({**row, **(100 * accuracy.loc[key]).round(1).to_dict(),
+        rows.append({**row, **{str(p): round(100 * a, 1) for p, a in accuracy.items()},
                      "Δ (pp)": _pp(model["delta"]) + (model["delta_marker"] or ""),
                      "Δ 95 % CI": f"[{_pp(low)}, {_pp(high)}]" if not math.isnan(low) else
                      "not testable" if best and worst else "–",
                      "π⁺": " = ".join(best_tied) or "–", "π⁻": " = ".join(worst_tied) or "–",
                      "sets": int(model["sets"])})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    named = [c for c in table.columns if c not in slices.SLICE and c not in GAP]
+    patterns = [p for p in PATTERNS if p in named] + sorted(set(named) - set(PATTERNS))
+    return table[[*slices.SLICE, *patterns, *GAP]]
 
 
 def _pp(value) -> str:
