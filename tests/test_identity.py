@@ -169,7 +169,7 @@ def test_each_variant_is_compared_with_the_standard_prompt_on_what_those_two_hol
     rows += [{**r, "prompt_variant": "hint"} for r in rows if r["task"] == "t0" and r["seed"] > 0]
     rows += [{**r, "prompt_variant": "strategy"} for r in rows if r["task"] == "t1" and "prompt_variant" not in r]
     table = slices.add_columns(frame(rows))
-    sets = slices.variant_sets(table)
+    sets = pairs.variant_sets(table)
     assert [(suffix, len(m.frame)) for suffix, _, m in sets] == [("_hint", 8), ("_strategy", 12)]
     write_report(table, tmp_path / "report", core=(20, 0.6))
     tables = tmp_path / "report" / "tables"

@@ -203,3 +203,20 @@ def each_pair(frame: pd.DataFrame, factor: str, order: Sequence[str],
     return [(a, b, matched(frame[frame[factor].astype(str).isin([a, b])], factor, within, [a]))
             for i, a in enumerate(present) for b in present[i + 1:]]
 
+
+def variant_sets(group: pd.DataFrame) -> list[tuple[str, str, Matched]]:
+    """The prompt-variant comparisons of one setting's records (Table 5, Fig. 4), per model and
+    budget: ``[(file-name suffix, words, Matched)]``. Where every variant holds the same
+    experiments as its comparison with the standard prompt, one comparison of them all, no
+    suffix; else each variant against the standard prompt on what those two hold
+    (:func:`against`, ``_hint``), so a variant run on other tasks or seeds than
+    another costs only its own comparison."""
+    from mip.config.budgets import slug
+
+    within = ["base_model", "budget"]
+    every = matched(group, "prompt_variant", within=within, order=["standard"])
+    each = against(group, "prompt_variant", "standard", within)
+    kept = {i for m in each.values() for i in m.frame.index}
+    if len(each) < 2 or (not every.empty and kept <= set(every.frame.index)):
+        return [("", "", every)]
+    return [(f"_{slug(v)}", f"{v} against standard", m) for v, m in each.items()]

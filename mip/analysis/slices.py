@@ -297,21 +297,3 @@ def budget_pairs(group: pd.DataFrame) -> list[tuple[str, str, object]]:
     several = len(found) > 1
     return [(f"_{slug(a)}_vs_{slug(b)}" if several else "", f"{a} against {b}", both) for a, b, both in found]
 
-
-def variant_sets(group: pd.DataFrame) -> list[tuple[str, str, object]]:
-    """The prompt-variant comparisons of one setting's records (Table 5, Fig. 4), per model and
-    budget: ``[(file-name suffix, words, Matched)]``. Where every variant holds the same
-    experiments as its comparison with the standard prompt, one comparison of them all, no
-    suffix; else each variant against the standard prompt on what those two hold
-    (:func:`mip.analysis.pairs.against`, ``_hint``), so a variant run on other tasks or seeds than
-    another costs only its own comparison."""
-    from mip.analysis import pairs
-    from mip.config.budgets import slug
-
-    within = ["base_model", "budget"]
-    every = pairs.matched(group, "prompt_variant", within=within, order=["standard"])
-    each = pairs.against(group, "prompt_variant", "standard", within)
-    kept = {i for m in each.values() for i in m.frame.index}
-    if len(each) < 2 or (not every.empty and kept <= set(every.frame.index)):
-        return [("", "", every)]
-    return [(f"_{slug(v)}", f"{v} against standard", m) for v, m in each.items()]

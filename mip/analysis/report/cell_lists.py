@@ -223,7 +223,7 @@ def prompt_variants(lists: Lists, frame: pd.DataFrame) -> None:
     pairs of that variant and the standard prompt (:func:`mip.analysis.pairs.against`)."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag = slices.file_tag(setting, ["n", "p", "pool"])
-        for suffix, _, every in slices.variant_sets(group):
+        for suffix, _, every in pairs.variant_sets(group):
             if not every.empty:
                 model_rows(lists, f"table5_prompt_variants_{tag}{suffix}", every.frame, ["model", "prompt_variant", "budget"],
                            tag)

@@ -61,11 +61,11 @@ def _budget_pair(report, both, tag: str, name: str) -> None:
 def prompt_variants(report, frame: pd.DataFrame) -> None:
     """Table 5 (accuracy, Δ, invalid per prompt variant and budget) and Fig. 4 on the experiments every
     variant of a model holds, or each variant against the standard prompt where they hold different
-    ones (:func:`mip.analysis.slices.variant_sets`); Fig. 20 per variant on those it shares with the standard prompt
+    ones (:func:`mip.analysis.pairs.variant_sets`); Fig. 20 per variant on those it shares with the standard prompt
     (:func:`mip.analysis.pairs.matched`); what was left out is counted beside each."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        for suffix, words, every in slices.variant_sets(group):
+        for suffix, words, every in pairs.variant_sets(group):
             _variant_table(report, every, f"{tag}{suffix}", f"{name}, {words}" if suffix else name)
         for budget, sub in group.groupby("budget"):
             where = f"{name}, budget {budget}"
@@ -89,7 +89,7 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
 
 
 def _variant_table(report, every, tag: str, name: str) -> None:
-    """Table 5 and Fig. 4 of one prompt-variant comparison (:func:`mip.analysis.slices.variant_sets`)."""
+    """Table 5 and Fig. 4 of one prompt-variant comparison (:func:`mip.analysis.pairs.variant_sets`)."""
     if every.empty:
         report.figure(figures.Missing(f"Prompt variants at {name}: no experiment was run under every variant. "
                                       f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
