@@ -31,7 +31,8 @@ def grid_replays() -> pd.DataFrame:
     # ner has three replays at n=20 (p 0.6, 0.6, 0.7), sentiment one: tasks weigh equally, not replays.
     rows += [replay("ner", 20, 0.6, 3.0, True), replay("ner", 20, 0.6, 3.0, True), replay("ner", 20, 0.7, 5.0, False)]
     rows += [replay("sentiment", 20, 0.7, 7.0, True)]
-    rows += [replay("ner", 40, 0.6, 2.0, True), replay("sentiment", 40, 0.6, 2.0, False)]
+    rows += [replay("ner", 40, 0.6, 2.0, True), replay("sentiment", 40, 0.6, 2.0, False),
+             replay("sentiment", 40, 0.7, 7.0, False)]
     return pd.DataFrame(rows)
 
 
@@ -39,19 +40,22 @@ def test_fig33_and_fig34_pool_the_other_condition_with_equal_task_weight():
     made = {name.split("_")[0]: (fig, pd.DataFrame(rows)) for name, fig, rows in pooled_figures(grid_replays(), bins=2)}
     assert set(made) == {"fig33", "fig34"}  # one prompt variant: no Fig. 35
     by_count = made["fig33"][1].pivot(index="n", columns="bin", values="share")
-    # n = 20, first half: ner averages its three replays (3, 3, 5 → 11/3), sentiment is 7; the tasks weigh equally.
-    assert by_count.loc[20, 1] == pytest.approx((11 / 3 + 7) / 2) and by_count.loc[20, 2] == pytest.approx(1.0)
-    assert by_count.loc[40, 1] == pytest.approx(2.0)
+    # Counts compared on the replays both hold (same task and p): ner p=0.6 (two at n=20) and
+    # sentiment p=0.7; ner's n=20 p=0.7 and sentiment's n=40 p=0.6 have no twin at the other count.
+    # n = 20, first half: ner averages its two replays (3), sentiment is 7; the tasks weigh equally.
+    assert by_count.loc[20, 1] == pytest.approx((3 + 7) / 2) and by_count.loc[20, 2] == pytest.approx(1.0)
+    assert by_count.loc[40, 1] == pytest.approx((2 + 7) / 2)
     by_distribution = made["fig34"][1].pivot(index="p", columns="bin", values="share")
-    assert by_distribution.loc[0.6, 1] == pytest.approx(((3 + 3 + 2) / 3 + 2) / 2)  # ner over n=20 and 40, sentiment
+    assert by_distribution.loc[0.6, 1] == pytest.approx((3 + 2) / 2)  # ner at n=20, sentiment at n=40
     assert by_distribution.loc[0.7, 1] == pytest.approx((5 + 7) / 2)
     fig = made["fig33"][0]
     curve, side = fig.axes
     assert curve.get_yscale() == "log" and "Fig. 33" in fig._suptitle.get_text()
     assert "ner, sentiment averaged equally" in fig._suptitle.get_text()
+    assert "2 replays without a twin left out" in fig._suptitle.get_text().replace("\n", " ")
     # The inset: accuracy (%) of the same replays per count (rows) and distribution (columns).
     cells = {(c.get_text().get_text()) for c in side.tables[0].get_celld().values()}
-    assert {"100", "50", "–"} <= cells  # n=20 p=0.6: 2/2; p=0.7: 1/2; n=40 p=0.6: 1/2; n=40 p=0.7: no replay
+    assert {"100", "0"} <= cells  # n=20 p=0.6: 2/2; p=0.7: 1/1; n=40 p=0.6: 1/1; n=40 p=0.7: 0/1
     assert {"0.6", "0.7", "20", "40"} <= cells
 
 
@@ -66,6 +70,17 @@ def test_fig35_compares_prompt_variants_with_the_representative_patterns_accurac
     side = made["fig35"][0].axes[1]
     labels = {c.get_text().get_text() for c in side.tables[0].get_celld().values()}
     assert {"majority-\nfirst", "majority-\nmiddle", "hint", "standard"} <= labels
+
+
+def test_fig35_compares_prompt_variants_on_the_replays_both_hold():
+    """Hint on seeds 0 and 1, the standard prompt on seed 0: the curves compare seed 0 only."""
+    rows = [{**replay("ner", 20, 0.6, 4.0, True, variant="standard"), "seed": 0},
+            {**replay("ner", 20, 0.6, 4.0, True, variant="hint"), "seed": 0},
+            {**replay("ner", 20, 0.6, 10.0, True, variant="hint"), "seed": 1}]
+    made = {name.split("_")[0]: pd.DataFrame(r) for name, _, r in pooled_figures(pd.DataFrame(rows), bins=2)}
+    curves = made["fig35"].pivot(index="prompt_variant", columns="bin", values="share")
+    assert curves.loc["hint", 1] == pytest.approx(4.0) == curves.loc["standard", 1]
+    assert set(made["fig35"]["replays"]) == {1}
 
 
 def test_attribute_writes_the_pooled_figures_and_their_numbers(tmp_path):
@@ -85,7 +100,7 @@ def test_attribution_titles_name_the_weights_beside_the_records_and_what_each_ho
 
     [(_, fig, _), *_] = pooled_figures(grid_replays(), bins=2, weights="smollm2_135m")
     title = fig._suptitle.get_text()
-    assert "M records, attributed with smollm2_135m's weights" in title and "6 replays" in title
+    assert "M records, attributed with smollm2_135m's weights" in title and "5 replays, matched (2 replays without a twin left out)" in title
     one = pd.DataFrame([replay("ner", 20, 0.6, 3.0, True)])
     (ax,) = profile_figure(np.ones(20), 1, "majority_first", 20, 0.6, one, weights="smollm2_135m").axes
     text = ax.get_title()

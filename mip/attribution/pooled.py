@@ -4,7 +4,9 @@ over instance counts) and Fig. 35 (one per prompt variant, pooled over patterns)
 
 Each curve averages 20 relative-position bins of Share (× uniform): replays equally within
 each task over the pooled conditions, then the tasks equally (:func:`mip.attribution.profiles.profile`,
-App. F.3); every pattern of the replays is in. Beside the curves, the accuracy (%) of the
+App. F.3); every pattern of the replays is in. The compared values are compared on the replays
+each of them holds (:func:`mip.analysis.pairs.matched`: the same task, seeds, label, pattern and
+every other field but the compared one), and the title counts what was left out. Beside the curves, the accuracy (%) of the
 same replays per compared and pooled condition (the paper's inset). Everything else of the
 slice (model, budget, strategy, pool, ordering family, and the prompt variant or (n, p)
 that is not compared) stays fixed within one figure.
@@ -26,7 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mip.analysis import slices  # noqa: E402
+from mip.analysis import pairs, slices  # noqa: E402
 from mip.analysis.report.titles import plural  # noqa: E402
 from mip.attribution.profile_figures import share_axis  # noqa: E402
 from mip.attribution.profiles import profile  # noqa: E402
@@ -72,6 +74,12 @@ def pooled_figures(replays: pd.DataFrame, bins: int = 20, weights: str | None = 
     frame = slices.add_columns(replays)
     for pooling in POOLINGS:
         for setting, group in slices.of(frame, _fixed(pooling)):
+            if group[pooling.compare].nunique() < 2:
+                continue
+            # The compared values on the replays each of them holds (the report's rule): hint on
+            # seeds 0-1 against standard on seed 0 compares seed 0.
+            both = pairs.matched(group, pooling.compare, within=())
+            group, dropped = both.frame, int(both.counts["dropped"].sum())
             values = sorted(group[pooling.compare].unique(), key=lambda v: (str(type(v)), v))
             if len(values) < 2:
                 continue
@@ -83,7 +91,8 @@ def pooled_figures(replays: pd.DataFrame, bins: int = 20, weights: str | None = 
             who = f"{setting['model']} records" + (f", attributed with {weights}'s weights" if weights else "")
             title = (f"IxG profiles {pooling.words} (Fig. {pooling.figure[3:]}): {who}; {slices.label(setting, fixed)}; "
                      f"tasks {', '.join(sorted(group['task'].unique()))} averaged equally; patterns "
-                     f"{', '.join(p for p in PATTERNS if p in set(group['pattern']))}; {plural(len(group), 'replay')}")
+                     f"{', '.join(p for p in PATTERNS if p in set(group['pattern']))}; {plural(len(group), 'replay')}"
+                     + (f", matched ({plural(dropped, 'replay')} without a twin left out)" if dropped else ""))
             out.append((f"{pooling.figure}_profiles_{tag}", _draw(curves, group, pooling, title), rows))
     return out
 
