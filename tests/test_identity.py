@@ -219,3 +219,10 @@ def test_the_headline_per_pattern_accuracies_come_from_the_same_matched_set_as_i
     rows += cell(0, "majority_last", ["incorrect", "incorrect"])
     row = headline(slices.add_columns(frame(rows))).iloc[0]
     assert row["majority_first"] == 100.0 and row["majority_last"] == 0.0 and row["Δ (pp)"].startswith("100")
+
+
+def test_two_labels_an_answer_cannot_tell_apart_are_refused_when_the_job_is_checked(tmp_path):
+    base = compose("model=simulated_unbiased", "task=arith", "task.arith.labels=['even number','Even_Number']", "n=20",
+                   "p=0.6", "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+    with pytest.raises(ValueError, match="two distinct labels"):
+        run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs")

@@ -14,14 +14,26 @@ from omegaconf import MISSING
 from mip.config.shaping import setting
 
 
+def label_key(text: str) -> str:
+    """What an answer and a label are compared as (:mod:`mip.experiment.scoring`): case, spaces,
+    hyphens and underscores aside, the same for both, so ``Even number``, ``even-number`` and
+    ``even_number`` name one label.
+
+    >>> label_key("Even number") == label_key("even-number") == label_key("even_number")
+    True
+    """
+    return str(text).casefold().replace(" ", "_").replace("-", "_")
+
+
 def two_distinct_labels(labels) -> bool:
     """Whether ``labels`` are exactly two distinct labels, as every task (and an audit's
-    collection) needs: the one home of this check.
+    collection) needs: the one home of this check. Two labels that an answer cannot tell apart
+    (:func:`label_key`: ``even number`` and ``Even_Number``) are not distinct.
 
-    >>> two_distinct_labels(["neg", "pos"]), two_distinct_labels(["a", "a"]), two_distinct_labels(["a", "b", "c"])
+    >>> two_distinct_labels(["neg", "pos"]), two_distinct_labels(["a", "A"]), two_distinct_labels(["a", "b", "c"])
     (True, False, False)
     """
-    return len(labels) == 2 and str(labels[0]) != str(labels[1])
+    return len(labels) == 2 and label_key(labels[0]) != label_key(labels[1])
 
 
 def unwritable_label(labels) -> str | None:

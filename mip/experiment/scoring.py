@@ -44,6 +44,7 @@ import re
 from collections.abc import Sequence
 from enum import StrEnum
 
+from mip.config.task import label_key
 from mip.experiment.jsonscan import Scan
 
 TIE = "-1"
@@ -128,17 +129,11 @@ def _normalise(value: object, labels: Sequence[str]) -> str | None:
     v = value.strip().strip(".").strip()
     if v.casefold() in _TIE_WORDS:
         return TIE
-    folded = _fold(v)
+    folded = label_key(v)  # the answer and each label folded alike
     for label in labels:
-        if folded == _fold(label):
+        if folded == label_key(label):
             return label
     return None
-
-
-def _fold(text: str) -> str:
-    """What an answer and a label are compared as: case, spaces, hyphens and underscores aside,
-    the same for both (``Even number``, ``even-number`` and ``even_number`` name one label)."""
-    return text.casefold().replace(" ", "_").replace("-", "_")
 
 
 def _answer_field(obj: dict) -> object:
