@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from mip.config import model as model_schemas
@@ -82,8 +82,15 @@ def settings_of(config: Mapping[str, Any]) -> str:
 
 def instances_of(pool_version: str | None, instance_ids: Iterable[str]) -> str:
     """The instance set drawn: its pool version and its instance IDs, hashed."""
-    text = json.dumps([pool_version, sorted(map(str, instance_ids))])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return _set_hash(pool_version, frozenset(instance_ids))  # IDs are strings (Record.instance_ids)
+
+
+@lru_cache(maxsize=4096)
+def _set_hash(pool_version: str | None, ids: frozenset[str]) -> str:
+    # The patterns, order seeds, variants and budgets of one draw share it: sorted and hashed once.
+    digest = hashlib.sha256(json.dumps(pool_version).encode())
+    digest.update("\x00".join(sorted(ids)).encode())
+    return digest.hexdigest()[:16]
 
 
 def differences(reference: str, other: str) -> str:
