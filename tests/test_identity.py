@@ -226,3 +226,16 @@ def test_two_labels_an_answer_cannot_tell_apart_are_refused_when_the_job_is_chec
                    "p=0.6", "progress=false", f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
     with pytest.raises(ValueError, match="two distinct labels"):
         run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs")
+
+
+def test_a_record_written_before_a_field_existed_reads_as_one_at_its_old_value():
+    """A field added to a schema later (``read_last``, ``temperature`` at 0, ``max_tokens_param``)
+    does not make an older record's settings another slice; a value set otherwise does."""
+    from mip.experiment.identity import differences, settings_of
+
+    old = {"model": {"name": "m", "read_first": 9}}
+    new = {"model": {"name": "m", "read_first": 9, "read_last": None, "temperature": 0.0,
+                     "max_tokens_param": "max_tokens"}}
+    hot = {"model": {**new["model"], "temperature": 0.7}}
+    assert settings_of(old) == settings_of(new) != settings_of(hot)
+    assert differences(settings_of(new), settings_of(hot)) == "temperature=0.7"

@@ -9,7 +9,8 @@ columns say it, for every record, in the store's table and in W&B's alike:
 
 - ``settings``: the answer-shaping settings the analysis has no column of its own for, as
   sorted JSON — the model config's keyed fields (every field but those declared with
-  :func:`mip.config.shaping.setting`, its name aside) and the attempts allowed. The budget
+  :func:`mip.config.shaping.setting`, its name aside; a field at the value every config had
+  before the field was keyed, or unset, is left out, so older records read alike). The budget
   (a column by its value), the prompt variant and the strategy are columns of their own.
 - ``instances``: a hash of the pool version and the instance IDs drawn (as a set: every
   pattern presents one draw in its own order).
@@ -33,7 +34,7 @@ from typing import Any
 
 from mip.config import model as model_schemas
 from mip.config.shaping import not_answer_shaping
-from mip.experiment.keys import KEYED_WHEN_SET
+from mip.experiment.keys import KEYED_WHEN_SET, SCHEME_2_MODEL_DEFAULTS
 
 #: Record-config fields the analysis has a column for, or that name rather than shape.
 _NAMED = {"name"}
@@ -62,11 +63,19 @@ def _flat(value: Mapping, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+@cache
+def _old_defaults() -> dict[str, Any]:
+    """Fields every config held at one value when records began to be stored: a record written
+    before its schema had one (no field) and one written after (the value) are alike."""
+    return {**_flat(SCHEME_2_MODEL_DEFAULTS), **KEYED_WHEN_SET["model"]}
+
+
 def _default(name: str, value: Any) -> bool:
     """A value that says nothing was set: empty, or a field's value from before it was keyed."""
     if value is None or value == {} or value == []:
         return True
-    return name in KEYED_WHEN_SET["model"] and value == KEYED_WHEN_SET["model"][name]
+    old = _old_defaults()
+    return name in old and value == old[name]
 
 
 def settings_of(config: Mapping[str, Any]) -> str:
@@ -75,8 +84,6 @@ def settings_of(config: Mapping[str, Any]) -> str:
     skip = _not_shaping() | _NAMED
     out = {k: v for k, v in _flat(model).items() if k not in skip and not any(k.startswith(f"{s}.") for s in skip)
            and not _default(k, v)}
-    if config.get("attempts_made_at_most") is not None:
-        out["attempts"] = config["attempts_made_at_most"]
     return json.dumps(out, sort_keys=True, default=str)
 
 
@@ -98,7 +105,7 @@ def differences(reference: str, other: str) -> str:
     as ``field=value`` words: the name of a slice run under a changed setting."""
     ref, new = json.loads(reference), json.loads(other)
     changed = sorted(k for k in {*ref, *new} if ref.get(k) != new.get(k))
-    return " ".join(f"{k}={_shown(new.get(k))}" for k in changed)
+    return " ".join(f"{k}={_shown(new.get(k, _old_defaults().get(k)))}" for k in changed)
 
 
 def _shown(value: Any) -> str:
