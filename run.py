@@ -53,15 +53,20 @@ def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     sweep = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else None
     # A refusal (exit 2) leaves no job folder behind.
+    # In a sweep a model's refusal stops that model's jobs only: the others run (its summary lists it).
+    refused = () if sweep else (ProviderRefused,)
     try:
         with refusals(hydra_cfg.runtime.output_dir, sweep, ValueError, DataError, BackendSetupError, StoreError,
-                       ProviderRefused):
+                       *refused):
             check_keys(cfg, Config)
             check_sweep_preset(hydra_cfg)
             config: Config = OmegaConf.to_object(cfg)
             if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
                 config.logger.group = run_group(sweep or hydra_cfg.run.dir, config.paths.results_dir)
             summary = run_job(config, hydra_cfg.runtime.output_dir)  # checks the job's settings once (mip.job.check_job)
+    except ProviderRefused as e:  # a sweep's job: said once per model, and the sweep goes on
+        print(f"{'skipped' if e.skipped else 'error'}: {e}", file=sys.stderr, flush=True)
+        return
     except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
         print(f"error: {e}", file=sys.stderr, flush=True)
         e.drain.hand_over()

@@ -232,7 +232,7 @@ class SummaryCallback(Callback):
                                                sweep_eta(self.done, total, start, self.first_done, now))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from mip.tools.summary import describe, unstored_jobs
+        from mip.tools.summary import describe, refused_jobs, unstored_jobs
         from mip.tracking.tracker import sync_hint
 
         SummaryCallback.running = None
@@ -242,6 +242,8 @@ class SummaryCallback(Callback):
               flush=True)
         if hint := sync_hint(offline_runs(folder), sweep=folder):
             print(hint, flush=True)
+        if refused_jobs(folder):
+            sys.exit(2)  # a model was refused (a key, credits, a parameter): fix it, then rerun the same command
         if unstored_jobs(folder):
             sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command
 

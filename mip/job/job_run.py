@@ -98,7 +98,12 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
     policy = getattr(backend, "fail_fast", None)  # a test's stand-in backend may have none
     if policy is not None and todo:  # an earlier job of the sweep stopped this model: send nothing
-        fail_fast.resume(policy, output_dir)
+        try:
+            fail_fast.resume(policy, output_dir)
+        except fail_fast.ProviderRefused as e:
+            summary.unstored, summary.refused = len(todo), str(e)
+            write_manifest(output_dir, cfg, git, summary)
+            raise
     backend.prepare(pools)
 
     claim = _claim(store, cfg, todo, stored_keys, output_dir, new_store) if todo else Claim(None, frozenset())
@@ -111,6 +116,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
             tracker.finish(summary)
             summary.wandb_offline_run = str(tracker.offline_dir or "")
         summary.elapsed_s = round(time.monotonic() - started, 3)
+        summary.refused = (policy.tripped or "") if policy is not None else ""
         write_manifest(output_dir, cfg, git, summary)
     if policy is not None and todo:  # the sweep's later jobs of this model go on from here
         fail_fast.keep(policy, output_dir)

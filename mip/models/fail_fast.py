@@ -72,7 +72,12 @@ def healthy(ident: str | None) -> bool:
 
 
 class ProviderRefused(Exception):
-    """A job stopped by :class:`FailFast`: the message is the one line to print."""
+    """A job stopped by :class:`FailFast`: the message is the one line to print. ``skipped``: the
+    job sent nothing, as an earlier job of the sweep had stopped its model (said once already)."""
+
+    def __init__(self, message: str, skipped: bool = False):
+        super().__init__(message)
+        self.skipped = skipped
 
 
 _PARAMETER = (re.compile(r"unsupported (?:value|parameter)s?:? '([\w.]+)'", re.I),
@@ -247,7 +252,7 @@ def resume(policy: FailFast, output_dir: Path) -> None:
     except (OSError, orjson.JSONDecodeError):
         return
     if found.get("line"):
-        raise ProviderRefused(f"{found['line']} (job {found.get('job', '?')}); this job sent nothing")
+        raise ProviderRefused(f"{found['line']} (job {found.get('job', '?')}); this job sent nothing", skipped=True)
     policy.in_row, policy.answers = int(found.get("in_row") or 0), int(found.get("answers") or 0)
 
 

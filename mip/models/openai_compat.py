@@ -48,6 +48,7 @@ import orjson
 import mip
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
+from mip.models.body_errors import status_in_body
 from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
@@ -259,6 +260,8 @@ class OpenAICompatBackend(Backend):
                  retry: int) -> Completion | Retry:
         """What one reply means: the completion (or a final error) to hand back, else the
         error to retry after and the wait the SDK's rules give (the server's, or backoff)."""
+        if status == 200 and (named := status_in_body(raw)) is not None:
+            status = named  # an error object in a 200 body is the error it names (mip.models.body_errors)
         if status == 200:
             completion = completion_from_body(request_id, raw, latency, endpoint(self._root, "chat/completions"))
             if not completion.error:
