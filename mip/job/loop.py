@@ -20,6 +20,7 @@ from collections import Counter
 import mip
 from mip.experiment import prompts, scoring
 from mip.experiment.scoring import InvalidKind, Verdict
+from mip.experiment.spend import usage_cost
 from mip.store.claims import Claim
 from mip.config import Config, to_plain
 from mip.experiment.planning import Planned
@@ -83,6 +84,7 @@ class JobLoop:
                     self.waiting.forget(stats.failed[given_up:])
                     given_up = len(stats.failed)
                 back.add(completion.id)
+                self.spent(completion)
                 yield completion
         except Stopped:  # the stop's wait ended: what was sent and not answered is dropped (a request
             # handed to the backend but held back, at fail fast's gate or for a free slot, was never sent)
@@ -94,6 +96,11 @@ class JobLoop:
             self.waiting.forget(sent)
             self.summary.calls += stats.calls
             self.summary.errors += stats.errors
+
+    def spent(self, completion: Completion) -> None:
+        """What the provider reported this call cost (``usage.cost``), added to the job's spend."""
+        if (cost := usage_cost(completion.usage)) is not None:
+            self.summary.reported_cost_usd = (self.summary.reported_cost_usd or 0.0) + cost
 
     def _sent(self, requests: Iterable[Request], sent: list[str]) -> Iterator[Request]:
         """``requests`` as they go out, their output limits added up in the summary."""
