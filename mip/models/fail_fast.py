@@ -18,8 +18,8 @@ a sweep's jobs one after another in one process. The memory is the process's own
 disk: a new command, or a SLURM array's job in a process of its own, waits for a first reply.
 
 A retryable reply (408, 409, 429, 5xx, a timeout) keeps its backoff and leaves the count as
-it is. A wait the server asks for (``Retry-After``) longer than ``longest_wait_s`` stops the
-job the same way, with the provider's message and when to run the same command again: a
+it is. A wait the server asks for (``Retry-After``) longer than a minute (``LONGEST_WAIT_S``, or
+the request deadline where that is shorter) stops the job the same way, with the provider's message and when to run the same command again: a
 retry before that time would be refused again.
 
 The count and the stop are kept in ``<sweep folder>/.fail_fast/<model>.json`` (in a sweep
@@ -40,6 +40,7 @@ import asyncio
 import hashlib
 import os
 import re
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
@@ -49,6 +50,10 @@ from typing import Any
 import orjson
 
 LIMIT = 3
+WAIT_LINE_EVERY_S = 10.0
+"""A job says a wait the server asked for at most this often."""
+LONGEST_WAIT_S = 60.0
+"""The longest wait a server may ask for (``Retry-After``) that a job waits out; a longer one stops it."""
 """Refusals in a row that stop a job; also the requests in flight before a first reply."""
 REFUSALS = frozenset({400, 401, 402, 403, 404, 422})
 
@@ -132,7 +137,7 @@ def fix_for(status: int | None, message: str, key_env: str | None = None) -> str
 class FailFast:
     """The fail-fast state of one job's requests; its async methods run on the backend's loop."""
 
-    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, longest_wait_s: float = 3600.0,
+    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, longest_wait_s: float = LONGEST_WAIT_S,
                  ident: str | None = None):
         self.model, self.key_env, self.limit, self.longest_wait_s = model, key_env, limit, longest_wait_s
         self.ident = ident
@@ -148,6 +153,7 @@ class FailFast:
         """The job is stopping (set by the backend's ``stop_sending``): a request waiting at the gate is not sent."""
         self._changed: asyncio.Condition | None = None
         self._waiting = 0
+        self._said_wait = float("-inf")
         """Requests waiting in :meth:`_turn` (only they need a wake-up)."""
 
     def _open(self) -> bool:
@@ -222,14 +228,21 @@ class FailFast:
 
     def wait_too_long(self, seconds: float | None, status: int, message: str) -> bool:
         """Whether a wait the server asked for (None: none) is past ``longest_wait_s``, or the
-        job stopped already: then the job stops."""
-        if seconds is None or seconds <= self.longest_wait_s or self.tripped:
+        job stopped already: then the job stops. A shorter wait is said in one line (at most one
+        every ``WAIT_LINE_EVERY_S``), so a job that waits is never silent."""
+        if seconds is None or self.tripped:
             return bool(self.tripped)
+        if seconds <= self.longest_wait_s:
+            if seconds >= 1 and time.monotonic() - self._said_wait >= WAIT_LINE_EVERY_S:
+                self._said_wait = time.monotonic()
+                print(f"model {self.model}: HTTP {status} \"{' '.join(message.split())[:200]}\" asks to wait "
+                      f"{seconds:,.0f} s (Retry-After); waiting, then trying again", file=sys.stderr, flush=True)
+            return False
         when = datetime.fromtimestamp(time.time() + seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         self.tripped = (f"model {self.model}: HTTP {status} \"{' '.join(message.split())[:300]}\" asks to wait "
-                        f"{seconds:,.0f} s (Retry-After), longer than a request may wait ({self.longest_wait_s:,.0f} s, "
-                        f"model.request_timeout_s); stopped without retrying early. What is stored stays: run the same "
-                        f"command again after {when} to carry on")
+                        f"{seconds:,.0f} s (Retry-After), longer than mip waits within a job "
+                        f"({self.longest_wait_s:,.0f} s); stopped without retrying early. What is stored stays: run the "
+                        f"same command again after {when} to carry on")
         return True
 
 

@@ -14,7 +14,7 @@ for both transports:
 
 - **Retries** are the ``openai`` SDK's: HTTP 408, 409, 429 and 5xx, dropped connections and
   timeouts, up to ``client_max_retries`` times, waiting what the server asks
-  (``retry-after-ms``, ``Retry-After`` in seconds or as a date; a wait past ``request_timeout_s``
+  (``retry-after-ms``, ``Retry-After`` in seconds or as a date; a wait past a minute
   stops the job, :mod:`mip.models.fail_fast`) or else 0.5 s doubling to 8 s, less up to 25 %
   jitter; ``x-should-retry`` decides when sent. Which replies are retried, and after what
   wait, is decided in ``_outcome`` only (the guard retries what raises: drops, timeouts).
@@ -52,7 +52,7 @@ from mip.models.body_errors import status_in_body
 from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
-from mip.models.fail_fast import FailFast, identity
+from mip.models.fail_fast import LONGEST_WAIT_S, FailFast, identity
 from mip.models.overflow import refusal_completion, send_within_window
 from mip.models.served import ServedModel, listed
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
@@ -90,7 +90,8 @@ class OpenAICompatBackend(Backend):
         self._reached: set[str] = set()  # ids of requests sent at least once (reached)
         # Remembered per process by the whole model config (base URL included) and the key: a later job
         # of a model answered here starts with the gate open (mip.models.fail_fast.healthy).
-        self.fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s,
+        self.fail_fast = FailFast(cfg.name, cfg.api_key_env,
+                                  longest_wait_s=min(LONGEST_WAIT_S, cfg.request_timeout_s),
                                   ident=identity(repr(cfg), self._api_key))
 
     def __repr__(self) -> str:  # never show the key
@@ -291,7 +292,7 @@ class OpenAICompatBackend(Backend):
         if self.fail_fast.wait_too_long(asked_wait(headers), status, message):
             self.stop_sending()  # a retry before the asked time would be refused again
             return Completion(request_id, error=f"{error} (not retried: {self.fail_fast.tripped})", latency_s=latency)
-        return Retry(error, retry_delay(headers, retry, longest=self.cfg.request_timeout_s))
+        return Retry(error, retry_delay(headers, retry, longest=self.fail_fast.longest_wait_s))
 
     def _from_requested(self, completion: Completion) -> Completion:  # another model's reply: a failure
         if self._served is None:
