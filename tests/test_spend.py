@@ -30,3 +30,48 @@ def test_a_cost_given_as_text_reaches_the_summary_and_the_report_as_a_number(res
     report = run_entry("analyze.py", f"results=[{results / 'store'}]", f"out_dir={tmp_path / 'out'}", "core=null")
     assert report.returncode == 0, report.stderr[-2000:]
     assert f"gpt_oss_120b ${calls * 0.00012:,.4f}" in (tmp_path / "out" / "report.md").read_text()
+
+
+SEVEN = "pattern=glob(*)"  # a seven-job sweep
+
+
+def test_max_cost_below_the_expected_cost_refuses_the_sweep_before_any_request(results):
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
+        ran = run_entry("run.py", "-m", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL, SEVEN,
+                        "max_cost=0.001", env=KEY)
+    assert ran.returncode == 2 and server.requests == 0, (server.requests, ran.stderr[-1500:])
+    line, = [x for x in ran.stderr.splitlines() if x.startswith("error:")]
+    assert "expected to cost $0.00" in line and "more than max_cost=0.001" in line and "Nothing was launched" in line
+    assert not list(results.rglob("job.json"))
+
+
+def test_max_cost_refuses_a_single_run_before_any_request(results):
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
+        ran = run_entry("run.py", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL,
+                        "max_cost=0.00001", env=KEY)
+    assert ran.returncode == 2 and server.requests == 0 and "more than max_cost=1e-05" in ran.stderr, ran.stderr
+
+
+def test_a_costly_sweep_off_a_terminal_needs_the_cap_or_a_yes(results):
+    """Over ``confirm_cost_above`` without max_cost and no terminal to ask on: refused, sending
+    nothing; ``yes=true`` starts it."""
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}) as server:
+        refused = run_entry("run.py", "-m", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL,
+                            "pattern=random,majority_first", "confirm_cost_above=0.0001", env=KEY)
+        assert refused.returncode == 2 and server.requests == 0, refused.stderr[-1500:]
+        assert "no terminal to confirm it" in refused.stderr and "yes=true" in refused.stderr
+        ran = run_entry("run.py", "-m", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL,
+                        "pattern=random,majority_first", "confirm_cost_above=0.0001", "yes=true", env=KEY)
+    assert ran.returncode == 0, ran.stderr[-1500:]
+    assert len(server.bodies) >= 2
+
+
+def test_a_sweep_whose_reported_spend_reaches_max_cost_stops(results):
+    """Each call reports $0.001 (usage.cost); under a cap of $0.004 the first job stops sending
+    once four are reported, and the later jobs of the sweep send nothing."""
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"}, cost=0.001)}) as server:
+        ran = run_entry("run.py", "-m", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL, SEVEN,
+                        "max_cost=0.004", "model.max_concurrency=1", env=KEY)
+    assert len(server.bodies) == 4, len(server.bodies)
+    assert ran.returncode == 2, ran.stderr[-1500:]
+    assert "max_cost reached" in ran.stderr and "max_cost reached" in ran.stdout  # the line, and the summary's list

@@ -115,7 +115,7 @@ def _jobs_run_here(config: DictConfig) -> bool:
     return not target.endswith("SlurmLauncher")
 
 
-def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None:
+def _sweep_error(config: DictConfig, jobs: list[list[str]] | None, seen: list | None = None) -> str | None:
     """Why a job of the sweep would be refused, asked of every distinct combination of settings
     its jobs get (:func:`_sweep_jobs`) before any job is launched, by the check each job makes
     of itself (:func:`mip.job.check_job`: settings, budget and window, strategy, store, the
@@ -124,7 +124,8 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None
     node's, and each job checks them itself before its first call. Seeds never
     change whether a job can run; patterns are checked on one composition each. A sweeper
     other than Hydra's basic one: the command's fixed settings. ``preflight=only`` runs no job:
-    only the settings its request is made with."""
+    only the settings its request is made with. ``seen`` collects each combination checked, as
+    (its config, what the check built, the jobs it stands for), for the sweep's cost."""
     from dataclasses import replace
 
     from hydra import compose
@@ -142,10 +143,12 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None
         jobs = [[o.input_line for o in parsed if not o.is_sweep_override()]]
     here = _jobs_run_here(config)  # elsewhere (SLURM): the engine and the key are the node's, checked by the job
     combinations: dict[tuple[str, ...], dict[str | None, list[str]]] = {}
+    count: dict[tuple, int] = {}
     for job in jobs:
         rest = tuple(o for o in job if _override_key(o) not in ("seed", "pattern"))
         pattern = next((o.partition("=")[2] for o in job if _override_key(o) == "pattern"), None)
         combinations.setdefault(rest, {}).setdefault(pattern, job)
+        count[rest, pattern] = count.get((rest, pattern), 0) + 1
     for rest, patterns in combinations.items():
         try:
             typed = OmegaConf.to_object(compose(config_name="config", overrides=list(rest)))
@@ -156,10 +159,27 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None
         for pattern, job in patterns.items():
             cfg = replace(typed, pattern=PatternConfig(name=pattern)) if pattern else typed
             try:
-                check_job(cfg, builds_backend=here) if config.preflight != "only" else settings(cfg)
+                checked = check_job(cfg, builds_backend=here) if config.preflight != "only" else settings(cfg)
+                if seen is not None and config.preflight != "only":
+                    seen.append((cfg, checked, count[rest, pattern]))
             except (ValueError, DataError, BackendSetupError) as e:
                 return f"{e}" + (f" (job {' '.join(job)})" if len(combinations) > 1 else "")
     return None
+
+
+def sweep_cost_refusal(config: DictConfig, checked: list) -> str | None:
+    """Why the sweep may not start for what it is expected to cost (:mod:`mip.job.spend_cap`):
+    each checked combination's expected cost (:mod:`mip.job.expected_cost`) times its jobs."""
+    from mip.job.expected_cost import expected_usd
+    from mip.job.spend_cap import refusal
+
+    if config.dry_run or config.preflight == "only" or not checked:
+        return None
+    costs = [expected_usd(cfg, built, said_in=str(config.hydra.sweep.dir)) for cfg, built, _ in checked]
+    if all(c is None for c in costs):  # no priced model: nothing to cap
+        return None
+    expected = sum((c or 0.0) * jobs for c, (_, _, jobs) in zip(costs, checked))
+    return refusal(expected, config.max_cost, config.confirm_cost_above, config.yes)
 
 
 def offline_runs(folder: Path) -> list[Path]:
@@ -213,8 +233,11 @@ class SummaryCallback(Callback):
         self.sweep, self.done = (os.getpid(), len(jobs), time.monotonic()) if jobs else None, 0
         self.folder = Path(config.hydra.sweep.dir)
         SummaryCallback.running = self
-        if error := _sweep_error(config, jobs):
+        checked: list = []
+        if error := _sweep_error(config, jobs, checked):
             _refuse(error)
+        if error := sweep_cost_refusal(config, checked):
+            _refuse(error.removesuffix(" Nothing was sent."))
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         """A sweep's progress, after each of its jobs that runs in the launching process
