@@ -151,6 +151,9 @@ class FailFast:
         """The one line saying why the job stopped; None while it goes on."""
         self.closed = False
         """The job is stopping (set by the backend's ``stop_sending``): a request waiting at the gate is not sent."""
+        self.on_settled: Callable[[], None] | None = None
+        """Called once when the first reply settles the model (the gate opens, or the job stops):
+        a sweep's other processes waiting on it go on (:mod:`mip.models.sweep_gate`)."""
         self._changed: asyncio.Condition | None = None
         self._waiting = 0
         self._said_wait = float("-inf")
@@ -207,7 +210,7 @@ class FailFast:
         remembers the model as healthy (:func:`healthy`) for its later jobs."""
         self.in_row = 0
         self.answers += 1
-        self.replied = True
+        self.accepted()
         if self.ident is not None:
             _ANSWERED.add(self.ident)
 
@@ -215,7 +218,14 @@ class FailFast:
         """A reply that is no refusal and no answer (a context-length verdict, a retryable 429
         or 5xx, a malformed 200): the request got through, so the gate opens; the refusals in a
         row stay as they are."""
-        self.replied = True
+        if not self.replied:
+            self.replied = True
+            self._settled()
+
+    def _settled(self) -> None:
+        hook, self.on_settled = self.on_settled, None
+        if hook is not None:
+            hook()
 
     def refused(self, status: int, message: str) -> bool:
         """A reply no retry can mend; after ``limit`` in a row the job stops: whether it has."""
@@ -224,6 +234,7 @@ class FailFast:
             self.tripped = (f"model {self.model}: stopped after {self.in_row} refusals in a row, HTTP {status} "
                             f"\"{' '.join(message.split())[:300]}\" — {fix_for(status, message, self.key_env)}, then "
                             "run the same command again")
+            self._settled()
         return bool(self.tripped)
 
     def wait_too_long(self, seconds: float | None, status: int, message: str) -> bool:
@@ -243,6 +254,7 @@ class FailFast:
                         f"{seconds:,.0f} s (Retry-After), longer than mip waits within a job "
                         f"({self.longest_wait_s:,.0f} s); stopped without retrying early. What is stored stays: run the "
                         f"same command again after {when} to carry on")
+        self._settled()
         return True
 
 
@@ -267,6 +279,8 @@ def resume(policy: FailFast, output_dir: Path) -> None:
     if found.get("line"):
         raise ProviderRefused(f"{found['line']} (job {found.get('job', '?')}); this job sent nothing", skipped=True)
     policy.in_row, policy.answers = int(found.get("in_row") or 0), int(found.get("answers") or 0)
+    if policy.ident is not None and policy.ident in (found.get("open_for") or []):  # answered in another job
+        policy.replied = True
 
 
 def keep(policy: FailFast, output_dir: Path) -> None:
@@ -275,7 +289,13 @@ def keep(policy: FailFast, output_dir: Path) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # what other jobs of the sweep found stays: a stop, and the model configs that were answered
+        found = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        found = {}
+    opened = set(found.get("open_for") or []) | ({policy.ident} if policy.replied and policy.ident else set())
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps({"model": policy.model, "line": policy.tripped, "in_row": policy.in_row,
-                                  "answers": policy.answers, "job": str(output_dir)}))
+    tmp.write_bytes(orjson.dumps({"model": policy.model, "line": policy.tripped or found.get("line"),
+                                  "in_row": policy.in_row, "answers": policy.answers, "open_for": sorted(opened),
+                                  "job": str(output_dir) if policy.tripped or not found.get("line") else found.get("job")}))
     tmp.replace(path)
