@@ -121,6 +121,10 @@ class Config:
     """A sweep expected to cost more than this (USD) without ``max_cost`` asks for confirmation on a
     terminal, and off one is refused unless ``yes=true``."""
     yes: bool = shaping.setting(False, why="answers yes to the cost confirmation")
+    key_concurrency: Optional[int] = shaping.setting(None, why="how many requests a sweep sends at once")
+    """Requests in flight at most on one model's key across a sweep's jobs that run side by side
+    (jobs at once × model.max_concurrency; a dry run says it): a SLURM array runs fewer jobs at
+    once to fit (mip/entry/sweep_limits.py)."""
     progress: bool = shaping.setting(True, why="a progress bar")
     progress_interval_s: float = shaping.setting(30.0, why="how often progress is said")
     """Off a terminal, a progress line at most this often; while requests are in flight, at least

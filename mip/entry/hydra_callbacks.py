@@ -167,21 +167,6 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None, seen: list | 
     return None
 
 
-def sweep_cost_refusal(config: DictConfig, checked: list) -> str | None:
-    """Why the sweep may not start for what it is expected to cost (:mod:`mip.job.spend_cap`):
-    each checked combination's expected cost (:mod:`mip.job.expected_cost`) times its jobs."""
-    from mip.job.expected_cost import expected_usd
-    from mip.job.spend_cap import refusal
-
-    if config.dry_run or config.preflight == "only" or not checked:
-        return None
-    costs = [expected_usd(cfg, built, said_in=str(config.hydra.sweep.dir)) for cfg, built, _ in checked]
-    if all(c is None for c in costs):  # no priced model: nothing to cap
-        return None
-    expected = sum((c or 0.0) * jobs for c, (_, _, jobs) in zip(costs, checked))
-    return refusal(expected, config.max_cost, config.confirm_cost_above, config.yes)
-
-
 def offline_runs(folder: Path) -> list[Path]:
     """The offline W&B runs the jobs under ``folder`` wrote (their manifests name them)."""
     import json
@@ -236,8 +221,12 @@ class SummaryCallback(Callback):
         checked: list = []
         if error := _sweep_error(config, jobs, checked):
             _refuse(error)
+        from mip.entry.sweep_limits import key_load, sweep_cost_refusal
+
         if error := sweep_cost_refusal(config, checked):
             _refuse(error.removesuffix(" Nothing was sent."))
+        if error := key_load(config, checked):
+            _refuse(error)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         """A sweep's progress, after each of its jobs that runs in the launching process
