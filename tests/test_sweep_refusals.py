@@ -55,3 +55,19 @@ def test_a_200_reply_with_an_error_body_is_read_as_that_error(results):
     assert len(server.bodies) == LIMIT, len(server.bodies)
     assert ran.returncode == 2
     assert "HTTP 402" in ran.stderr and "Insufficient credits" in ran.stderr and "add credits" in ran.stderr
+
+
+def test_a_swept_value_without_m_is_mips_one_line(results):
+    ran = run_entry("run.py", "model=gpt_oss_120b", "pattern=random,majority_first", "dry_run=true")
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    assert "add -m to run one job per value" in ran.stderr and "python run.py -m model=gpt_oss_120b" in ran.stderr
+
+
+def test_an_option_in_the_wrong_case_is_suggested(results):
+    ran = run_entry("run.py", "task=NER", "dry_run=true")
+    assert ran.returncode == 2 and "(did you mean ner?)" in ran.stderr, ran.stderr
+
+
+def test_extra_body_cannot_overwrite_what_mip_sets(results):
+    ran = run_entry("run.py", "model=gpt_oss_120b", "+model.extra_body.temperature=0.7", "dry_run=true")
+    assert ran.returncode == 2 and "model.extra_body sets temperature, which mip sets itself" in ran.stderr, ran.stderr

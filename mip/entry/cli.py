@@ -121,6 +121,9 @@ def check_overrides(args: list[str], schema: type, program: str, refused: dict[s
                     f"`python {program} --help`, e.g. 'pattern=glob(*)'.")
         key = arg.split("=", 1)[0].lstrip("+~").split("@", 1)[0]
         top = key.split(".", 1)[0]
+        if override.is_sweep_override() and not {"-m", "--multirun"} & set(args) and not key.startswith("hydra"):
+            _refuse(f"{arg!r} sweeps {key} over several values: add -m to run one job per value "
+                    f"(`python {program} -m {' '.join(a for a in args if not a.startswith('-'))}`), or give one value.")
         if key in own or (conf and key in groups):
             _refuse_if(values.group_error(conf, key, override))
             continue
