@@ -11,7 +11,7 @@ is refused with the ``model.max_concurrency`` that fits.
 >>> parallel_jobs("hydra._internal.core_plugins.basic_launcher.BasicLauncher", None, 21)
 1
 >>> load("gpt_oss_120b", jobs=21, at_once=21, per_job=32, bound=None)
-'gpt_oss_120b: up to 672 requests in flight on its key (21 jobs at once × model.max_concurrency 32); key_concurrency=N bounds it'
+'gpt_oss_120b: up to 672 requests in flight on its key (21 job(s) at once × model.max_concurrency 32); key_concurrency=N bounds it'
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     first_reply = None  # this job's hold on the model's first reply in a sweep (mip.models.sweep_gate)
     if policy is not None and todo:  # an earlier job of the sweep stopped this model: send nothing
         try:
-            fail_fast.resume(policy, output_dir)
+            sweep_gate.resume(policy, output_dir)
             first_reply = sweep_gate.hold(policy, output_dir)  # parallel jobs: one sends until a reply settles it
         except fail_fast.ProviderRefused as e:
             summary.unstored, summary.refused = len(todo), str(e)
@@ -114,7 +114,6 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
             raise
     try:
         backend.prepare(pools)
-
         claim = _claim(store, cfg, todo, stored_keys, output_dir, new_store) if todo else Claim(None, frozenset())
         with Drain(cfg.stop_grace_s) as stop:
             tracker = _call(cfg, strategy, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
@@ -127,23 +126,30 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
             summary.elapsed_s = round(time.monotonic() - started, 3)
             summary.refused = (policy.tripped if policy is not None else None) or summary.refused
             write_manifest(output_dir, cfg, git, summary)
-        if policy is not None and todo:  # the sweep's later jobs of this model go on from here
-            fail_fast.keep(policy, output_dir)
-            if policy.tripped:  # stopped after refusals no retry mends
-                raise fail_fast.ProviderRefused(f"{policy.tripped} ({summary.stored_now} stored now; the "
-                                                f"manifest is in {output_dir})")
-        if summary.refused:  # max_cost reached (mip.job.spend_cap)
-            raise fail_fast.ProviderRefused(f"{summary.refused} ({summary.stored_now} stored now; the manifest is in "
-                                            f"{output_dir})")
-        if stop.requested:
-            raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
-                             f"{summary.stored_now} stored now, {summary.unstored} left unstored"
-                             f"{f' ({summary.dropped} request(s) in flight dropped)' if summary.dropped else ''}; "
-                             f"the manifest is in {output_dir}. Run the same command again to carry on.", stop)
+        _after(policy, todo, summary, output_dir, stop)
         return summary
     finally:
         if first_reply is not None:  # a job that ended before a reply settled the model: the next may try
             first_reply.release()
+
+
+def _after(policy: fail_fast.FailFast | None, todo: list[Planned], summary: JobSummary, output_dir: Path,
+           stop: Drain) -> None:
+    """Once the calls are over: the sweep's later jobs of the model go on from what this one
+    learnt; a job stopped (refusals, ``max_cost``, a signal) raises what to print."""
+    if policy is not None and todo:  # the sweep's later jobs of this model go on from here
+        sweep_gate.keep(policy, output_dir)
+        if policy.tripped:  # stopped after refusals no retry mends
+            raise fail_fast.ProviderRefused(f"{policy.tripped} ({summary.stored_now} stored now; the "
+                                            f"manifest is in {output_dir})")
+    if summary.refused:  # max_cost reached (mip.job.spend_cap)
+        raise fail_fast.ProviderRefused(f"{summary.refused} ({summary.stored_now} stored now; the manifest is in "
+                                        f"{output_dir})")
+    if stop.requested:
+        raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
+                         f"{summary.stored_now} stored now, {summary.unstored} left unstored"
+                         f"{f' ({summary.dropped} request(s) in flight dropped)' if summary.dropped else ''}; "
+                         f"the manifest is in {output_dir}. Run the same command again to carry on.", stop)
 
 
 def _in_sweep(output_dir: Path) -> bool:

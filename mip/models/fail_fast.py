@@ -23,7 +23,7 @@ the request deadline where that is shorter) stops the job the same way, with the
 retry before that time would be refused again.
 
 The count and the stop are kept in ``<sweep folder>/.fail_fast/<model>.json`` (in a sweep
-only): refusals in a row count across the sweep's jobs of a model (:func:`keep`), and each
+only, :mod:`mip.models.sweep_gate`): refusals in a row count across the sweep's jobs of a model (:func:`keep`), and each
 later job of the sweep for a stopped model ends at its start with the same line, before it
 sends anything (:func:`resume`). A new command is a new sweep: it tries again.
 
@@ -38,16 +38,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
-
-import orjson
 
 LIMIT = 3
 WAIT_LINE_EVERY_S = 10.0
@@ -137,9 +133,11 @@ def fix_for(status: int | None, message: str, key_env: str | None = None) -> str
 class FailFast:
     """The fail-fast state of one job's requests; its async methods run on the backend's loop."""
 
-    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, longest_wait_s: float = LONGEST_WAIT_S,
+    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, request_timeout_s: float = 3600.0,
                  ident: str | None = None):
-        self.model, self.key_env, self.limit, self.longest_wait_s = model, key_env, limit, longest_wait_s
+        self.model, self.key_env, self.limit = model, key_env, limit
+        self.longest_wait_s = min(LONGEST_WAIT_S, request_timeout_s)
+        """The longest ``Retry-After`` waited out: a minute, or the request deadline where shorter."""
         self.ident = ident
         """:func:`identity` of the model, key and base URL; None: not remembered across jobs."""
         self.in_row = 0
@@ -256,46 +254,3 @@ class FailFast:
                         f"same command again after {when} to carry on")
         self._settled()
         return True
-
-
-def _marker(output_dir: Path, model: str) -> Path | None:
-    """Where a sweep keeps ``model``'s fail-fast state: in the sweep folder (the one with
-    Hydra's ``multirun.yaml``); None for a single run."""
-    sweep = Path(output_dir).resolve().parent
-    return sweep / ".fail_fast" / f"{model}.json" if (sweep / "multirun.yaml").exists() else None
-
-
-def resume(policy: FailFast, output_dir: Path) -> None:
-    """Start from where the sweep's earlier jobs of this model left the count (a job of a small
-    sweep may send fewer requests than ``LIMIT``); raise :class:`ProviderRefused` when one of
-    them stopped it."""
-    path = _marker(output_dir, policy.model)
-    if path is None or not path.exists():
-        return
-    try:
-        found = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return
-    if found.get("line"):
-        raise ProviderRefused(f"{found['line']} (job {found.get('job', '?')}); this job sent nothing", skipped=True)
-    policy.in_row, policy.answers = int(found.get("in_row") or 0), int(found.get("answers") or 0)
-    if policy.ident is not None and policy.ident in (found.get("open_for") or []):  # answered in another job
-        policy.replied = True
-
-
-def keep(policy: FailFast, output_dir: Path) -> None:
-    """Keep the count (and the stop, if any) for the sweep's later jobs of this model."""
-    path = _marker(output_dir, policy.model)
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:  # what other jobs of the sweep found stays: a stop, and the model configs that were answered
-        found = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        found = {}
-    opened = set(found.get("open_for") or []) | ({policy.ident} if policy.replied and policy.ident else set())
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps({"model": policy.model, "line": policy.tripped or found.get("line"),
-                                  "in_row": policy.in_row, "answers": policy.answers, "open_for": sorted(opened),
-                                  "job": str(output_dir) if policy.tripped or not found.get("line") else found.get("job")}))
-    tmp.replace(path)

@@ -24,11 +24,9 @@ for both transports:
   with them); a 3xx is an error that names where it pointed. ``check()`` refuses a redirect
   to another origin the same way.
 
-Whatever still fails — including an HTTP 200 that is no model's answer: a body that carries
-an error, no choices, a choice without a readable message, or no JSON at all (its first
-bytes go to the job's log, without the key) — comes back as a :class:`Completion` with
-``error`` set: an infrastructure failure, never a verdict. A context-length refusal is the
-one refusal that is a verdict: ``input_overflow`` (:mod:`mip.models.overflow`).
+A 200 whose body is an error object is the HTTP error it names (:mod:`mip.models.body_errors`); another 200 that
+is no model's answer (its first bytes logged, without the key) is a :class:`Completion` with ``error``: an
+infrastructure failure, never a verdict. The one verdict: a context-length refusal (:mod:`mip.models.overflow`).
 """
 
 from __future__ import annotations
@@ -52,7 +50,7 @@ from mip.models.body_errors import status_in_body
 from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
-from mip.models.fail_fast import LONGEST_WAIT_S, FailFast, identity
+from mip.models.fail_fast import FailFast, identity
 from mip.models.overflow import refusal_completion, send_within_window
 from mip.models.served import ServedModel, listed
 from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
@@ -90,8 +88,7 @@ class OpenAICompatBackend(Backend):
         self._reached: set[str] = set()  # ids of requests sent at least once (reached)
         # Remembered per process by the whole model config (base URL included) and the key: a later job
         # of a model answered here starts with the gate open (mip.models.fail_fast.healthy).
-        self.fail_fast = FailFast(cfg.name, cfg.api_key_env,
-                                  longest_wait_s=min(LONGEST_WAIT_S, cfg.request_timeout_s),
+        self.fail_fast = FailFast(cfg.name, cfg.api_key_env, request_timeout_s=cfg.request_timeout_s,
                                   ident=identity(repr(cfg), self._api_key))
 
     def __repr__(self) -> str:  # never show the key
@@ -261,8 +258,7 @@ class OpenAICompatBackend(Backend):
                  retry: int) -> Completion | Retry:
         """What one reply means: the completion (or a final error) to hand back, else the
         error to retry after and the wait the SDK's rules give (the server's, or backoff)."""
-        if status == 200 and (named := status_in_body(raw)) is not None:
-            status = named  # an error object in a 200 body is the error it names (mip.models.body_errors)
+        status = (status_in_body(raw) or status) if status == 200 else status  # a 200 error body: its status
         if status == 200:
             completion = completion_from_body(request_id, raw, latency, endpoint(self._root, "chat/completions"))
             if not completion.error:

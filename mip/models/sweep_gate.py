@@ -7,7 +7,7 @@ them all (21 jobs × 3). Here the first job of a model takes a lock beside the s
 marker (``<sweep>/.fail_fast/<model>.lock``) and holds it until its first reply settles the
 model (:attr:`mip.models.fail_fast.FailFast.on_settled`): answered, the marker says so and the
 jobs waiting start with the gate open; refused, the marker holds the stop and they send nothing
-(:func:`mip.models.fail_fast.resume`). A job that ends or dies while holding it frees it (the
+(:func:`resume`). A job that ends or dies while holding it frees it (the
 lock is the process's: ``flock``). Outside a sweep, or once this process saw the model answer,
 nothing waits.
 
@@ -24,9 +24,54 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mip.models.fail_fast import FailFast, _marker, keep, resume
+import orjson
+
+from mip.models.fail_fast import FailFast, ProviderRefused
 
 POLL_S = 0.1
+
+
+def _marker(output_dir: Path, model: str) -> Path | None:
+    """Where a sweep keeps ``model``'s fail-fast state: in the sweep folder (the one with
+    Hydra's ``multirun.yaml``); None for a single run."""
+    sweep = Path(output_dir).resolve().parent
+    return sweep / ".fail_fast" / f"{model}.json" if (sweep / "multirun.yaml").exists() else None
+
+
+def resume(policy: FailFast, output_dir: Path) -> None:
+    """Start from where the sweep's earlier jobs of this model left the count (a job of a small
+    sweep may send fewer requests than ``LIMIT``); raise :class:`ProviderRefused` when one of
+    them stopped it."""
+    path = _marker(output_dir, policy.model)
+    if path is None or not path.exists():
+        return
+    try:
+        found = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if found.get("line"):
+        raise ProviderRefused(f"{found['line']} (job {found.get('job', '?')}); this job sent nothing", skipped=True)
+    policy.in_row, policy.answers = int(found.get("in_row") or 0), int(found.get("answers") or 0)
+    if policy.ident is not None and policy.ident in (found.get("open_for") or []):  # answered in another job
+        policy.replied = True
+
+
+def keep(policy: FailFast, output_dir: Path) -> None:
+    """Keep the count (and the stop, if any) for the sweep's later jobs of this model."""
+    path = _marker(output_dir, policy.model)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:  # what other jobs of the sweep found stays: a stop, and the model configs that were answered
+        found = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        found = {}
+    opened = set(found.get("open_for") or []) | ({policy.ident} if policy.replied and policy.ident else set())
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(orjson.dumps({"model": policy.model, "line": policy.tripped or found.get("line"),
+                                  "in_row": policy.in_row, "answers": policy.answers, "open_for": sorted(opened),
+                                  "job": str(output_dir) if policy.tripped or not found.get("line") else found.get("job")}))
+    tmp.replace(path)
 
 
 class Held:
