@@ -15,6 +15,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 
+CHECK_LINE_EVERY_S = 5.0
+"""A sweep's checks before launch say how far they are at most this often."""
+
+
 def _check_writable(config: DictConfig) -> None:
     """Refuse, in one line, a results folder that cannot be written or is full, before Hydra
     creates the job folder in it (its OSError would come as a traceback, after a 0-byte
@@ -149,7 +153,11 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None, seen: list | 
         pattern = next((o.partition("=")[2] for o in job if _override_key(o) == "pattern"), None)
         combinations.setdefault(rest, {}).setdefault(pattern, job)
         count[rest, pattern] = count.get((rest, pattern), 0) + 1
-    for rest, patterns in combinations.items():
+    said = time.monotonic()
+    for done, (rest, patterns) in enumerate(combinations.items()):
+        if time.monotonic() - said >= CHECK_LINE_EVERY_S:  # a long check says how far it is
+            said = time.monotonic()
+            print(f"  checked {done} of {len(combinations)} distinct job settings …", flush=True)
         try:
             typed = OmegaConf.to_object(compose(config_name="config", overrides=list(rest)))
         except Exception:  # noqa: BLE001 - a key the schema lacks: run.py's check_keys names it

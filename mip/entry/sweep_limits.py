@@ -53,11 +53,13 @@ def bounded(launcher: str, per_job: int, bound: int, model: str) -> tuple[int | 
 def sweep_cost_refusal(config: DictConfig, checked: list) -> str | None:
     """Why the sweep may not start for what it is expected to cost (:mod:`mip.job.spend_cap`):
     each checked combination's expected cost (:mod:`mip.job.expected_cost`) times its jobs."""
-    from mip.job.expected_cost import expected_usd
+    from mip.job.expected_cost import expected_usd, priced
     from mip.job.spend_cap import refusal
 
     if config.dry_run or config.preflight == "only" or not checked:
         return None
+    if len(checked) >= 10 and any(priced(cfg) for cfg, _, _ in checked):  # seconds: said
+        print(f"  counting the expected cost of {len(checked)} distinct job settings …", flush=True)
     costs = [expected_usd(cfg, built, said_in=str(config.hydra.sweep.dir)) for cfg, built, _ in checked]
     if all(c is None for c in costs):  # no priced model: nothing to cap
         return None
