@@ -9,6 +9,7 @@
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from mip.job.notices import first_time
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.models.fail_fast import ProviderRefused
-from mip.entry.hydra_callbacks import stopped
+from mip.entry.stops import stopped, stopped_in_job
 from mip.entry.refusals import refusals
 from mip.tools.summary import describe
 from mip.tracking.tracker import run_group, sync_hint
@@ -69,6 +70,8 @@ def main(cfg: DictConfig) -> None:
         return
     except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
         print(f"error: {e}", file=sys.stderr, flush=True)
+        if signal.SIGINT in e.drain.received:  # Ctrl-C: the summary so far and the command that carries on
+            stopped_in_job("Ctrl-C", sys.argv[1:], hydra_cfg.runtime.output_dir)
         e.drain.hand_over()
     job = f"[{hydra_cfg.job.override_dirname or 'defaults'}]"
     if summary.dry_run:  # one line a job: a sweep's summary splits the cost by slice and task

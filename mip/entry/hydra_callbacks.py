@@ -266,28 +266,3 @@ class SummaryCallback(Callback):
             sys.exit(2)  # a model was refused (a key, credits, a parameter): fix it, then rerun the same command
         if unstored_jobs(folder):
             sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command
-
-
-def stopped(how: str, command: list[str], program: str = "run.py") -> int:
-    """Say, when a stop (Ctrl-C) ends a run or sweep outside a job's own drained stop (between
-    jobs, before a job calls): the sweep's summary so far, then one line with how far it got and
-    the command that carries on from what is stored. Returns the exit code (130, as for SIGINT)."""
-    import shlex
-
-    from mip.tools.summary import describe
-
-    from mip.config.redact import mask_text, typed_secrets
-
-    rerun = mask_text(" ".join(["python", program, *map(shlex.quote, command)]), typed_secrets(command))  # keys typed: ***
-    running = SummaryCallback.running
-    if running is None or running.folder is None:
-        print(f"error: stopped by {how} before the job called a model; nothing was paid. Run the same command "
-              f"again to start it: {rerun}", file=sys.stderr, flush=True)
-        return 130
-    total = running.sweep[1] if running.sweep else "?"
-    if running.folder.is_dir() and any(running.folder.rglob("job.json")):
-        print("\n== sweep summary (stopped) ==\n" + describe(running.folder), flush=True)
-    print(f"error: stopped by {how} after {running.done}/{total} jobs of the sweep in {running.folder}; what they "
-          f"stored is kept. Run the same command again to carry on (what is stored is not asked again): {rerun}",
-          file=sys.stderr, flush=True)
-    return 130
