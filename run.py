@@ -9,6 +9,7 @@
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from mip.job.notices import first_time
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.models.fail_fast import ProviderRefused
-from mip.entry.hydra_callbacks import stopped
+from mip.entry.stops import stopped, stopped_in_job
 from mip.entry.refusals import refusals
 from mip.tools.summary import describe
 from mip.tracking.tracker import run_group, sync_hint
@@ -53,17 +54,24 @@ def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     sweep = hydra_cfg.sweep.dir if hydra_cfg.mode == RunMode.MULTIRUN else None
     # A refusal (exit 2) leaves no job folder behind.
+    # In a sweep a model's refusal stops that model's jobs only: the others run (its summary lists it).
+    refused = () if sweep else (ProviderRefused,)
     try:
         with refusals(hydra_cfg.runtime.output_dir, sweep, ValueError, DataError, BackendSetupError, StoreError,
-                       ProviderRefused):
+                       *refused):
             check_keys(cfg, Config)
             check_sweep_preset(hydra_cfg)
             config: Config = OmegaConf.to_object(cfg)
             if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
                 config.logger.group = run_group(sweep or hydra_cfg.run.dir, config.paths.results_dir)
             summary = run_job(config, hydra_cfg.runtime.output_dir)  # checks the job's settings once (mip.job.check_job)
+    except ProviderRefused as e:  # a sweep's job: said once per model, and the sweep goes on
+        print(f"{'skipped' if e.skipped else 'error'}: {e}", file=sys.stderr, flush=True)
+        return
     except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
         print(f"error: {e}", file=sys.stderr, flush=True)
+        if signal.SIGINT in e.drain.received:  # Ctrl-C: the summary so far and the command that carries on
+            stopped_in_job("Ctrl-C", sys.argv[1:], hydra_cfg.runtime.output_dir)
         e.drain.hand_over()
     job = f"[{hydra_cfg.job.override_dirname or 'defaults'}]"
     if summary.dry_run:  # one line a job: a sweep's summary splits the cost by slice and task

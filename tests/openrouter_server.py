@@ -37,6 +37,13 @@ With ``pricing={"prompt": "…", "completion": "…"}`` the model listing (``GET
 without a key) gives the model that ``pricing`` object, USD per token as strings
 (https://openrouter.ai/docs/api-reference/list-available-models).
 
+``refuse_models={model id: (status, message)}`` refuses only that model's chat requests (one model of a
+sweep refused, the others answered), and ``also_list`` adds model ids to the listing. ``error_body=(code,
+message)`` answers every chat request with HTTP 200 and that error object in the body, as OpenRouter does
+for an error met once the model started processing the request ("Otherwise, the returned HTTP response
+status will be 200 and any error occurred while the LLM is producing the output will be emitted in the
+response body", https://openrouter.ai/docs/api/reference/errors-and-debugging, read 2026-12-06). ``cost_as`` sends ``usage.cost`` as that JSON type (``str``: ``"0.0004"``).
+
 ``delay`` seconds pass before each chat request is answered (a slow refusal); with ``gather=N``
 a chat request is held until N are in flight at once (or ``delay`` passes), and ``peak_before_reply``
 is the most chat requests in flight before the server sent its first chat reply (since
@@ -72,8 +79,12 @@ class OpenRouterServer(LocalServer):
     def __init__(self, providers: dict[str, Provider], key: str = "sk-or-test", model: str = "openai/gpt-oss-120b",
                  think_tokens: int = 3000, answer_tokens: int = 400, inline_thoughts: bool = False, google: bool = False,
                  refuse: tuple[int, str] | None = None, retry_after: int | None = None, delay: float = 0.0,
-                 gather: int | None = None, pricing: dict[str, str] | None = None):
+                 gather: int | None = None, pricing: dict[str, str] | None = None,
+                 refuse_models: dict[str, tuple[int, str]] | None = None, also_list: tuple[str, ...] = (),
+                 error_body: tuple[int, str] | None = None, cost_as: type = float):
         super().__init__()
+        self.refuse_models, self.also_list, self.error_body, self.cost_as = refuse_models or {}, also_list, error_body, cost_as
+        self.chats_by_model: dict[str, int] = {}
         self.pricing = pricing
         self.refuse, self.retry_after, self.requests = refuse, retry_after, 0
         self.delay, self.gather = delay, gather
@@ -95,12 +106,13 @@ class OpenRouterServer(LocalServer):
     async def route(self, method: str, path: str, body: bytes, writer, reader=None) -> bool:
         self.requests += 1
         if method == "GET" and path.endswith("/models"):
-            await self._send(writer, 200, {"data": [{"id": self.model,
-                                                      **({"pricing": self.pricing} if self.pricing else {})}]})
+            await self._send(writer, 200, {"data": [{"id": m, **({"pricing": self.pricing} if self.pricing else {})}
+                                                     for m in (self.model, *self.also_list)]})
             return True
         headers = self.headers_seen[-1]
         request = json.loads(body)
         self.bodies.append(request)
+        self.chats_by_model[request.get("model")] = self.chats_by_model.get(request.get("model"), 0) + 1
         self.in_flight += 1
         try:
             if not self._replied:
@@ -123,8 +135,13 @@ class OpenRouterServer(LocalServer):
             waited += 0.02
 
     async def _chat(self, request: dict, headers: dict, writer) -> bool:
-        if self.refuse:
-            status, message = self.refuse
+        if self.error_body:
+            code, message = self.error_body
+            await self._send(writer, 200, {"id": "gen-1", "object": "chat.completion", "choices": [],
+                                           "error": {"code": code, "message": message}})
+            return True
+        if self.refuse or request.get("model") in self.refuse_models:
+            status, message = self.refuse or self.refuse_models[request["model"]]
             await self._send(writer, status, {"error": {"code": status, "message": message}},
                              f"Retry-After: {self.retry_after}\r\n" if self.retry_after is not None else "")
             return True
@@ -184,4 +201,4 @@ class OpenRouterServer(LocalServer):
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": 60, "completion_tokens": reasoning + answer, "total_tokens": 60 + reasoning + answer,
                           "completion_tokens_details": {"reasoning_tokens": reasoning},
-                          **({"cost": provider.cost} if provider.cost is not None else {})}}
+                          **({"cost": self.cost_as(provider.cost)} if provider.cost is not None else {})}}

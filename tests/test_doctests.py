@@ -75,7 +75,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.models.transports": _MODEL,
     "mip.tools.preflight": _MODEL,
     "mip.entry.preflight_hook": _HYDRA,
-    "mip.analysis.report": _STORE,
     "mip.analysis.report.strategy_section": _FIGURE,
     "mip.analysis.report.trace_figures": _FIGURE,
     "mip.analysis.report.variant_figures": _FIGURE,

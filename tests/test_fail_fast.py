@@ -66,15 +66,26 @@ def test_a_later_job_of_the_sweep_sends_nothing_after_a_stop(results, tmp_path):
     assert "an earlier job" not in ran.stderr and "HTTP 401" in ran.stderr and "this job sent nothing" in ran.stderr
 
 
-def test_a_retry_after_longer_than_a_request_may_wait_stops_the_job(results):
-    """429 with Retry-After past the request deadline: stopped with the provider's message and
-    when to run again, not retried early."""
+@pytest.mark.parametrize("wait", [3600, 7200])
+def test_a_retry_after_past_a_minute_stops_the_job_with_when_to_rerun(results, wait):
+    """429 with Retry-After of an hour or two, at the default request deadline (an hour): stopped
+    at the first reply with the provider's message and when to run again, not waited out (OpenRouter
+    sends Retry-After on 429, https://openrouter.ai/docs/api/reference/errors-and-debugging)."""
     with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}, refuse=(429, "Rate limit exceeded"),
-                          retry_after=7200) as server:
-        ran = _sweep(server, "model.request_timeout_s=60")
+                          retry_after=wait) as server:
+        ran = _sweep(server)
     assert len(server.bodies) <= LIMIT and ran.returncode == 2
-    assert "Rate limit exceeded" in ran.stderr and "asks to wait 7,200 s" in ran.stderr
-    assert "run the same command again after" in ran.stderr
+    assert "Rate limit exceeded" in ran.stderr and f"asks to wait {wait:,} s" in ran.stderr
+    assert "run the same command again after" in ran.stderr and " UTC to carry on" in ran.stderr
+
+
+def test_a_retry_after_under_a_minute_is_said_in_a_line(results):
+    with OpenRouterServer({"DeepInfra": Provider({"temperature", "max_tokens"})}, refuse=(429, "Rate limit exceeded"),
+                          retry_after=1) as server:
+        ran = run_entry("run.py", "model=gpt_oss_120b", f"model.base_url={server.base_url}", *SMALL,
+                        "model.client_max_retries=1", env=KEY)
+    assert len(server.bodies) > LIMIT and ran.returncode == 1  # waited, tried again, its tries spent: not stopped
+    assert "asks to wait 1 s (Retry-After); waiting, then trying again" in ran.stderr
 
 
 def test_a_short_retry_after_is_honoured_and_answers_go_on(results):

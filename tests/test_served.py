@@ -35,7 +35,6 @@ def test_a_documented_alias_is_the_requested_model(requested, base_url, served):
     ("gpt-4o", OPENAI, "gpt-4o-mini-2024-07-18"),
     ("openai/gpt-oss-120b", OPENROUTER, "openai/gpt-oss-20b"),
     ("~anthropic/claude-opus-latest", OPENROUTER, "openai/gpt-5"),
-    ("fake-model", LOCAL, "fake-model-2024-08-06"),  # dated aliases are OpenAI's and OpenRouter's, not any server's
     ("Qwen/Qwen3-8B", LOCAL, "Qwen/Qwen3-0.6B"),
     ("Qwen/Qwen3-8B@v2", LOCAL, "Qwen/Qwen3-8B@main"),  # a revision asked for is that revision
 ])
@@ -76,3 +75,23 @@ def test_another_model_answering_every_request_stops_the_job_after_a_few(results
     assert asked <= 5, asked  # three in a row stop it; one more may have gone out as a slot freed
     assert records(results) == []
     assert "another model answers for this model id" in out.stderr + out.stdout
+
+
+@pytest.mark.parametrize("requested, served", [
+    ("openai/gpt-oss-120b", "gpt-oss-120b"),  # a proxy that strips the provider prefix
+    ("Qwen/Qwen3-8B", "qwen/qwen3-8b"),  # a lower-cased id
+    ("openai/gpt-oss-120b", "gpt-oss-120b-2025-08-05"),  # a dated id on another host
+    ("fake-model", "fake-model-2024-08-06"),  # (was refused on a local server: the same id, dated)
+])
+def test_the_same_id_up_to_prefix_case_or_date_is_the_requested_model(requested, served):
+    assert ServedModel(requested, "http://127.0.0.1:8000/v1").mismatch(served) is None
+
+
+def test_vllms_other_served_names_of_the_same_weights_are_the_requested_model():
+    """vLLM lists each ``--served-model-name`` with the same ``root`` and answers with the first
+    (https://docs.vllm.ai/en/latest/cli/serve.html, --served-model-name)."""
+    listing = [{"id": "qwen3-8b", "root": "/models/Qwen3-8B"}, {"id": "my-model", "root": "/models/Qwen3-8B"},
+               {"id": "other", "root": "/models/Llama"}]
+    served = ServedModel("my-model", "http://127.0.0.1:8000/v1", same_models(listing, "my-model"))
+    assert served.mismatch("qwen3-8b") is None
+    assert served.mismatch("other") is not None and served.mismatch("llama-3-70b") is not None

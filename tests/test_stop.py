@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -68,6 +69,9 @@ def test_a_stop_stores_the_replies_in_flight_and_the_rerun_pays_nothing_twice(re
         assert sum(server.answered.values()) == LIMIT == len(records(results))  # every reply delivered is stored
         assert manifest(results)["stopped_by"] == sig.name
         assert f"error: stopped by {sig.name}: {LIMIT} stored now" in err and "Traceback" not in err
+        if sig == signal.SIGINT:  # Ctrl-C inside a job: the summary so far and the command that carries on
+            assert "== run summary (stopped) ==" in out, out[-2000:]
+            assert err.strip().splitlines()[-1].endswith("python run.py " + " ".join(map(shlex.quote, args))), err[-1000:]
         rerun = run_py(*args)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         calls = dict(server.calls)

@@ -25,6 +25,8 @@ from mip.analysis import folders, slices
 from mip.config import budgets
 from mip.experiment.identity import differences, instances_of, settings_of
 from mip.experiment.records import Record, budget_limits, counted_attempt
+from mip.experiment import spend
+from mip.experiment.spend import usage_cost
 from mip.experiment.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, quarantined
 from mip.store.quarantine import moved_what
@@ -77,7 +79,7 @@ def record_row(record: Record) -> dict:
     stage = counted.stages[-1] if counted and counted.stages else None
     usage = stage.usage if stage else {}
     stages = [s for a in record.attempts for s in a.stages]
-    costs = [s.usage.get("cost") for s in stages if isinstance(s.usage, dict) and s.usage.get("cost") is not None]
+    costs = [usage_cost(s.usage) for s in stages]  # usage.cost as the server sent it: a number, or text
     return {
         **_strategy_columns(record),
         "calls": len(stages),
@@ -97,7 +99,7 @@ def record_row(record: Record) -> dict:
         "prompt_tokens": record.prompt_tokens,
         "completion_tokens": sum(s.completion_tokens or 0 for s in stages) if stages else None,
         "reasoning_tokens": stage.reasoning_tokens if stage else None,
-        "cost": sum(costs) if costs else (usage.get("cost") if isinstance(usage, dict) else None),
+        "cost": spend.total(costs) if any(c is not None for c in costs) else usage_cost(usage),
         "attempts": len(record.attempts),
         "key_scheme": record.key_scheme,
         "scoring_rule": record.scoring_rule or 1,

@@ -113,6 +113,18 @@ class Config:
     """off | only (one request per model and body of the command, reported and kept under
     results/preflight/; no job runs) | required (refuse, exit 2, unless a passing preflight of
     each model's body is on file); see mip.tools.preflight."""
+    max_cost: Optional[float] = shaping.setting(None, why="a cap on what a sweep may cost, in USD; no answer changes")
+    """USD a sweep (or a single run) may cost at most: a sweep expected to cost more (the dry run's
+    expected cost, at the model's prices) is refused before any request, and one whose
+    provider-reported spend (``usage.cost``) reaches it stops (mip/entry/spend_gate.py)."""
+    confirm_cost_above: float = shaping.setting(20.0, why="when a sweep asks before it spends")
+    """A sweep expected to cost more than this (USD) without ``max_cost`` asks for confirmation on a
+    terminal, and off one is refused unless ``yes=true``."""
+    yes: bool = shaping.setting(False, why="answers yes to the cost confirmation")
+    key_concurrency: Optional[int] = shaping.setting(None, why="how many requests a sweep sends at once")
+    """Requests in flight at most on one model's key across a sweep's jobs that run side by side
+    (jobs at once × model.max_concurrency; a dry run says it): a SLURM array runs fewer jobs at
+    once to fit (mip/entry/sweep_limits.py)."""
     progress: bool = shaping.setting(True, why="a progress bar")
     progress_interval_s: float = shaping.setting(30.0, why="how often progress is said")
     """Off a terminal, a progress line at most this often; while requests are in flight, at least

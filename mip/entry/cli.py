@@ -137,6 +137,21 @@ def check_overrides(args: list[str], schema: type, program: str, refused: dict[s
             _refuse_if(values.option_key_error(conf, top, chosen, key, override))
         elif conf:
             _refuse_if(values.value_error(schema, key, override))
+    _refuse_if(_swept_without_m(args, program))
+
+
+def _swept_without_m(args: list[str], program: str) -> str | None:
+    """A value swept (``pattern=a,b``) without ``-m``: Hydra's own message is several lines."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if {"-m", "--multirun"} & set(args):
+        return None
+    for arg in (a for a in args if "=" in a and not a.startswith(("-", "hydra"))):
+        if OverridesParser.create().parse_overrides([arg])[0].is_sweep_override():
+            shown = " ".join(a for a in args if not a.startswith("-"))
+            return (f"{arg!r} sweeps {arg.split('=', 1)[0].lstrip('+~')} over several values: add -m to run one "
+                    f"job per value (`python {program} -m {shown}`), or give one value.")
+    return None
 
 
 #: Hydra's flags that take the next argument as their value (``--cfg job``, ``-cn analyze`` …).

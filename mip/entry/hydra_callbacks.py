@@ -15,6 +15,10 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 
+CHECK_LINE_EVERY_S = 5.0
+"""A sweep's checks before launch say how far they are at most this often."""
+
+
 def _check_writable(config: DictConfig) -> None:
     """Refuse, in one line, a results folder that cannot be written or is full, before Hydra
     creates the job folder in it (its OSError would come as a traceback, after a 0-byte
@@ -115,7 +119,7 @@ def _jobs_run_here(config: DictConfig) -> bool:
     return not target.endswith("SlurmLauncher")
 
 
-def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None:
+def _sweep_error(config: DictConfig, jobs: list[list[str]] | None, seen: list | None = None) -> str | None:
     """Why a job of the sweep would be refused, asked of every distinct combination of settings
     its jobs get (:func:`_sweep_jobs`) before any job is launched, by the check each job makes
     of itself (:func:`mip.job.check_job`: settings, budget and window, strategy, store, the
@@ -124,7 +128,8 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None
     node's, and each job checks them itself before its first call. Seeds never
     change whether a job can run; patterns are checked on one composition each. A sweeper
     other than Hydra's basic one: the command's fixed settings. ``preflight=only`` runs no job:
-    only the settings its request is made with."""
+    only the settings its request is made with. ``seen`` collects each combination checked, as
+    (its config, what the check built, the jobs it stands for), for the sweep's cost."""
     from dataclasses import replace
 
     from hydra import compose
@@ -142,11 +147,17 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None
         jobs = [[o.input_line for o in parsed if not o.is_sweep_override()]]
     here = _jobs_run_here(config)  # elsewhere (SLURM): the engine and the key are the node's, checked by the job
     combinations: dict[tuple[str, ...], dict[str | None, list[str]]] = {}
+    count: dict[tuple, int] = {}
     for job in jobs:
         rest = tuple(o for o in job if _override_key(o) not in ("seed", "pattern"))
         pattern = next((o.partition("=")[2] for o in job if _override_key(o) == "pattern"), None)
         combinations.setdefault(rest, {}).setdefault(pattern, job)
-    for rest, patterns in combinations.items():
+        count[rest, pattern] = count.get((rest, pattern), 0) + 1
+    said = time.monotonic()
+    for done, (rest, patterns) in enumerate(combinations.items()):
+        if time.monotonic() - said >= CHECK_LINE_EVERY_S:  # a long check says how far it is
+            said = time.monotonic()
+            print(f"  checked {done} of {len(combinations)} distinct job settings …", flush=True)
         try:
             typed = OmegaConf.to_object(compose(config_name="config", overrides=list(rest)))
         except Exception:  # noqa: BLE001 - a key the schema lacks: run.py's check_keys names it
@@ -156,7 +167,9 @@ def _sweep_error(config: DictConfig, jobs: list[list[str]] | None) -> str | None
         for pattern, job in patterns.items():
             cfg = replace(typed, pattern=PatternConfig(name=pattern)) if pattern else typed
             try:
-                check_job(cfg, builds_backend=here) if config.preflight != "only" else settings(cfg)
+                checked = check_job(cfg, builds_backend=here) if config.preflight != "only" else settings(cfg)
+                if seen is not None and config.preflight != "only":
+                    seen.append((cfg, checked, count[rest, pattern]))
             except (ValueError, DataError, BackendSetupError) as e:
                 return f"{e}" + (f" (job {' '.join(job)})" if len(combinations) > 1 else "")
     return None
@@ -213,7 +226,14 @@ class SummaryCallback(Callback):
         self.sweep, self.done = (os.getpid(), len(jobs), time.monotonic()) if jobs else None, 0
         self.folder = Path(config.hydra.sweep.dir)
         SummaryCallback.running = self
-        if error := _sweep_error(config, jobs):
+        checked: list = []
+        if error := _sweep_error(config, jobs, checked):
+            _refuse(error)
+        from mip.entry.sweep_limits import key_load, sweep_cost_refusal
+
+        if error := sweep_cost_refusal(config, checked):
+            _refuse(error.removesuffix(" Nothing was sent."))
+        if error := key_load(config, checked):
             _refuse(error)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
@@ -232,7 +252,7 @@ class SummaryCallback(Callback):
                                                sweep_eta(self.done, total, start, self.first_done, now))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from mip.tools.summary import describe, unstored_jobs
+        from mip.tools.summary import describe, refused_jobs, unstored_jobs
         from mip.tracking.tracker import sync_hint
 
         SummaryCallback.running = None
@@ -242,30 +262,7 @@ class SummaryCallback(Callback):
               flush=True)
         if hint := sync_hint(offline_runs(folder), sweep=folder):
             print(hint, flush=True)
+        if refused_jobs(folder):
+            sys.exit(2)  # a model was refused (a key, credits, a parameter): fix it, then rerun the same command
         if unstored_jobs(folder):
             sys.exit(1)  # infrastructure failures left experiments unstored: rerun the same command
-
-
-def stopped(how: str, command: list[str], program: str = "run.py") -> int:
-    """Say, when a stop (Ctrl-C) ends a run or sweep outside a job's own drained stop (between
-    jobs, before a job calls): the sweep's summary so far, then one line with how far it got and
-    the command that carries on from what is stored. Returns the exit code (130, as for SIGINT)."""
-    import shlex
-
-    from mip.tools.summary import describe
-
-    from mip.config.redact import mask_text, typed_secrets
-
-    rerun = mask_text(" ".join(["python", program, *map(shlex.quote, command)]), typed_secrets(command))  # keys typed: ***
-    running = SummaryCallback.running
-    if running is None or running.folder is None:
-        print(f"error: stopped by {how} before the job called a model; nothing was paid. Run the same command "
-              f"again to start it: {rerun}", file=sys.stderr, flush=True)
-        return 130
-    total = running.sweep[1] if running.sweep else "?"
-    if running.folder.is_dir() and any(running.folder.rglob("job.json")):
-        print("\n== sweep summary (stopped) ==\n" + describe(running.folder), flush=True)
-    print(f"error: stopped by {how} after {running.done}/{total} jobs of the sweep in {running.folder}; what they "
-          f"stored is kept. Run the same command again to carry on (what is stored is not asked again): {rerun}",
-          file=sys.stderr, flush=True)
-    return 130

@@ -43,10 +43,23 @@ def group_error(conf_dir: Path, group: str, override: Any) -> str | None:
     known = options(conf_dir, group)
     for value in values(override):
         if value is not None and str(value) not in known:  # null: Hydra's "no option"
-            guess = difflib.get_close_matches(str(value), known, n=1)
+            guess = close_option(str(value), known)
             return (f"unknown {group} {str(value)!r}" + (f" (did you mean {guess[0]}?)" if guess else "")
                     + f"; choose one of {', '.join(known)} (the files of conf/{group}/).")
     return None
+
+
+def close_option(value: str, known: list[str]) -> list[str]:
+    """The option ``value`` was likely meant as: the same up to case (``NER``: ``ner``), else the closest.
+
+    >>> close_option("NER", ["arith", "ner", "sentiment"]), close_option("sentimnt", ["ner", "sentiment"])
+    (['ner'], ['sentiment'])
+    """
+    same = [k for k in known if k.lower() == value.lower()]
+    if same:
+        return same[:1]
+    lowered = {k.lower(): k for k in known}
+    return [lowered[g] for g in difflib.get_close_matches(value.lower(), list(lowered), n=1)]
 
 
 def config_groups(conf_dir: Path, config_name: str) -> dict[str, str]:

@@ -73,7 +73,7 @@ def close_keys(key: str, schema: type) -> list[str]:
     """The schema's keys a typo most likely meant: by the whole key, else by its last part
     (``dta`` → ``audit.data``)."""
     keys = schema_keys(schema)
-    found = difflib.get_close_matches(key, keys, n=1)
+    found = [k for k in keys if k.lower() == key.lower()][:1] or difflib.get_close_matches(key, keys, n=1)
     if not found:
         leaves = difflib.get_close_matches(key.rsplit(".", 1)[-1], {k.rsplit(".", 1)[-1] for k in keys}, n=2)
         found = [k for k in keys if k.rsplit(".", 1)[-1] in leaves][:2]

@@ -27,11 +27,13 @@ from mip.data.files import unwritable
 from mip.experiment.planning import Planned, plan_job
 from mip.job.checks import CheckedJob, check_job
 from mip.job.dry_run import dry_run
+from mip.job.expected_cost import expected_usd, reported_so_far
+from mip.job.spend_cap import SpendRefused, refusal
 from mip.job import measured
 from mip.job.loop import JobLoop
 from mip.job.notices import first_time
 from mip.job.provenance import GitState, git_commit, write_manifest
-from mip.models import fail_fast
+from mip.models import fail_fast, sweep_gate
 from mip.job.stop import Drain, JobStopped, Stopped
 from mip.job.job_summary import JobSummary, StoreError
 from mip.job.tokens import OfflineTokenizer
@@ -88,6 +90,8 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     plans, stored_keys, todo = pending(cfg, store, pools, strategy)
     stored = set(stored_keys.valid)  # as the job found it, before it claims
     summary = _summary(cfg, output_dir, store, plans, todo)
+    if todo and not cfg.dry_run and not _in_sweep(output_dir):  # a sweep's is asked before it launches
+        _spend_gate(cfg, checked, output_dir)
     write_manifest(output_dir, cfg, git, summary)
     if cfg.dry_run:  # no backend is built: no key, no vLLM, no GPU needed
         _dry_run_inputs(cfg, summary, output_dir)
@@ -95,34 +99,82 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
         dry_run(cfg, strategy, todo, summary, counter, _paid_attempts(store, cfg, todo, summary))
         write_manifest(output_dir, cfg, git, summary)
         return summary
+    if todo:  # a sweep that reported spending max_cost already: this job sends nothing
+        _spent_already(cfg, output_dir, summary, git)
     backend = backend or build_backend(cfg.model, cfg.paths.cache_dir)
     policy = getattr(backend, "fail_fast", None)  # a test's stand-in backend may have none
+    first_reply = None  # this job's hold on the model's first reply in a sweep (mip.models.sweep_gate)
     if policy is not None and todo:  # an earlier job of the sweep stopped this model: send nothing
-        fail_fast.resume(policy, output_dir)
-    backend.prepare(pools)
+        try:
+            sweep_gate.resume(policy, output_dir)
+            first_reply = sweep_gate.hold(policy, output_dir)  # parallel jobs: one sends until a reply settles it
+        except fail_fast.ProviderRefused as e:
+            summary.unstored, summary.refused = len(todo), str(e)
+            write_manifest(output_dir, cfg, git, summary)
+            raise
+    try:
+        backend.prepare(pools)
+        claim = _claim(store, cfg, todo, stored_keys, output_dir, new_store) if todo else Claim(None, frozenset())
+        with Drain(cfg.stop_grace_s) as stop:
+            tracker = _call(cfg, strategy, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
+            stop.finished()
+            if stop.requested:
+                summary.stopped_by = stop.received[0].name
+            if tracker is not None:
+                tracker.finish(summary)
+                summary.wandb_offline_run = str(tracker.offline_dir or "")
+            summary.elapsed_s = round(time.monotonic() - started, 3)
+            summary.refused = (policy.tripped if policy is not None else None) or summary.refused
+            write_manifest(output_dir, cfg, git, summary)
+        _after(policy, todo, summary, output_dir, stop)
+        return summary
+    finally:
+        if first_reply is not None:  # a job that ended before a reply settled the model: the next may try
+            first_reply.release()
 
-    claim = _claim(store, cfg, todo, stored_keys, output_dir, new_store) if todo else Claim(None, frozenset())
-    with Drain(cfg.stop_grace_s) as stop:
-        tracker = _call(cfg, strategy, backend, store, plans, stored, todo, claim, summary, output_dir, git, stop)
-        stop.finished()
-        if stop.requested:
-            summary.stopped_by = stop.received[0].name
-        if tracker is not None:
-            tracker.finish(summary)
-            summary.wandb_offline_run = str(tracker.offline_dir or "")
-        summary.elapsed_s = round(time.monotonic() - started, 3)
-        write_manifest(output_dir, cfg, git, summary)
+
+def _after(policy: fail_fast.FailFast | None, todo: list[Planned], summary: JobSummary, output_dir: Path,
+           stop: Drain) -> None:
+    """Once the calls are over: the sweep's later jobs of the model go on from what this one
+    learnt; a job stopped (refusals, ``max_cost``, a signal) raises what to print."""
     if policy is not None and todo:  # the sweep's later jobs of this model go on from here
-        fail_fast.keep(policy, output_dir)
+        sweep_gate.keep(policy, output_dir)
         if policy.tripped:  # stopped after refusals no retry mends
             raise fail_fast.ProviderRefused(f"{policy.tripped} ({summary.stored_now} stored now; the "
                                             f"manifest is in {output_dir})")
+    if summary.refused:  # max_cost reached (mip.job.spend_cap)
+        raise fail_fast.ProviderRefused(f"{summary.refused} ({summary.stored_now} stored now; the manifest is in "
+                                        f"{output_dir})")
     if stop.requested:
         raise JobStopped(f"stopped by {summary.stopped_by}{' after the grace period' if stop.expired else ''}: "
                          f"{summary.stored_now} stored now, {summary.unstored} left unstored"
-                         f"{f' ({summary.dropped} request(s) in flight dropped)' if summary.dropped else ''}; the manifest is in "
-                         f"{output_dir}. Run the same command again to carry on.", stop)
-    return summary
+                         f"{f' ({summary.dropped} request(s) in flight dropped)' if summary.dropped else ''}; "
+                         f"the manifest is in {output_dir}. Run the same command again to carry on.", stop)
+
+
+def _in_sweep(output_dir: Path) -> bool:
+    return (output_dir.resolve().parent / "multirun.yaml").exists()
+
+
+def _spend_gate(cfg: Config, checked: CheckedJob, output_dir: Path) -> None:
+    """A single run expected to cost more than ``max_cost`` (or, uncapped, than ``confirm_cost_above``
+    without a yes) is refused before anything is sent (:mod:`mip.job.spend_cap`)."""
+    expected = expected_usd(cfg, checked, said_in=output_dir.resolve().parent)
+    if expected is not None and (why := refusal(expected, cfg.max_cost, cfg.confirm_cost_above, cfg.yes, "run")):
+        raise SpendRefused(why)
+
+
+def _spent_already(cfg: Config, output_dir: Path, summary: JobSummary, git: GitState) -> None:
+    """A sweep's job whose sweep has reported spending ``max_cost`` already sends nothing."""
+    if cfg.max_cost is None or cfg.dry_run or not _in_sweep(output_dir):
+        return
+    spent = reported_so_far(output_dir.resolve().parent, but=output_dir)
+    if spent >= cfg.max_cost:
+        summary.unstored = len(summary.keys) - summary.already_stored
+        summary.refused = (f"max_cost reached: the sweep's jobs reported ${spent:,.4f} spent, at or over "
+                           f"max_cost={cfg.max_cost:g}; raise max_cost and run the same command again to carry on")
+        write_manifest(output_dir, cfg, git, summary)
+        raise fail_fast.ProviderRefused(f"{summary.refused}; this job sent nothing", skipped=True)
 
 
 def _summary(cfg: Config, output_dir: Path, store: Store, plans: list[Planned], todo: list[Planned]) -> JobSummary:

@@ -81,6 +81,12 @@ class JobSummary:
     """The folder of the job's W&B run when it ran offline (what ``wandb sync`` uploads)."""
     keys: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    refused: str = ""
+    """Why the job's model was stopped by refusals no retry mends (:mod:`mip.models.fail_fast`):
+    the status, the provider's message and the fix; its experiments are in ``unstored``."""
+    reported_cost_usd: float | None = None
+    """What the provider reported the job's calls cost (``usage.cost``, :mod:`mip.experiment.spend`),
+    summed over the replies that reported one; None when none did."""
     stopped_by: str = ""
     """The signal that stopped the job before it finished (SIGTERM, SIGINT, SIGUSR2), if one did."""
 

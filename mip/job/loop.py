@@ -16,10 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from collections import Counter
+from pathlib import Path
 
 import mip
 from mip.experiment import prompts, scoring
 from mip.experiment.scoring import InvalidKind, Verdict
+from mip.experiment.spend import usage_cost
+from mip.job.expected_cost import reported_so_far
+from mip.job.spend_cap import Cap
 from mip.store.claims import Claim
 from mip.config import Config, to_plain
 from mip.experiment.planning import Planned
@@ -56,6 +60,9 @@ class JobLoop:
         self.context = context_for(cfg, backend, generate=self.calls, attempt_log=self.attempts)
         """All the strategy sees of the job."""
         self.verdicts: Counter = Counter()
+        self.cap = Cap(cfg.max_cost, reported_so_far(Path(summary.output_dir).resolve().parent, but=summary.output_dir)
+                       if cfg.max_cost is not None else 0.0)
+        """What the job may still spend (``max_cost``): reached, it sends nothing more."""
         self.waiting = InFlight()
         self.settled: set[str] = set()
         """Experiments stored by this job, or left to another: the rest of a stopped job's are left unstored."""
@@ -83,6 +90,7 @@ class JobLoop:
                     self.waiting.forget(stats.failed[given_up:])
                     given_up = len(stats.failed)
                 back.add(completion.id)
+                self.spent(completion)
                 yield completion
         except Stopped:  # the stop's wait ended: what was sent and not answered is dropped (a request
             # handed to the backend but held back, at fail fast's gate or for a free slot, was never sent)
@@ -94,6 +102,14 @@ class JobLoop:
             self.waiting.forget(sent)
             self.summary.calls += stats.calls
             self.summary.errors += stats.errors
+
+    def spent(self, completion: Completion) -> None:
+        """What the provider reported this call cost (``usage.cost``), added to the job's spend."""
+        if (cost := usage_cost(completion.usage)) is not None:
+            self.summary.reported_cost_usd = (self.summary.reported_cost_usd or 0.0) + cost
+            if self.cap.add(cost) and not self.summary.refused:
+                self.summary.refused = self.cap.reached
+                self.backend.stop_sending()
 
     def _sent(self, requests: Iterable[Request], sent: list[str]) -> Iterator[Request]:
         """``requests`` as they go out, their output limits added up in the summary."""

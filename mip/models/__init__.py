@@ -52,6 +52,11 @@ def check_schema(cfg: ModelConfig) -> None:
         raise ValueError(f"Model {cfg.name!r}: backend {cfg.backend!r} reads a {schema.__name__}, this config is a "
                          f"{type(cfg).__name__}; use a model config whose defaults list "
                          f"/model_schema/{cfg.backend}@_here_.")
+    owned = {"model", "messages", "temperature", getattr(cfg, "max_tokens_param", "max_tokens")}
+    if clash := sorted(owned & set(getattr(cfg, "extra_body", None) or {})):
+        raise ValueError(f"Model {cfg.name!r}: model.extra_body sets {', '.join(clash)}, which mip sets itself (the "
+                         "model id, the prompt, model.temperature, the budget); set those through their own keys "
+                         "and drop them from extra_body.")
 
 
 def api_key(cfg: ModelConfig) -> str | None:

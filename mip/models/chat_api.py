@@ -42,11 +42,11 @@ def request_body(cfg: OpenAICompatModelConfig, request: Request, model_id: str |
     ``extra_body``, all at the top level as the server reads them.
     """
     body: dict[str, Any] = {
+        **cfg.extra_body,  # first: it never overwrites what mip sets (mip.models.check_schema refuses that)
         "model": model_id or cfg.model_id,
         "messages": [{"role": "user", "content": request.prompt}],
         **({"temperature": cfg.temperature} if cfg.temperature is not None else {}),
         cfg.max_tokens_param: request.max_tokens,
-        **cfg.extra_body,
     }
     if cfg.provider.order:
         body["provider"] = {

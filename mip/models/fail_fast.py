@@ -18,12 +18,12 @@ a sweep's jobs one after another in one process. The memory is the process's own
 disk: a new command, or a SLURM array's job in a process of its own, waits for a first reply.
 
 A retryable reply (408, 409, 429, 5xx, a timeout) keeps its backoff and leaves the count as
-it is. A wait the server asks for (``Retry-After``) longer than ``longest_wait_s`` stops the
-job the same way, with the provider's message and when to run the same command again: a
+it is. A wait the server asks for (``Retry-After``) longer than a minute (``LONGEST_WAIT_S``, or
+the request deadline where that is shorter) stops the job the same way, with the provider's message and when to run the same command again: a
 retry before that time would be refused again.
 
 The count and the stop are kept in ``<sweep folder>/.fail_fast/<model>.json`` (in a sweep
-only): refusals in a row count across the sweep's jobs of a model (:func:`keep`), and each
+only, :mod:`mip.models.sweep_gate`): refusals in a row count across the sweep's jobs of a model (:func:`keep`), and each
 later job of the sweep for a stopped model ends at its start with the same line, before it
 sends anything (:func:`resume`). A new command is a new sweep: it tries again.
 
@@ -38,17 +38,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import re
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-import orjson
-
 LIMIT = 3
+WAIT_LINE_EVERY_S = 10.0
+"""A job says a wait the server asked for at most this often."""
+LONGEST_WAIT_S = 60.0
+"""The longest wait a server may ask for (``Retry-After``) that a job waits out; a longer one stops it."""
 """Refusals in a row that stop a job; also the requests in flight before a first reply."""
 REFUSALS = frozenset({400, 401, 402, 403, 404, 422})
 
@@ -72,7 +73,12 @@ def healthy(ident: str | None) -> bool:
 
 
 class ProviderRefused(Exception):
-    """A job stopped by :class:`FailFast`: the message is the one line to print."""
+    """A job stopped by :class:`FailFast`: the message is the one line to print. ``skipped``: the
+    job sent nothing, as an earlier job of the sweep had stopped its model (said once already)."""
+
+    def __init__(self, message: str, skipped: bool = False):
+        super().__init__(message)
+        self.skipped = skipped
 
 
 _PARAMETER = (re.compile(r"unsupported (?:value|parameter)s?:? '([\w.]+)'", re.I),
@@ -127,9 +133,11 @@ def fix_for(status: int | None, message: str, key_env: str | None = None) -> str
 class FailFast:
     """The fail-fast state of one job's requests; its async methods run on the backend's loop."""
 
-    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, longest_wait_s: float = 3600.0,
+    def __init__(self, model: str, key_env: str | None = None, limit: int = LIMIT, request_timeout_s: float = 3600.0,
                  ident: str | None = None):
-        self.model, self.key_env, self.limit, self.longest_wait_s = model, key_env, limit, longest_wait_s
+        self.model, self.key_env, self.limit = model, key_env, limit
+        self.longest_wait_s = min(LONGEST_WAIT_S, request_timeout_s)
+        """The longest ``Retry-After`` waited out: a minute, or the request deadline where shorter."""
         self.ident = ident
         """:func:`identity` of the model, key and base URL; None: not remembered across jobs."""
         self.in_row = 0
@@ -141,8 +149,12 @@ class FailFast:
         """The one line saying why the job stopped; None while it goes on."""
         self.closed = False
         """The job is stopping (set by the backend's ``stop_sending``): a request waiting at the gate is not sent."""
+        self.on_settled: Callable[[], None] | None = None
+        """Called once when the first reply settles the model (the gate opens, or the job stops):
+        a sweep's other processes waiting on it go on (:mod:`mip.models.sweep_gate`)."""
         self._changed: asyncio.Condition | None = None
         self._waiting = 0
+        self._said_wait = float("-inf")
         """Requests waiting in :meth:`_turn` (only they need a wake-up)."""
 
     def _open(self) -> bool:
@@ -196,7 +208,7 @@ class FailFast:
         remembers the model as healthy (:func:`healthy`) for its later jobs."""
         self.in_row = 0
         self.answers += 1
-        self.replied = True
+        self.accepted()
         if self.ident is not None:
             _ANSWERED.add(self.ident)
 
@@ -204,7 +216,14 @@ class FailFast:
         """A reply that is no refusal and no answer (a context-length verdict, a retryable 429
         or 5xx, a malformed 200): the request got through, so the gate opens; the refusals in a
         row stay as they are."""
-        self.replied = True
+        if not self.replied:
+            self.replied = True
+            self._settled()
+
+    def _settled(self) -> None:
+        hook, self.on_settled = self.on_settled, None
+        if hook is not None:
+            hook()
 
     def refused(self, status: int, message: str) -> bool:
         """A reply no retry can mend; after ``limit`` in a row the job stops: whether it has."""
@@ -213,51 +232,25 @@ class FailFast:
             self.tripped = (f"model {self.model}: stopped after {self.in_row} refusals in a row, HTTP {status} "
                             f"\"{' '.join(message.split())[:300]}\" — {fix_for(status, message, self.key_env)}, then "
                             "run the same command again")
+            self._settled()
         return bool(self.tripped)
 
     def wait_too_long(self, seconds: float | None, status: int, message: str) -> bool:
         """Whether a wait the server asked for (None: none) is past ``longest_wait_s``, or the
-        job stopped already: then the job stops."""
-        if seconds is None or seconds <= self.longest_wait_s or self.tripped:
+        job stopped already: then the job stops. A shorter wait is said in one line (at most one
+        every ``WAIT_LINE_EVERY_S``), so a job that waits is never silent."""
+        if seconds is None or self.tripped:
             return bool(self.tripped)
+        if seconds <= self.longest_wait_s:
+            if seconds >= 1 and time.monotonic() - self._said_wait >= WAIT_LINE_EVERY_S:
+                self._said_wait = time.monotonic()
+                print(f"model {self.model}: HTTP {status} \"{' '.join(message.split())[:200]}\" asks to wait "
+                      f"{seconds:,.0f} s (Retry-After); waiting, then trying again", file=sys.stderr, flush=True)
+            return False
         when = datetime.fromtimestamp(time.time() + seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         self.tripped = (f"model {self.model}: HTTP {status} \"{' '.join(message.split())[:300]}\" asks to wait "
-                        f"{seconds:,.0f} s (Retry-After), longer than a request may wait ({self.longest_wait_s:,.0f} s, "
-                        f"model.request_timeout_s); stopped without retrying early. What is stored stays: run the same "
-                        f"command again after {when} to carry on")
+                        f"{seconds:,.0f} s (Retry-After), longer than mip waits within a job "
+                        f"({self.longest_wait_s:,.0f} s); stopped without retrying early. What is stored stays: run the "
+                        f"same command again after {when} to carry on")
+        self._settled()
         return True
-
-
-def _marker(output_dir: Path, model: str) -> Path | None:
-    """Where a sweep keeps ``model``'s fail-fast state: in the sweep folder (the one with
-    Hydra's ``multirun.yaml``); None for a single run."""
-    sweep = Path(output_dir).resolve().parent
-    return sweep / ".fail_fast" / f"{model}.json" if (sweep / "multirun.yaml").exists() else None
-
-
-def resume(policy: FailFast, output_dir: Path) -> None:
-    """Start from where the sweep's earlier jobs of this model left the count (a job of a small
-    sweep may send fewer requests than ``LIMIT``); raise :class:`ProviderRefused` when one of
-    them stopped it."""
-    path = _marker(output_dir, policy.model)
-    if path is None or not path.exists():
-        return
-    try:
-        found = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return
-    if found.get("line"):
-        raise ProviderRefused(f"{found['line']} (job {found.get('job', '?')}); this job sent nothing")
-    policy.in_row, policy.answers = int(found.get("in_row") or 0), int(found.get("answers") or 0)
-
-
-def keep(policy: FailFast, output_dir: Path) -> None:
-    """Keep the count (and the stop, if any) for the sweep's later jobs of this model."""
-    path = _marker(output_dir, policy.model)
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps({"model": policy.model, "line": policy.tripped, "in_row": policy.in_row,
-                                  "answers": policy.answers, "job": str(output_dir)}))
-    tmp.replace(path)

@@ -14,7 +14,7 @@ for both transports:
 
 - **Retries** are the ``openai`` SDK's: HTTP 408, 409, 429 and 5xx, dropped connections and
   timeouts, up to ``client_max_retries`` times, waiting what the server asks
-  (``retry-after-ms``, ``Retry-After`` in seconds or as a date; a wait past ``request_timeout_s``
+  (``retry-after-ms``, ``Retry-After`` in seconds or as a date; a wait past a minute
   stops the job, :mod:`mip.models.fail_fast`) or else 0.5 s doubling to 8 s, less up to 25 %
   jitter; ``x-should-retry`` decides when sent. Which replies are retried, and after what
   wait, is decided in ``_outcome`` only (the guard retries what raises: drops, timeouts).
@@ -24,11 +24,9 @@ for both transports:
   with them); a 3xx is an error that names where it pointed. ``check()`` refuses a redirect
   to another origin the same way.
 
-Whatever still fails — including an HTTP 200 that is no model's answer: a body that carries
-an error, no choices, a choice without a readable message, or no JSON at all (its first
-bytes go to the job's log, without the key) — comes back as a :class:`Completion` with
-``error`` set: an infrastructure failure, never a verdict. A context-length refusal is the
-one refusal that is a verdict: ``input_overflow`` (:mod:`mip.models.overflow`).
+A 200 whose body is an error object is the HTTP error it names (:mod:`mip.models.body_errors`); another 200 that
+is no model's answer (its first bytes logged, without the key) is a :class:`Completion` with ``error``: an
+infrastructure failure, never a verdict. The one verdict: a context-length refusal (:mod:`mip.models.overflow`).
 """
 
 from __future__ import annotations
@@ -48,6 +46,7 @@ import orjson
 import mip
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
+from mip.models.body_errors import status_in_body
 from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
 from mip.models.event_loop import EventLoop
@@ -89,7 +88,7 @@ class OpenAICompatBackend(Backend):
         self._reached: set[str] = set()  # ids of requests sent at least once (reached)
         # Remembered per process by the whole model config (base URL included) and the key: a later job
         # of a model answered here starts with the gate open (mip.models.fail_fast.healthy).
-        self.fail_fast = FailFast(cfg.name, cfg.api_key_env, longest_wait_s=cfg.request_timeout_s,
+        self.fail_fast = FailFast(cfg.name, cfg.api_key_env, request_timeout_s=cfg.request_timeout_s,
                                   ident=identity(repr(cfg), self._api_key))
 
     def __repr__(self) -> str:  # never show the key
@@ -259,6 +258,7 @@ class OpenAICompatBackend(Backend):
                  retry: int) -> Completion | Retry:
         """What one reply means: the completion (or a final error) to hand back, else the
         error to retry after and the wait the SDK's rules give (the server's, or backoff)."""
+        status = (status_in_body(raw) or status) if status == 200 else status  # a 200 error body: its status
         if status == 200:
             completion = completion_from_body(request_id, raw, latency, endpoint(self._root, "chat/completions"))
             if not completion.error:
@@ -288,7 +288,7 @@ class OpenAICompatBackend(Backend):
         if self.fail_fast.wait_too_long(asked_wait(headers), status, message):
             self.stop_sending()  # a retry before the asked time would be refused again
             return Completion(request_id, error=f"{error} (not retried: {self.fail_fast.tripped})", latency_s=latency)
-        return Retry(error, retry_delay(headers, retry, longest=self.cfg.request_timeout_s))
+        return Retry(error, retry_delay(headers, retry, longest=self.fail_fast.longest_wait_s))
 
     def _from_requested(self, completion: Completion) -> Completion:  # another model's reply: a failure
         if self._served is None:

@@ -19,8 +19,10 @@ The aliases, per provider (by the base URL's host):
   (https://openrouter.ai/docs/api-reference/models/get-models); dated snapshots as OpenAI's;
   a ``~author/family-latest`` alias answers as the concrete model of that author it resolved
   to (https://openrouter.ai/docs/guides/routing/routers/latest-resolution).
-- any other server (``vllm serve``, ``transformers serve``, a local proxy): the id exactly, as
-  vLLM answers with the name it serves (``--served-model-name``).
+- every server: the same id up to its provider prefix, case or a date suffix (a proxy that strips
+  ``openai/``, a lower-cased id, a dated id on another host: :func:`plain`), and any id the
+  ``/models`` listing gives the same weights (vLLM lists each ``--served-model-name`` with one
+  ``root`` and answers with the first); another model is still refused.
 
 A reply without a model id is taken as it is (some servers leave it out).
 
@@ -63,8 +65,10 @@ def same_models(listing: object, requested: str) -> set[str]:
     if not isinstance(listing, list) or not requested:
         return set()
     base = _VARIANT.sub("", bare_id(requested))
-    return {m["canonical_slug"] for m in listing if isinstance(m, dict) and bare_id(str(m.get("id"))) == base
-            and isinstance(m.get("canonical_slug"), str)}
+    mine = [m for m in listing if isinstance(m, dict) and bare_id(str(m.get("id"))) == base]
+    roots = {m["root"] for m in mine if isinstance(m.get("root"), str)}  # vLLM: each --served-model-name of one model
+    return ({m["canonical_slug"] for m in mine if isinstance(m.get("canonical_slug"), str)}
+            | {str(m.get("id")) for m in listing if isinstance(m, dict) and roots and m.get("root") in roots})
 
 
 def listed(listing: object, model_id: str | None, name: str, base_url: str, url: str) -> tuple[str | None, set[str]]:
@@ -129,4 +133,15 @@ class ServedModel:
                 return True
         if self.provider == "openrouter" and self.requested.startswith("~"):  # ~author/family-latest
             return served.split("/", 1)[0] == self.requested[1:].split("/", 1)[0]
-        return False
+        return plain(served) in {plain(a) for a in self.accepted}
+
+
+def plain(model_id: str) -> str:
+    """A model id up to what proxies and other hosts change in it: the provider prefix
+    (``openai/``), case, and a date suffix (``-2025-08-07``, ``-20250807``, ``-0125``).
+
+    >>> plain("openai/GPT-OSS-120b-2025-08-05") == plain("gpt-oss-120b")
+    True
+    """
+    name = model_id.rsplit("/", 1)[-1].lower()
+    return _DATED.sub("", name) if _DATED.search(name) and _DATED.search(name).end() == len(name) else name

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mip.experiment.spend import cost_usd
+
 if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py
     import pandas as pd
 
@@ -79,7 +81,8 @@ def _frame(jobs: list[dict]) -> pd.DataFrame:
                           "in": j.get("price_input_per_mtok"), "out": j.get("price_output_per_mtok"),
                           "rate in": j.get("prompt_tokens_per_s"), "rate out": j.get("output_tokens_per_s"),
                           "device": j.get("device") or "GPU", "cost": _cost_basis(j),
-                          "elapsed": j.get("elapsed_s"), "measured": j.get("measured") or ""}
+                          "elapsed": j.get("elapsed_s"), "measured": j.get("measured") or "",
+                          "reported": cost_usd(j.get("reported_cost_usd"))}
                          for j, where in zip(jobs, _slices(jobs))])
 
 
@@ -116,12 +119,24 @@ def cost_lines(jobs: list[dict], took_s: float | None = None, sweep_s: float | N
             line += f"; {took(*spent, g['device'].iloc[0])}"  # what it took, not an estimate
         else:
             line += f"; {expected}" + (f"; {took(*spent)}" if spent else "")
+        if not dry:
+            line += reported_spend(g)
         lines.append(line)
         if dry and pd.notna(g["ceiling calls"].sum(min_count=len(g))):
             lines.append(_ceiling(g))
     if sweep_s is not None and not whole and not dry:
         lines.append(f"  the sweep {took(sweep_s, 0)}")
     return lines
+
+
+def reported_spend(g: pd.DataFrame) -> str:
+    """What the provider reported the slice's calls cost (``usage.cost``), beside the expected
+    cost; empty where no reply reported one (a local model, a server without usage accounting)."""
+    spent = g["reported"].sum(min_count=1)
+    if spent != spent:  # NaN: none reported
+        return ""
+    some = "" if g["reported"].notna().all() else f" ({g['reported'].notna().sum()} of {len(g)} jobs reported it)"
+    return f"; spent ${spent:,.4f} as the provider reported it (usage.cost){some}"
 
 
 def _spent(g: pd.DataFrame, took_s: float | None) -> tuple[float, int] | None:

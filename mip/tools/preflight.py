@@ -37,6 +37,7 @@ from typing import Any, Optional
 import orjson
 
 import mip
+from mip.experiment.spend import usage_cost
 from mip.config import Config
 from mip.models import BackendContext, api_key
 from mip.models.chat_api import completion_from, error_message, request_body
@@ -241,8 +242,8 @@ def _counting(cfg: Config, found: Preflight) -> None:
 
 
 def _cost(cfg: Config, found: Preflight, usage: dict[str, Any], prompt_tokens: int | None) -> None:
-    if isinstance(usage.get("cost"), (int, float)):
-        found.cost_usd, found.cost_from = float(usage["cost"]), "the provider's usage.cost"
+    if (reported := usage_cost(usage)) is not None:  # a number, or a number as text
+        found.cost_usd, found.cost_from = reported, "the provider's usage.cost"
     elif None not in (cfg.model.price_input_per_mtok, cfg.model.price_output_per_mtok, prompt_tokens,
                       found.completion_tokens):
         found.cost_usd = (prompt_tokens * cfg.model.price_input_per_mtok

@@ -101,6 +101,34 @@ def unstored_jobs(folder: Path) -> int:
     return sum(json.loads(m.read_text(encoding="utf-8")).get("unstored", 0) > 0 for m in folder.rglob("job.json"))
 
 
+def stopped_models(jobs: list[dict]) -> list[str]:
+    """Each model a refusal no retry mends stopped (:mod:`mip.models.fail_fast`): its jobs not run
+    or cut short, and the line that says the status, the provider's message and the fix.
+
+    >>> print("\\n".join(stopped_models([{"model": "m", "refused": "model m: HTTP 403 …", "unstored": 2}])))
+    Stopped model(s), their other jobs sent nothing (the rest of the sweep ran):
+      m: 1 job(s), 2 experiment(s) unstored — model m: HTTP 403 …
+    """
+    by_model: dict[str, list[dict]] = {}
+    for job in jobs:
+        if job.get("refused"):
+            by_model.setdefault(job.get("model") or "?", []).append(job)
+    if not by_model:
+        return []
+    lines = ["Stopped model(s), their other jobs sent nothing (the rest of the sweep ran):"]
+    for model, stopped in by_model.items():
+        first = min((j["refused"] for j in stopped), key=lambda line: ("this job sent nothing" in line, line))
+        first = first.split(" (job ")[0] if "this job sent nothing" in first else first
+        lines.append(f"  {model}: {len(stopped)} job(s), {sum(j.get('unstored', 0) for j in stopped)} experiment(s) "
+                     f"unstored — {first}")
+    return lines
+
+
+def refused_jobs(folder: Path) -> int:
+    """Jobs under ``folder`` whose model a refusal no retry mends stopped."""
+    return sum(bool(json.loads(m.read_text(encoding="utf-8")).get("refused")) for m in folder.rglob("job.json"))
+
+
 def quarantine_lines(stores: list[str]) -> list[str]:
     """The damaged records a job moved aside in each store: never counted, asked again."""
     lines = []
@@ -151,6 +179,7 @@ def summarise(opened: Folder, took_s: float | None = None, sweep_s: float | None
             dropped = sum(j.get("dropped", 0) for j in jobs)
             lines.append(f"{unstored} experiment(s) left unstored after {why}"
                          f"{f', {dropped} request(s) in flight dropped' if dropped else ''}: rerun the same command.")
+        lines += stopped_models(jobs)
         if left := sum(j.get("left_to_other_jobs", 0) for j in jobs):
             lines.append(f"{left} experiment(s) were left to another job that was running them: rerun the same "
                          "command after it ends to pick up any it leaves unstored.")

@@ -196,12 +196,26 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
                  "of a reversed or tied majority.")
     header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
               + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
-              "Core setting: " + parts.core_text, ""]
+              "Core setting: " + parts.core_text, *spend_lines(frame), ""]
     path = report.folder / "report.md"
     path.write_text(report.markdown(header), encoding="utf-8")
     html.write(report, header, parts, source, SECTIONS,
                [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES], baseline)
     return path
+
+
+def spend_lines(frame: pd.DataFrame) -> list[str]:
+    """What the providers reported the records' calls cost (``usage.cost``, every attempt), per
+    model; none where no record holds a reported cost.
+
+    >>> spend_lines(pd.DataFrame({"base_model": ["a", "a", "b"], "cost": [0.5, 0.25, None]}))
+    ['Spend the provider reported (usage.cost, every attempt): a $0.7500 (2 of 2 experiments).']
+    """
+    if "cost" not in frame or frame["cost"].isna().all():
+        return []
+    parts = [f"{model} ${g['cost'].sum():,.4f} ({int(g['cost'].notna().sum())} of {len(g)} experiments)"
+             for model, g in frame.groupby("base_model", sort=True) if g["cost"].notna().any()]
+    return [f"Spend the provider reported (usage.cost, every attempt): {'; '.join(parts)}."]
 
 
 def where_text(where: slices.Where | None) -> str:
