@@ -36,6 +36,7 @@ from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.models.fail_fast import ProviderRefused
 from mip.entry.hydra_callbacks import stopped
+from mip.entry.sweep_checks import checked_for
 from mip.entry.refusals import refusals
 from mip.tools.summary import describe
 from mip.tracking.tracker import run_group, sync_hint
@@ -61,7 +62,9 @@ def main(cfg: DictConfig) -> None:
             config: Config = OmegaConf.to_object(cfg)
             if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
                 config.logger.group = run_group(sweep or hydra_cfg.run.dir, config.paths.results_dir)
-            summary = run_job(config, hydra_cfg.runtime.output_dir)  # checks the job's settings once (mip.job.check_job)
+            # the sweep's check of this job's settings where it ran here (mip.entry.sweep_checks), else the job's own
+            checked = checked_for(list(hydra_cfg.overrides.task)) if sweep else None
+            summary = run_job(config, hydra_cfg.runtime.output_dir, checked=checked)
     except JobStopped as e:  # drained: what arrived is stored; submitit (if it runs the job) requeues it
         print(f"error: {e}", file=sys.stderr, flush=True)
         e.drain.hand_over()

@@ -65,12 +65,13 @@ def arguments(command: str) -> list[str]:
 
 
 def sweep_jobs(overrides: list[str]) -> list[list[str]]:
-    """The jobs Hydra's basic sweeper makes of these overrides, a preset's sweep included."""
+    """The jobs mip's sweeper makes of these overrides, a preset's sweep included."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from mip.entry.compositions import split_jobs
 
     from .conftest import registered
 
@@ -82,7 +83,7 @@ def sweep_jobs(overrides: list[str]) -> list[list[str]]:
         params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.params or {}).items()]
         named = {o.split("=")[0] for o in overrides}
         parsed = parser.parse_overrides([*overrides, *(p for p in params if p.split("=")[0] not in named)])
-        return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+        return [list(job) for batch in split_jobs(parsed) for job in batch]
 
 
 def reads_the_paper_data(job: list[str]) -> bool:
