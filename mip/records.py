@@ -1,4 +1,4 @@
-"""Moved to :mod:`mip.experiment.records` (mip 0.4); importable from here for older scripts."""
+"""Moved to :mod:`mip.experiment.records` after mip 0.3.0 (CHANGELOG.md, Unreleased); importable from here for older scripts."""
 
 import sys
 

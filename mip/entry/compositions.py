@@ -9,8 +9,10 @@ sweeper checked. mip's sweeper (``hydra_plugins/mip_sweeper.py``, ``hydra/sweepe
 
 >>> from hydra.core.override_parser.overrides_parser import OverridesParser
 >>> overrides = OverridesParser.create().parse_overrides(["pattern=a,b", "seed=0,1", "n=5"])
->>> split_jobs(overrides)
-[[['pattern=a', 'seed=0', 'n=5'], ['pattern=a', 'seed=1', 'n=5'], ['pattern=b', 'seed=0', 'n=5'], ['pattern=b', 'seed=1', 'n=5']]]
+>>> for batch in split_jobs(overrides, max_batch_size=3):   # batches of at most 3 jobs
+...     print(batch)
+[['pattern=a', 'seed=0', 'n=5'], ['pattern=a', 'seed=1', 'n=5'], ['pattern=b', 'seed=0', 'n=5']]
+[['pattern=b', 'seed=1', 'n=5']]
 
 >>> class Loader:                                   # stands for Hydra's own config loader
 ...     def load_sweep_config(self, master_config, sweep_overrides):

@@ -49,7 +49,7 @@ def _filter_logs(config: DictConfig) -> set[str]:
         mask_streams(secrets)  # what is printed (error lines, bars), not logged
         for handler in logging.getLogger().handlers:
             handler.addFilter(SecretFilter(secrets))
-        for name in _launcher_logs(config):  # they set up Hydra's log again (new handlers), then log each job's overrides
+        for name in _launcher_logs(config):  # it sets up Hydra's log again (new handlers), then logs each job's overrides
             launcher = logging.getLogger(name)
             for old in [f for f in launcher.filters if isinstance(f, SecretFilter)]:
                 launcher.removeFilter(old)
@@ -180,7 +180,7 @@ def stopped(how: str, command: list[str], program: str = "run.py") -> int:
 
     from mip.config.redact import mask_text, typed_secrets
 
-    rerun = mask_text(" ".join(["python", program, *map(shlex.quote, command)]), typed_secrets(command))  # keys typed: ***
+    rerun = mask_text(" ".join(["python", program, *map(shlex.quote, command)]), typed_secrets(command))  # keys: ***
     running = SummaryCallback.running
     if running is None or running.folder is None:
         print(f"error: stopped by {how} before the job called a model; nothing was paid. Run the same command "
