@@ -1,4 +1,4 @@
-"""The shape of mip/ (issue 30, cases 2 and 4): no import cycle among its modules, packages that
+"""The shape of mip/: no import cycle among its modules, packages that
 import only the packages below them, and module names that are unique across mip/.
 
 Imports are read with :mod:`ast`, not run: module-level and function-level imports both count;

@@ -1,4 +1,4 @@
-"""A sweep's checks before launch (issue 42), through run.py: what the submitting machine
+"""A sweep's checks before launch, through run.py: what the submitting machine
 checks when the jobs run elsewhere, and that a sweep's jobs are composed once each."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Every command README.md and docs/*.md show runs as written (issue 29, items 1 and 7; issue 30,
-case 5): each shell block parses with bash; each entry-point line (`python run.py`, `analyze.py`,
+"""Every command README.md and docs/*.md show runs as written: each shell
+block parses with bash; each entry-point line (`python run.py`, `analyze.py`,
 `attribute.py`, `filter.py`, `audit.py`), split as bash splits it, passes that entry point's checks
-and composes (run.py's also expands to its sweep with Hydra's own sweeper); each `python -m mip.…`
+and composes (run.py's also expands to its sweep as mip's sweeper splits it); each `python -m mip.…`
 tool and `make` target exists and takes the options shown; the summary, show and analyze lines that
 read a folder mip wrote run for real on one, as do the lines that need nothing outside (the filter
 with the mock model, `mip.serve --print`); each benchmark line's arguments pass that script's own
