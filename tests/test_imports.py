@@ -35,7 +35,7 @@ ALLOWED = {
               "analysis", "attribution", "tools"},
 }
 # Root modules kept for users: `python -m mip.show` etc. and the mip 0.2/0.3 import paths.
-SHIMS = {"show": "tools", "summary": "tools", "demo": "tools", "serve": "tools", "records": "experiment",
+SHIMS = {"show": "tools", "summary": "tools", "demo": "tools", "serve": "tools", "records": "store",
          "runner": "job"}
 
 
