@@ -16,7 +16,7 @@ from mip.entry.cli import (NEXT_STEPS, check_keys, check_overrides, check_sweep_
                            say_sweep_starts)
 
 # torch's OpenMP threads wait passively: spinning, they fight for a busy machine's cores (a
-# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/tools/demo.py does the same).
+# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/tools/embedded_demo.py does the same).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 quiet_library_bars()  # before transformers is imported
 if __name__ == "__main__":

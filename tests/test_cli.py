@@ -99,7 +99,7 @@ def test_every_printed_command_on_the_paper_data_names_data_dir(tmp_path):
     """The commands the demo and plain run.py end with work offline as printed: one on the
     paper's tasks reads the shared data (unset, it would go to the hub, which has no WSD)."""
     from mip.entry.cli import NEXT_STEPS
-    from mip.tools.demo import summary
+    from mip.tools.embedded_demo import summary
 
     text = summary(tmp_path) + "\n" + NEXT_STEPS
     commands = [line[line.index("python run.py"):] for line in text.splitlines() if "python run.py" in line]
