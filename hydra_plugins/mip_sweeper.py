@@ -3,7 +3,8 @@
 runs the composition the sweeper checked instead of composing each job a second time.
 
 A Hydra plugin lives in the ``hydra_plugins`` namespace package, where Hydra finds it; the
-logic is mip's (:mod:`mip.entry.compositions`).
+logic is mip's (:mod:`mip.entry.compositions`). Hydra finds mip's config source here too: each
+YAML file of ``conf/`` parsed once a process (:mod:`mip.entry.parsed_once`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
+
+from mip.entry.parsed_once import ParsedOnceSearchPath, ParsedOnceSource  # noqa: F401 - found here by Hydra
 
 log = logging.getLogger(__name__)
 

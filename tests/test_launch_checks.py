@@ -115,6 +115,27 @@ def test_a_sweep_whose_job_cannot_be_composed_launches_nothing(tmp_path):
     assert loader.counts == {"composed": 6, "reused": 4}  # the 4 jobs once each, and the refused sweep's two
 
 
+def test_each_yaml_file_is_parsed_once_and_composed_afresh(tmp_path):
+    """Hydra reads a config folder through mip's config source (mip.entry.parsed_once), found as
+    a plugin: each file parsed once, a composition never sees another's changes, and a file
+    changed on disk is read again."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from mip.entry import parsed_once
+
+    (tmp_path / "config.yaml").write_text("a: 1\nb: [x]\n")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        sources = GlobalHydra.instance().config_loader().get_sources()
+        assert any(isinstance(s, parsed_once.ParsedOnceSource) and s.path == str(tmp_path) for s in sources), sources
+        first = compose("config")
+        first.b.append("y")
+        assert compose("config").b == ["x"]
+        assert sum(key[0] == str(tmp_path / "config.yaml") for key in parsed_once._PARSED) == 1
+        (tmp_path / "config.yaml").write_text("a: 22\nb: [x]\n")
+        assert compose("config").a == 22
+
+
 @pytest.mark.parametrize("overrides", [["pattern=a,b", "seed=0,1,2", "model=x,y"], ["seed=range(0,3)", "n=5"],
                                        ["seed=0,1", "n=5", "seed=3,4"], []])
 def test_mips_sweeper_splits_a_sweep_as_hydras_basic_sweeper(overrides):
