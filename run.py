@@ -17,7 +17,7 @@ from mip.entry.cli import (NEXT_STEPS, check_keys, check_overrides, check_sweep_
                            say_sweep_starts)
 
 # torch's OpenMP threads wait passively: spinning, they fight for a busy machine's cores (a
-# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/tools/demo.py does the same).
+# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/tools/embedded_demo.py does the same).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 quiet_library_bars()  # before transformers is imported
 if __name__ == "__main__":
@@ -37,6 +37,7 @@ from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.models.fail_fast import ProviderRefused
 from mip.entry.stops import stopped, stopped_in_job
+from mip.entry.sweep_checks import checked_for
 from mip.entry.refusals import refusals
 from mip.tools.summary import describe
 from mip.tracking.tracker import run_group, sync_hint
@@ -64,7 +65,9 @@ def main(cfg: DictConfig) -> None:
             config: Config = OmegaConf.to_object(cfg)
             if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
                 config.logger.group = run_group(sweep or hydra_cfg.run.dir, config.paths.results_dir)
-            summary = run_job(config, hydra_cfg.runtime.output_dir)  # checks the job's settings once (mip.job.check_job)
+            # the sweep's check of this job's settings where it ran here (mip.entry.sweep_checks), else the job's own
+            checked = checked_for(list(hydra_cfg.overrides.task)) if sweep else None
+            summary = run_job(config, hydra_cfg.runtime.output_dir, checked=checked)
     except ProviderRefused as e:  # a sweep's job: said once per model, and the sweep goes on
         print(f"{'skipped' if e.skipped else 'error'}: {e}", file=sys.stderr, flush=True)
         return

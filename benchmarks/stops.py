@@ -1,4 +1,4 @@
-"""Drained stops (issue 27 case 4): ten SIGTERMs at c = 64 lose no delivered reply and pay no
+"""Drained stops: ten SIGTERMs at c = 64 lose no delivered reply and pay no
 request twice; one SIGKILL, for comparison, loses the replies in flight.
 
     PYTHONPATH=. python benchmarks/stops.py [--stops 10] [--concurrency 64] [--experiments 800]

@@ -1,8 +1,8 @@
-"""`python -m mip.serve`, as users type it: the command lives in :mod:`mip.tools.serve`."""
+"""`python -m mip.serve`, as users type it: the command lives in :mod:`mip.tools.embedded_server`."""
 
 import sys  # noqa: F401
 
-from mip.tools.serve import main
+from mip.tools.embedded_server import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,4 +1,4 @@
-"""Accounting that adds up (issue 42, item 8): a request dropped in flight when a stop's wait
+"""Accounting that adds up: a request dropped in flight when a stop's wait
 ends is counted as a call and its experiment as left unstored (before: "0 stored now, 0 left
 unstored" and ``"calls": 0``); a sweep says one time, its own."""
 

@@ -9,7 +9,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from mip.attribution.ixg import Attributor, ReplaySkip
+from mip.attribution.ixg import Attributor
+from mip.attribution.spans import ReplaySkip
 from mip.attribution.spans import answer_span, instance_spans, tokens_per_instance
 from mip.attribution.profiles import profile, region_shares
 from mip.data import build_pool
@@ -139,7 +140,7 @@ def test_what_follows_the_answer_is_not_replayed_and_changes_nothing(tiny):
     tiny.model.eval()
     with torch.no_grad():
         def logp(label):  # the whole output, as the model wrote it
-            ids, offsets = tiny._encode(tiny.templated(wsd_prompt()) + output.replace("place", label))
+            ids, offsets = tiny.inputs.encode(tiny.inputs.templated(wsd_prompt()) + output.replace("place", label))
             out = torch.log_softmax(tiny.model(torch.tensor([ids])).logits[0], -1)
             return sum(float(out[p - 1, ids[p]]) for p in prepared.responses[label][1])
 

@@ -144,7 +144,7 @@ def test_the_same_command_twice_at_once_pays_each_experiment_once(results):
     assert len(records) == 60 and len({r.key for r in records}) == 60
 
 
-# issue 27 case 2: claims hold to the last reply ------------------------------------------------
+# claims hold to the last reply ------------------------------------------------
 
 
 def test_a_claim_deleted_while_every_request_is_in_flight_still_holds(results):
@@ -228,7 +228,7 @@ def test_a_running_claim_refreshes_its_heartbeat(tmp_path, monkeypatch):
         assert claim.path.stat().st_mtime > time.time() - 60
 
 
-# issue 30 case 7: the settle only where a running job's claim may be missing ---------------------
+# the settle only where a running job's claim may be missing ---------------------
 
 
 def _waits(claim, monkeypatch) -> list[float]:

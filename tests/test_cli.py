@@ -21,14 +21,15 @@ from .stored import keys as stored_keys
 
 
 def core_sweep_jobs(*overrides: str) -> list[str]:
-    """The jobs Hydra's basic sweeper makes of ``+experiment=core``: its sweep parameters parsed
-    and expanded (``glob(*)`` against the pattern group) by Hydra's own parser and splitter, as
+    """The jobs mip's sweeper makes of ``+experiment=core``: its sweep parameters parsed by
+    Hydra's parser and expanded (``glob(*)`` against the pattern group) by mip's splitter, as
     ``run.py -m`` expands them."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from mip.entry.compositions import split_jobs
 
     from .conftest import registered
 
@@ -37,7 +38,7 @@ def core_sweep_jobs(*overrides: str) -> list[str]:
         cfg = hydra_compose("config", overrides=["+experiment=core", *overrides], return_hydra_config=True)
         parser = OverridesParser.create(config_loader=GlobalHydra.instance().config_loader())
         parsed = parser.parse_overrides([f"{k}={v}" for k, v in cfg.hydra.sweeper.params.items()])
-        return [" ".join(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+        return [" ".join(job) for batch in split_jobs(parsed) for job in batch]
 
 
 @needs_raw
@@ -98,7 +99,7 @@ def test_every_printed_command_on_the_paper_data_names_data_dir(tmp_path):
     """The commands the demo and plain run.py end with work offline as printed: one on the
     paper's tasks reads the shared data (unset, it would go to the hub, which has no WSD)."""
     from mip.entry.cli import NEXT_STEPS
-    from mip.tools.demo import summary
+    from mip.tools.embedded_demo import summary
 
     text = summary(tmp_path) + "\n" + NEXT_STEPS
     commands = [line[line.index("python run.py"):] for line in text.splitlines() if "python run.py" in line]

@@ -1,4 +1,4 @@
-"""One home per concept (issue 30, case 3): each concept is defined once and every user reads
+"""One home per concept: each concept is defined once and every user reads
 that definition, so changing it in its home changes every user."""
 
 from __future__ import annotations

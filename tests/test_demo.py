@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from mip.tools.demo import summary
+from mip.tools.embedded_demo import summary
 
 from .conftest import REPO
 

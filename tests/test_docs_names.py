@@ -1,4 +1,4 @@
-"""Docs name only what exists (issue 42, item 9): every dotted `mip.…` name README.md and
+"""Docs name only what exists: every dotted `mip.…` name README.md and
 docs/*.md show resolves to a module, class, function or attribute of this checkout, and no file
 of the project cites the developers' notes kept outside the repository."""
 

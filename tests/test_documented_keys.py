@@ -1,4 +1,4 @@
-"""Every key a page documents is accepted (issue 42, item 1): each `key=value` README.md and
+"""Every key a page documents is accepted: each `key=value` README.md and
 docs/*.md show in running text is taken by the entry point whose config has it, after the
 group that brings it (`strategy.batch_size` after `strategy=decomposed`, `model.base_url` after
 an API model), and composes; the mistakes the pages show as refused are refused. The commands

@@ -1,5 +1,5 @@
-"""Each entry point's --help lists its own config groups and keys, one line each (issue 29,
-item 8): conf/hydra/help/<entry>.yaml, the groups' options as Hydra finds them."""
+"""Each entry point's --help lists its own config groups and keys, one line each:
+conf/hydra/help/<entry>.yaml, the groups' options as Hydra finds them."""
 
 from __future__ import annotations
 

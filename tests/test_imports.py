@@ -1,4 +1,4 @@
-"""The shape of mip/ (issue 30, cases 2 and 4): no import cycle among its modules, packages that
+"""The shape of mip/: no import cycle among its modules, packages that
 import only the packages below them, and module names that are unique across mip/.
 
 Imports are read with :mod:`ast`, not run: module-level and function-level imports both count;
@@ -35,7 +35,7 @@ ALLOWED = {
               "analysis", "attribution", "tools"},
 }
 # Root modules kept for users: `python -m mip.show` etc. and the mip 0.2/0.3 import paths.
-SHIMS = {"show": "tools", "summary": "tools", "demo": "tools", "serve": "tools", "records": "experiment",
+SHIMS = {"show": "tools", "summary": "tools", "demo": "tools", "serve": "tools", "records": "store",
          "runner": "job"}
 
 
@@ -138,11 +138,19 @@ def test_every_package_has_its_place():
     assert packages <= set(ALLOWED), f"a package or root module with no place in ALLOWED: {packages - set(ALLOWED)}"
 
 
+#: Root shims that still share a file name with the module they forward to, and why.
+SHARED_NAMES = {
+    "show": "mip/tools/show.py is being changed in parallel (escaping); its rename waits for that to merge",
+    "summary": "mip/tools/summary.py is being changed in parallel (cost lines); its rename waits for that to merge",
+    "records": "mip.experiment.records is imported across every layer; renaming it is a change of its own",
+}
+
+
 def test_module_names_are_unique_across_mip():
     seen: dict[str, list[str]] = {}
     for module in modules():
-        if module.count(".") == 1 and module.split(".")[1] in SHIMS:
-            continue  # the command and compatibility shims re-export the module of the same name
+        if module.count(".") == 1 and module.split(".")[1] in SHARED_NAMES:
+            continue
         seen.setdefault(module.rpartition(".")[2], []).append(module)
     clashes = {name: found for name, found in seen.items() if len(found) > 1}
     assert not clashes, f"module names used twice: {clashes}"
@@ -169,5 +177,6 @@ def test_older_import_paths_still_import():
 
     assert (Record, Store, atomic_write, JsonColumn, JobSummary, run_job) == (record, store, writer, column, summary,
                                                                                runner)
-    for shim in ("show", "summary", "demo", "serve"):
-        assert importlib.import_module(f"mip.{shim}").main is importlib.import_module(f"mip.tools.{shim}").main
+    tools = {"show": "show", "summary": "summary", "demo": "embedded_demo", "serve": "embedded_server"}
+    for shim, tool in tools.items():
+        assert importlib.import_module(f"mip.{shim}").main is importlib.import_module(f"mip.tools.{tool}").main

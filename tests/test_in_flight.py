@@ -1,4 +1,4 @@
-"""Long waits talk (issue 42, item 3): a job whose requests are in flight says so at least every
+"""Long waits talk: a job whose requests are in flight says so at least every
 ``progress_interval_s`` (30 s by default), before any experiment lands; a sweep says it is
 checking its jobs as its command starts (run.py's first line, before its imports), and its ETA
 leaves out the first job's start."""

@@ -174,7 +174,7 @@ def test_regions_match_the_arrangement(counts, pattern):
 
 def test_the_shuffle_draws_what_generator_permutation_draws():
     """Stored records hold the instances a seed drew: the shuffle must draw exactly what
-    ``default_rng(seed).permutation`` drew when they were written (issue 30 made it cheaper)."""
+    ``default_rng(seed).permutation`` drew when they were written (the faster shuffle included)."""
     import numpy as np
 
     from mip.experiment.instances import _shuffled

@@ -31,9 +31,9 @@ def test_key_concurrency_below_one_jobs_concurrency_says_what_to_set(results):
 
 
 def test_the_checks_before_launch_say_how_far_they_are(results, monkeypatch):
-    from mip.entry import hydra_callbacks
+    from mip.entry import sweep_checks
 
-    monkeypatch.setattr(hydra_callbacks, "CHECK_LINE_EVERY_S", 0.0)  # every step, not every 5 s
+    monkeypatch.setattr(sweep_checks, "CHECK_LINE_EVERY_S", 0.0)  # every step, not every 5 s
     ran = run_entry("run.py", "-m", "model=mock", "task=arith", "n=20", "p=0.6,0.7", "budget=smoke", "dry_run=true")
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert "checked 1 of 2 distinct job settings" in ran.stdout

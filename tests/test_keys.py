@@ -247,7 +247,7 @@ def test_the_key_is_the_hash_of_the_sorted_json_of_its_parts():
 #: as they are. Only a deliberate key change (a new template version, a new key scheme)
 #: updates this table, with a README note on what reruns cost.
 SHIPPED_KEYS = {
-    # issue 41: the DeepSeek V4 configs now ask for reasoning and GPT-5.4 nano leaves temperature
+    # the DeepSeek V4 configs now ask for reasoning and GPT-5.4 nano leaves temperature
     # out (its provider refuses 0): other bodies, so other experiments, on purpose.
     "deepseek_v4_flash": "21ebd6ef2e9f8d038100fcbf",
     "deepseek_v4_pro": "07467ec4bec46ce2d5f8d97d",

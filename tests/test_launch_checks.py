@@ -1,4 +1,4 @@
-"""A sweep's checks before launch (issue 42), through run.py: what the submitting machine
+"""A sweep's checks before launch, through run.py: what the submitting machine
 checks when the jobs run elsewhere, and that a sweep's jobs are composed once each."""
 
 from __future__ import annotations
@@ -61,36 +61,113 @@ def test_a_vllm_sweep_run_here_is_refused_without_vllm(results):
 
 
 def test_a_sweeps_jobs_are_composed_once_each(results, monkeypatch):
-    """Hydra's sweeper composes each job to check it and its launcher composed it again; the
-    launcher now runs the check's composition (mip.entry.compositions)."""
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    """mip's sweeper composes each job to check it before launch, and its launcher runs that
+    composition instead of composing the job again (mip.entry.compositions.ComposedOnce)."""
+    from mip.entry.compositions import ComposedOnce
 
-    composed: list[tuple[str, ...]] = []
-    original = ConfigLoaderImpl.load_sweep_config
+    loaders: list[ComposedOnce] = []
+    original = ComposedOnce.__init__
 
-    def counted(self, master_config, sweep_overrides):
-        composed.append(tuple(sweep_overrides))
-        return original(self, master_config, sweep_overrides)
+    def recorded(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        loaders.append(self)
 
-    monkeypatch.setattr(ConfigLoaderImpl, "load_sweep_config", counted)
+    monkeypatch.setattr(ComposedOnce, "__init__", recorded)
     ran = run_entry("run.py", "-m", "model=simulated_first_k", "seed=0,1", *SWEEP)
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert len(composed) == 4 and len(set(composed)) == 4, composed  # 2 patterns × 2 seeds, once each
+    assert [loader.counts for loader in loaders] == [{"composed": 4, "reused": 4}]  # 2 patterns × 2 seeds, once each
     assert len(list(results.rglob("job.json"))) == 4
 
 
+def test_a_sweep_whose_job_cannot_be_composed_launches_nothing(tmp_path):
+    """mip's sweeper composes every job before it launches the first, as Hydra's basic sweeper
+    does: a job that cannot be composed stops the sweep before anything runs; otherwise the
+    launcher gets every job, in the basic sweeper's order."""
+    from hydra.types import HydraContext
+    from omegaconf import OmegaConf
+
+    from hydra_plugins.mip_sweeper import MipSweeper
+    from mip.entry.compositions import ComposedOnce
+
+    class Loader:
+        def load_sweep_config(self, master_config, overrides):
+            if "b=y" in overrides:
+                raise ValueError("cannot compose b=y")
+            return {"overrides": overrides}
+
+    class Launcher:
+        launched: list = []
+
+        def launch(self, batch, initial_job_idx):
+            self.launched += [loader.load_sweep_config(sweeper.config, job) for job in batch]
+            return []
+
+    sweeper = MipSweeper(params={"a": "1,2"})
+    sweeper.config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)}}})
+    loader = ComposedOnce(Loader())
+    sweeper.hydra_context, sweeper.launcher = HydraContext(config_loader=loader, callbacks=None), Launcher()
+    with pytest.raises(ValueError, match="cannot compose b=y"):
+        sweeper.sweep(["b=x,y"])
+    assert Launcher.launched == []
+    sweeper.sweep(["b=x,z"])
+    assert [c["overrides"] for c in Launcher.launched] == [["a=1", "b=x"], ["a=1", "b=z"], ["a=2", "b=x"],
+                                                           ["a=2", "b=z"]]
+    assert loader.counts == {"composed": 6, "reused": 4}  # the 4 jobs once each, and the refused sweep's two
+
+
 def test_each_yaml_file_is_parsed_once_and_composed_afresh(tmp_path):
-    """mip.entry.compositions.parse_once: a composition never sees another's changes, and a
-    file changed on disk is read again."""
+    """Hydra reads a config folder through mip's config source (mip.entry.parsed_once), found as
+    a plugin: each file parsed once, a composition never sees another's changes, and a file
+    changed on disk is read again."""
     from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
 
-    from mip.entry.compositions import parse_once
+    from mip.entry import parsed_once
 
-    parse_once()
     (tmp_path / "config.yaml").write_text("a: 1\nb: [x]\n")
     with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        sources = GlobalHydra.instance().config_loader().get_sources()
+        assert any(isinstance(s, parsed_once.ParsedOnceSource) and s.path == str(tmp_path) for s in sources), sources
         first = compose("config")
         first.b.append("y")
         assert compose("config").b == ["x"]
+        assert sum(key[0] == str(tmp_path / "config.yaml") for key in parsed_once._PARSED) == 1
         (tmp_path / "config.yaml").write_text("a: 22\nb: [x]\n")
         assert compose("config").a == 22
+
+
+@pytest.mark.parametrize("overrides", [["pattern=a,b", "seed=0,1,2", "model=x,y"], ["seed=range(0,3)", "n=5"],
+                                       ["seed=0,1", "n=5", "seed=3,4"], []])
+def test_mips_sweeper_splits_a_sweep_as_hydras_basic_sweeper(overrides):
+    """The jobs, and their order, are Hydra's basic sweeper's: a Hydra upgrade that changes
+    how a sweep is split fails here, not silently in a sweep."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper  # the reference, in this test only
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from mip.entry.compositions import split_jobs
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    for size in (None, 2):
+        assert split_jobs(parsed, size) == BasicSweeper.split_arguments(parsed, size)
+
+
+def test_a_sweeps_jobs_run_with_the_sweeps_check(results, monkeypatch):
+    """One check a job: the sweep checks each combination of settings before launch (reading
+    its pools), and each job runs with that check instead of making its own."""
+    import mip.job.checks as checks
+
+    read: list[tuple[str, ...]] = []
+    original = checks.load_pools
+
+    def counted(cfg):
+        read.append(tuple(cfg.task))
+        return original(cfg)
+
+    monkeypatch.setattr(checks, "load_pools", counted)
+    ran = run_entry("run.py", "-m", "model=simulated_first_k", "seed=0,1", *SWEEP)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert len(list(results.rglob("job.json"))) == 4
+    assert read == [("arith",), ("arith",)], read  # the sweep's check of each pattern; none by the 4 jobs
+    read.clear()
+    ran = run_entry("run.py", "model=simulated_first_k", "task=arith", "setting=smoke", "pattern=majority_first")
+    assert ran.returncode == 0 and read == [("arith",)], ran.stderr[-2000:]  # a job alone checks itself, once

@@ -1,5 +1,5 @@
-"""Files grow by responsibility (one responsibility a module): no module of mip/ over 300 lines and no
-function over 60, unless it is listed below with the reason it may be longer."""
+"""Files grow by responsibility (one responsibility a module): no module of mip/ over 300 lines, no
+function over 60 and no class over 200, unless it is listed below with the reason it may be longer."""
 
 from __future__ import annotations
 
@@ -62,3 +62,41 @@ def test_the_check_finds_a_long_module_and_a_long_method(tmp_path):
     (package / "long.py").write_text(f"class C:\n    async def m(self):\n{body}        x = 0\n" + "\n" * MAX_MODULE_LINES)
     assert oversized(package, tmp_path) == {"pkg/long.py": MAX_MODULE_LINES + MAX_FUNCTION_LINES + 2,
                                             "pkg/long.py:C.m": MAX_FUNCTION_LINES + 1}
+
+
+MAX_CLASS_LINES = 200
+
+#: Classes (``mip/x.py:Class``) that may be longer, and why. An entry no longer needed fails the test too.
+CLASSES_ALLOWED: dict[str, str] = {
+    "mip/models/openai_compat.py:OpenAICompatBackend": (
+        "listing, token counting, generation and reply handling in one; its reply handling and listing move to "
+        "the shared request wrapper and served.py in a later pass, which the concurrent fail-fast work touches"),
+}
+
+
+def long_classes(package: Path, root: Path) -> dict[str, int]:
+    """Classes over MAX_CLASS_LINES under ``package`` (``path:Class``, nested ones too), with their length."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and (lines := node.end_lineno - node.lineno + 1) > MAX_CLASS_LINES:
+                found[f"{name}:{node.name}"] = lines
+    return found
+
+
+def test_no_class_of_mip_is_over_200_lines_without_a_reason():
+    found = long_classes(REPO / "mip", REPO)
+    unexplained = {name: lines for name, lines in found.items() if name not in CLASSES_ALLOWED}
+    assert not unexplained, (f"Too long: {unexplained}. Split the class along its concepts, or say in "
+                             "CLASSES_ALLOWED why not.")
+    stale = sorted(set(CLASSES_ALLOWED) - set(found))
+    assert not stale, f"No longer too long, so drop them from CLASSES_ALLOWED: {stale}"
+
+
+def test_the_class_check_finds_a_long_class(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CLASS_LINES - 1))
+    (package / "m.py").write_text(f"class Fits:\n{body}\nclass Long:\n{body}    y = 0\n")
+    assert long_classes(package, tmp_path) == {"pkg/m.py:Long": MAX_CLASS_LINES + 1}

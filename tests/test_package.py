@@ -78,7 +78,7 @@ print(run_audit(load_saved(sys.argv[2], AuditConfig)))
 
 
 def test_show_and_serve_read_the_config_folder_they_are_given(tmp_path):
-    from mip.tools.serve import serve_command
+    from mip.tools.embedded_server import serve_command
     from mip.tools.prompt_source import ShowError, task_config
 
     with pytest.raises(ShowError, match="no config folder .*pass --conf"):

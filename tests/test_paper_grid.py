@@ -1,4 +1,4 @@
-"""A paper model runs the paper's experiment unless told otherwise (issue 29, item 1):
+"""A paper model runs the paper's experiment unless told otherwise:
 `python run.py -m model=<m> 'pattern=glob(*)' seed=0,1,2` is the core grid, every explicit
 override still wins, plain `python run.py` stays the small embedded job."""
 

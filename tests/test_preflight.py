@@ -167,7 +167,7 @@ def test_an_unknown_mode_is_one_line(results):
     assert ran.returncode == 2 and "choose off, only or required" in ran.stderr
 
 
-# ---------------------------------------------------------------- the gate fails closed (issue 41 item 1)
+# ---------------------------------------------------------------- the gate fails closed
 
 def _fake_sbatch(tmp_path) -> tuple[dict, object]:
     """A ``sbatch`` first on PATH that records each call and submits nothing."""
@@ -233,7 +233,7 @@ def test_an_error_while_checking_stops_the_sweep(results, tmp_path, monkeypatch)
     assert not log.exists()
 
 
-# ---------------------------------------------------------------- temperature, a model setting (issue 41 item 3)
+# ---------------------------------------------------------------- temperature, a model setting
 
 GPT5_REFUSAL = "Unsupported value: 'temperature' does not support 0.0 with this model. Only the default (1) value is supported."
 
@@ -265,7 +265,7 @@ def test_a_gpt5_style_temperature_refusal_is_named_by_the_preflight(results):
     assert passed.returncode == 0 and ": PASS" in passed.stdout, passed.stdout + passed.stderr
 
 
-# ---------------------------------------------------------------- costs from the provider (issue 41 item 6)
+# ---------------------------------------------------------------- costs from the provider
 
 def test_a_dry_run_after_a_preflight_prices_a_model_without_a_configured_price(results):
     """OpenRouter's usage accounting reports the request's cost (usage.cost) and its own count

@@ -67,15 +67,15 @@ def test_a_sweep_logs_jobs_done_of_its_total_with_rate_and_eta(results):
     assert ran.returncode == 0, ran.stderr[-2000:]
     lines = re.findall(r"^sweep: (\d+/\d+) jobs \((.*)\)$", ran.stdout, re.M)
     assert [done for done, _ in lines] == [f"{k}/6" for k in range(1, 7)], ran.stdout[-3000:]
-    # the first job's time holds the checks and the pools it built: the ETA follows the jobs after it (issue 42)
+    # the first job's time holds the checks and the pools it built: the ETA follows the jobs after it
     assert re.fullmatch(r"\d\d:\d\d, ETA after the next job", lines[0][1]), lines
     assert all(re.fullmatch(r"\d\d:\d\d, [\d.]+ jobs/(s|min|h), ETA [\d:]+", rest) for _, rest in lines[1:]), lines
-    # Review: the jobs' own times leave out each launch; the sweep says its own wall time, once (issue 42).
+    # Review: the jobs' own times leave out each launch; the sweep says its own wall time, once.
     assert re.search(r"took \d+ (s|min|h) \(measured: the sweep's wall time, from launch to end\)$", ran.stdout, re.M)
 
 
 def test_a_run_closes_with_the_time_it_took_not_an_estimate(results, monkeypatch):
-    """issue 29.9: a 175 s run closed with "under one CPU-minute" (the whole-budget estimate from
+    """A 175 s run once closed with "under one CPU-minute" (the whole-budget estimate from
     the config's rates). A model whose cost is its time now closes with the measured time."""
     with FakeServer(reasoning_shape="reasoning_content") as server:
         monkeypatch.setenv("MIP_TEST_API_KEY", "k")

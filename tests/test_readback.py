@@ -1,5 +1,5 @@
-"""Every folder mip writes is handed back to it, and nothing read back is pooled (issue 29,
-items 2–4), through the real entry points run in this process (conftest.run_entry).
+"""Every folder mip writes is handed back to it, and nothing read back is pooled,
+through the real entry points run in this process (conftest.run_entry).
 
 One store holds a sweep of two simulated models (a planted first-k reader and an unbiased one)
 at n = 20, p = 0.6, and a single job at another (n, p); analyze.py, attribute.py, mip.summary

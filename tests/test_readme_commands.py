@@ -1,7 +1,7 @@
-"""Every command README.md and docs/*.md show runs as written (issue 29, items 1 and 7; issue 30,
-case 5): each shell block parses with bash; each entry-point line (`python run.py`, `analyze.py`,
+"""Every command README.md and docs/*.md show runs as written: each shell
+block parses with bash; each entry-point line (`python run.py`, `analyze.py`,
 `attribute.py`, `filter.py`, `audit.py`), split as bash splits it, passes that entry point's checks
-and composes (run.py's also expands to its sweep with Hydra's own sweeper); each `python -m mip.…`
+and composes (run.py's also expands to its sweep as mip's sweeper splits it); each `python -m mip.…`
 tool and `make` target exists and takes the options shown; the summary, show and analyze lines that
 read a folder mip wrote run for real on one, as do the lines that need nothing outside (the filter
 with the mock model, `mip.serve --print`); each benchmark line's arguments pass that script's own
@@ -65,12 +65,13 @@ def arguments(command: str) -> list[str]:
 
 
 def sweep_jobs(overrides: list[str]) -> list[list[str]]:
-    """The jobs Hydra's basic sweeper makes of these overrides, a preset's sweep included."""
+    """The jobs mip's sweeper makes of these overrides, a preset's sweep included."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from mip.entry.compositions import split_jobs
 
     from .conftest import registered
 
@@ -82,7 +83,7 @@ def sweep_jobs(overrides: list[str]) -> list[list[str]]:
         params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.params or {}).items()]
         named = {o.split("=")[0] for o in overrides}
         parsed = parser.parse_overrides([*overrides, *(p for p in params if p.split("=")[0] not in named)])
-        return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+        return [list(job) for batch in split_jobs(parsed) for job in batch]
 
 
 def reads_the_paper_data(job: list[str]) -> bool:

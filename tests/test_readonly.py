@@ -1,4 +1,4 @@
-"""Readers never write; read-only and full stores (issue 27 case 6). analyze.py, mip.summary,
+"""Readers never write; read-only and full stores. analyze.py, mip.summary,
 mip.show and attribute.py list a damaged record and leave it where it is; a job on a read-only
 store or a full disk stops with one line (exit 2) and writes nothing partial. The read-only and
 full file systems are real: tmpfs mounts (the tests run as root, whom chmod does not stop);

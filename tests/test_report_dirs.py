@@ -1,4 +1,4 @@
-"""Reports beside their inputs (issue 42, item 5), through the real entry points: an analysis
+"""Reports beside their inputs, through the real entry points: an analysis
 of a sweep writes into that sweep's folder, analyze.py and attribute.py take a bare folder as
 well as ``results=[…]``, and no analysis silently replaces another's report."""
 

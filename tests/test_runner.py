@@ -301,6 +301,20 @@ def test_a_budget_given_as_a_number_is_refused_by_that_number(tmp_path):
         run_job(cfg, tmp_path / "job")
 
 
+@pytest.mark.parametrize("answer", [0, 320, 500])
+def test_a_budget_split_outside_the_budget_is_refused_by_the_settings_check(answer):
+    """App. C.2's split keeps ``answer_tokens`` of the budget for the answer: none, or all of it
+    or more, leaves nothing to reason with or nothing to answer with: refused with the settings
+    (checked once, before any call or data read), not at the first request."""
+    from mip.job.checks import settings
+
+    cfg = compose("model=qwen36_plus", "task=arith", "budget=smoke", f"model.budget_split.answer_tokens={answer}")
+    assert cfg.budget.max_tokens == 320
+    with pytest.raises(ValueError, match=rf"^qwen36_plus: budget_split.answer_tokens={answer} must lie between 0 and "):
+        settings(cfg)
+    settings(compose("model=qwen36_plus", "task=arith", "budget=smoke", "model.budget_split.answer_tokens=319"))
+
+
 def test_expanded_orderings_shuffle_each_label_then_arrange(tmp_path):
     cfg = compose("+experiment=expanded_orderings", "model=mock", "task=arith", "n=20", "p=0.6", "pattern=majority_middle")
     assert cfg.shuffle_seeds == list(range(1, 51))

@@ -53,7 +53,7 @@ def test_megabytes_of_text_are_a_verdict_not_a_crash():
     assert parse_answer(noise, NER) is None
 
 
-# The examples of issue 19, each with the verdict a careful reader of the rule gives.
+# Hard replies to the answer rule, each with the verdict a careful reader of the rule gives.
 
 def test_a_lenient_answer_at_the_very_end_is_read_as_one_before_a_newline():
     assert parse_answer("I counted them all. answer: positive", SENTIMENT) == "positive"

@@ -1,4 +1,4 @@
-"""A drained stop (issue 27 case 4): on SIGTERM, SIGINT or submitit's preemption signal a job
+"""A drained stop: on SIGTERM, SIGINT or submitit's preemption signal a job
 sends nothing new, stores the replies in flight, writes its manifest and exits non-zero; the
 rerun pays for nothing twice. Real run.py processes against the local server, which counts the
 requests and the whole replies per prompt."""

@@ -1,4 +1,4 @@
-"""Trust in the store (issue 15): each case below once put a wrong number in a store
+"""Trust in the store: each case below once put a wrong number in a store
 without any error. They run real run.py processes against the local fault server and read
 the store's files directly, so they hold whatever the store's code looks like."""
 

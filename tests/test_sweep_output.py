@@ -1,4 +1,4 @@
-"""What a dry-run sweep prints fits a reader (issue 42, item 7): a note every job would repeat
+"""What a dry-run sweep prints fits a reader: a note every job would repeat
 (why its prompt tokens are estimated) is said once a sweep, and a sweep of several models or
 budgets gets one table of them side by side (rows model × budget: experiments, prompt tokens,
 expected cost, ceiling, GPU-hours for a model run on one's own GPU)."""

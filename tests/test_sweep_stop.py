@@ -1,4 +1,4 @@
-"""Ctrl-C between a sweep's jobs (issue 42, item 4): a clean stop in one line, with the sweep's
+"""Ctrl-C between a sweep's jobs: a clean stop in one line, with the sweep's
 summary so far and the command that carries on — no KeyboardInterrupt traceback through Hydra.
 (A stop inside a job is a drained stop: tests/test_stop.py.)"""
 

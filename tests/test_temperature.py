@@ -1,4 +1,4 @@
-"""Temperature per paper model (issue 41): each paper model's config states what the paper used,
+"""Temperature per paper model: each paper model's config states what the paper used,
 what mip sends and what the provider accepts, with the page and date it was read; docs/models.md
 lists the same, and the config sends what it says."""
 

@@ -99,7 +99,7 @@ KEY = {"WANDB_API_KEY": "k"}
     [
         (None, {}, "offline"),
         (None, KEY, "online"),
-        (None, {**KEY, "WANDB_MODE": "offline"}, "offline"),  # issue 19: the key no longer overrides the user
+        (None, {**KEY, "WANDB_MODE": "offline"}, "offline"),  # a key does not override the user's offline
         (None, {**KEY, "WANDB_MODE": "dryrun"}, "offline"),
         (None, {**KEY, "WANDB_MODE": "disabled"}, "disabled"),
         (None, {"WANDB_MODE": "online"}, "online"),
@@ -242,7 +242,7 @@ def test_a_killed_job_keeps_its_batches_and_a_rerun_sends_every_unconfirmed_row_
 
 
 def test_rows_handed_to_wandb_but_lost_by_a_kill_are_sent_again(tmp_path, wandb_env):
-    """issue 28.6: the ledger said "sent" when the rows were only handed to wandb's async upload."""
+    """The ledger once said "sent" when the rows were only handed to wandb's async upload."""
     cfg, records = stored_records(tmp_path)
     assert killed_job(tmp_path, "killed", lost=True) == []  # four rows handed over, none written
     assert tracking.Ledger.of(cfg.logger.project, cfg.paths.results_dir, job_run_id(cfg), "offline").confirmed == {}
@@ -305,7 +305,7 @@ LOGIN_CHECK = "from mip.tracking.tracker import logged_in, wandb_mode; print(wan
 
 @pytest.mark.parametrize("saved", [True, False])
 def test_a_user_logged_in_with_wandb_login_runs_online(tmp_path, wandb_env, saved):
-    """issue 28.6: `wandb login` saves the key in ~/.netrc; without WANDB_API_KEY the job went offline silently.
+    """`wandb login` saves the key in ~/.netrc; without WANDB_API_KEY the job went offline silently.
     A fresh process (wandb keeps a session's credentials), with its own home and netrc."""
     netrc = tmp_path / "netrc"
     netrc.write_text("machine api.wandb.ai\n  login user\n  password " + "a1" * 20 + "\n" if saved else "")

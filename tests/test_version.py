@@ -1,4 +1,4 @@
-"""One version, read from one place (issue 29, item 10): mip/__init__.py writes it;
+"""One version, read from one place: mip/__init__.py writes it;
 pyproject.toml, job.json and the README read or agree with it."""
 
 from __future__ import annotations

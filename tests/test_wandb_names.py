@@ -1,4 +1,4 @@
-"""W&B as users expect it (issue 29.6): an offline run says where its files are and the
+"""W&B as users expect it: an offline run says where its files are and the
 `wandb sync` line, once; group, job type and tags name the sweep and the slice, as the
 README's filter example does; self-prompting logs both stages' prompts."""
 

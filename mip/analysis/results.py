@@ -9,7 +9,7 @@ runs, count once. Columns: the experiment fields, ``verdict``, ``invalid_kind``,
 >>> frame = load_local(["results/store"])          # doctest: +SKIP
 >>> frame.groupby("pattern").correct.mean()   # doctest: +SKIP
 
-Exercised by ``pytest tests/test_results.py``.
+Exercised by ``pytest tests/test_analyze.py tests/test_matched.py``.
 """
 
 from __future__ import annotations

@@ -41,10 +41,7 @@ from typing import Any
 from mip.attribution import memory
 from mip.attribution.packing import Packed, Prepared
 from mip.attribution.replay_record import Replay
-from mip.attribution.spans import ReplaySkip, answer_span, instance_spans, tokens_per_instance
-
-#: How a recorded reasoning trace is put back before the answer when replaying.
-DEFAULT_REASONING_FORMAT = "<think>\n{reasoning}\n</think>\n\n"
+from mip.attribution.teacher_forced import DEFAULT_REASONING_FORMAT, ReplayInputs
 
 
 def _at_least_float32(x: Any) -> Any:
@@ -73,7 +70,7 @@ class Attributor:
         self.torch = torch
         self.model = model
         self.tokenizer = tokenizer
-        self.reasoning_format = reasoning_format
+        self.inputs = ReplayInputs(tokenizer, reasoning_format)
         self.passes = passes
         self.mask = mask
         self.offload = memory.Offload(torch) if offload else None
@@ -107,14 +104,6 @@ class Attributor:
         inner = getattr(self.model, "model", self.model)
         return bool(getattr(inner, "gradient_checkpointing", False)) and self.model.training
 
-    def templated(self, prompt: str) -> str:
-        return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                  add_generation_prompt=True)
-
-    def _encode(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        return enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]]
-
     def label_logprob(self, prompt_embeds: Any, prompt_len: int, response_ids: list[int],
                       label_positions: list[int]) -> Any:
         """Σ log p of the label tokens (positions in the full sequence), teacher-forced, from this
@@ -134,38 +123,8 @@ class Attributor:
 
     def prepare(self, prompt: str, texts: Sequence[str], output: str, reasoning: str | None,
                 labels: Sequence[str], selected: str) -> Prepared:
-        """Token ids, instance token groups and the two teacher-forced responses of a replay."""
-        if selected not in labels:
-            raise ReplaySkip(f"answer {selected!r} is not one of the two labels")
-        y0, y1 = labels
-        start, end = answer_span(output, selected)
-        prefix = self.templated(prompt)
-        lead = self.reasoning_format.format(reasoning=reasoning) if reasoning else ""
-        prompt_ids, prompt_offsets = self._encode(prefix)
-        at = prefix.find(prompt)
-        spans = [(a + at, b + at) for a, b in instance_spans(prompt, texts)]
-        groups = tokens_per_instance(prompt_offsets, spans)
-        if any(not g for g in groups):
-            raise ValueError("An instance has no token of its own; the tokenizer merged it with its neighbours.")
-        responses = {}
-        for label in (y1, y0):
-            response = lead + output[:start] + label + output[end:]
-            a, b = len(lead) + start, len(lead) + start + len(label)
-            ids, offsets = self._encode(prefix + response)
-            if ids[: len(prompt_ids)] == prompt_ids:
-                positions = [i for i, (x, y) in enumerate(offsets)
-                             if i >= len(prompt_ids) and y > x and x < len(prefix) + b and y > len(prefix) + a]
-            else:  # the seam tokenised differently: tokenise the response on its own
-                r_ids, r_offsets = self._encode(response)
-                ids = prompt_ids + r_ids
-                positions = [len(prompt_ids) + i for i, (x, y) in enumerate(r_offsets) if y > x and x < b and y > a]
-            if not positions:
-                raise ReplaySkip("the answer label has no token of its own")
-            # What follows the label cannot change its probability (causal attention): it is not
-            # replayed. A model that answers first and then lists every instance (SmolLM2 in the
-            # demo) costs half as much to replay.
-            responses[label] = (ids[len(prompt_ids): max(positions) + 1], positions)
-        return Prepared(list(prompt_ids), groups, (y0, y1), selected, responses)
+        """What the replay feeds the model (:meth:`mip.attribution.teacher_forced.ReplayInputs.prepare`)."""
+        return self.inputs.prepare(prompt, texts, output, reasoning, labels, selected)
 
     def prompt_embeddings(self, prepared: Prepared) -> Any:
         embed = self.model.get_input_embeddings()

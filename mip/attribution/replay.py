@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 
 from mip.attribution import memory
-from mip.attribution.ixg import Attributor, ReplaySkip
+from mip.attribution.ixg import Attributor
+from mip.attribution.spans import ReplaySkip
 from mip.attribution.memory import Plan
 from mip.attribution.packing import labels_need_mask
 from mip.attribution.profiles import profile, region_shares

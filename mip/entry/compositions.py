@@ -1,94 +1,109 @@
-"""A sweep's jobs composed once each, not twice.
+"""A sweep's jobs: split as Hydra's basic sweeper splits them, and composed once each.
 
-Hydra's basic sweeper composes every job's config to check that it can be composed
-(``validate_batch_is_legal``), throws it away, and its launcher composes the same job again
-before running it: two compositions a job, two thirds of a planted sweep's launch overhead.
-:func:`compose_once` makes the launcher take the config the check composed (Hydra copies the
-sweep's resolver cache into both, so they are the same config). Installed by the sweep
-callback (:mod:`mip.entry.hydra_callbacks`) on the config loader the sweeper and launcher share.
+:func:`split_jobs` turns a sweep's overrides into its jobs' override lists (the cartesian
+product of the swept values, ``glob(*)`` and ``range`` included), batched. Hydra's sweeper
+composes every job to check that it can be composed before any is launched, and its launcher
+composed each again: :class:`ComposedOnce` stands in for the config loader the launcher is
+given (Hydra's public ``ConfigLoader`` interface), so the launcher runs the composition the
+sweeper checked. mip's sweeper (``hydra_plugins/mip_sweeper.py``, ``hydra/sweeper=mip``) uses both.
 
->>> class Loader:                                   # stands for Hydra's ConfigLoaderImpl
+>>> from hydra.core.override_parser.overrides_parser import OverridesParser
+>>> overrides = OverridesParser.create().parse_overrides(["pattern=a,b", "seed=0,1", "n=5"])
+>>> for batch in split_jobs(overrides, max_batch_size=3):   # batches of at most 3 jobs
+...     print(batch)
+[['pattern=a', 'seed=0', 'n=5'], ['pattern=a', 'seed=1', 'n=5'], ['pattern=b', 'seed=0', 'n=5']]
+[['pattern=b', 'seed=1', 'n=5']]
+
+>>> class Loader:                                   # stands for Hydra's own config loader
 ...     def load_sweep_config(self, master_config, sweep_overrides):
 ...         return {"overrides": sweep_overrides}
->>> loader = Loader(); compose_once(loader)
->>> def validate_batch_is_legal():                  # the sweeper's check
-...     return loader.load_sweep_config(None, ["seed=1"])
->>> checked = validate_batch_is_legal()
->>> loader.load_sweep_config(None, ["seed=1"]) is checked, loader.mip_compositions   # the launcher's
+>>> once = ComposedOnce(Loader())
+>>> checked = once.compose(None, ["seed=1"])       # the sweeper's check
+>>> once.load_sweep_config(None, ["seed=1"]) is checked, once.counts   # the launcher's
 (True, {'composed': 1, 'reused': 1})
 
-Each composition also read and parsed every YAML file of ``conf/`` again (a tenth of a
-composition): :func:`parse_once` keeps each file's parsed text for the process, keyed by its
-modification time and size, and builds the config from it afresh each time.
-
-Exercised by ``pytest tests/test_launch_checks.py``; measured by ``benchmarks/launch.py``.
+Measured by ``benchmarks/launch.py``.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import itertools
+from collections.abc import Sequence
 from typing import Any
+
+from hydra.core.config_loader import ConfigLoader
+from hydra.core.override_parser.types import Override
 
 #: Compositions kept between the check and the launch, at most (a batch of more jobs composes the rest twice).
 KEPT = 1024
 
 
-def compose_once(loader: Any, limit: int = KEPT) -> None:
-    """Wrap ``loader.load_sweep_config`` (Hydra's ConfigLoaderImpl): a composition asked for by
-    the sweeper's check is kept, and the launcher's request for the same job gets it. Counts
-    in ``loader.mip_compositions`` (composed, reused)."""
-    if getattr(loader, "mip_compositions", None) is not None:
-        return
-    original = loader.load_sweep_config
-    kept: dict[tuple[int, tuple[str, ...]], Any] = {}
-    counts = loader.mip_compositions = {"composed": 0, "reused": 0}
+def split_jobs(overrides: list[Override], max_batch_size: int | None = None) -> list[list[list[str]]]:
+    """The jobs' override lists, in batches of ``max_batch_size`` (one batch when None): one job
+    per combination of the swept values, each key in the order it was first given, a key given
+    twice taking its last value (as Hydra's basic sweeper splits them)."""
+    lists: dict[str, list[str]] = {}
+    for override in overrides:
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            lists[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            lists[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            raise ValueError(f"{override.input_line}: a sweep takes a list, range or glob of values, "
+                             f"not a {override.value_type.name if override.value_type else 'value'} sweep.")
+    jobs = [list(job) for job in itertools.product(*lists.values())]
+    size = max_batch_size if max_batch_size and max_batch_size > 0 else len(jobs) or 1
+    return [jobs[i:i + size] for i in range(0, len(jobs), size)] or [[]]
 
-    def load_sweep_config(master_config: Any, sweep_overrides: list[str]) -> Any:
-        key = (id(master_config), tuple(sweep_overrides))
-        checking = sys._getframe(1).f_code.co_name == "validate_batch_is_legal"
-        if not checking and key in kept:  # the launcher: the check's composition, used once
-            counts["reused"] += 1
-            return kept.pop(key)
-        config = original(master_config, sweep_overrides)
-        counts["composed"] += 1
-        if checking and len(kept) < limit:
-            kept[key] = config
+
+class ComposedOnce(ConfigLoader):
+    """Hydra's config loader, whose :meth:`load_sweep_config` hands out a job's composition
+    that :meth:`compose` made for the sweeper's check, once, instead of composing it again.
+    Everything else is the wrapped loader's. ``keep``: whether to keep compositions at all
+    (False where the launcher composes each job in another process). Counts in ``counts``."""
+
+    def __init__(self, loader: Any, keep: bool = True, limit: int = KEPT):
+        self.loader, self.keep, self.limit = loader, keep, limit
+        self.kept: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self.counts = {"composed": 0, "reused": 0}
+
+    def compose(self, master_config: Any, sweep_overrides: Sequence[str]) -> Any:
+        """Compose a job for the check, and keep it for the launcher."""
+        config = self._compose(master_config, sweep_overrides)
+        if self.keep and len(self.kept) < self.limit:
+            self.kept[(id(master_config), tuple(sweep_overrides))] = config
         return config
 
-    loader.load_sweep_config = load_sweep_config
+    def load_sweep_config(self, master_config: Any, sweep_overrides: list[str]) -> Any:
+        kept = self.kept.pop((id(master_config), tuple(sweep_overrides)), None)
+        if kept is not None:
+            self.counts["reused"] += 1
+            return kept
+        return self._compose(master_config, sweep_overrides)
 
+    def _compose(self, master_config: Any, sweep_overrides: Sequence[str]) -> Any:
+        self.counts["composed"] += 1
+        return self.loader.load_sweep_config(master_config, list(sweep_overrides))
 
-_PARSED: dict[tuple[str, int, int], tuple[dict, Any]] = {}
+    def __getstate__(self) -> dict:
+        """A launcher that pickles itself (submitit) carries the loader, not the kept configs."""
+        return {**self.__dict__, "kept": {}}
 
+    def load_configuration(self, *args: Any, **kwargs: Any) -> Any:
+        return self.loader.load_configuration(*args, **kwargs)
 
-def parse_once() -> None:
-    """Make Hydra's file config source parse each YAML file once per process (see the module
-    doc); the config it returns is built from the parsed data each time, so no composition
-    sees another's changes. A file changed on disk is read again."""
-    from hydra._internal.core_plugins.file_config_source import FileConfigSource
-    from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
-    from omegaconf import OmegaConf
-    from omegaconf._utils import get_yaml_loader
+    def get_search_path(self) -> Any:
+        return self.loader.get_search_path()
 
-    if getattr(FileConfigSource, "mip_parse_once", False):
-        return
-    import yaml
+    def get_sources(self) -> Any:
+        return self.loader.get_sources()
 
-    def load_config(self: Any, config_path: str) -> ConfigResult:
-        full_path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
-        try:
-            stat = os.stat(full_path)
-        except OSError:
-            raise ConfigLoadError(f"Config not found : {full_path}") from None
-        key = (full_path, stat.st_mtime_ns, stat.st_size)
-        if key not in _PARSED:
-            with open(full_path, encoding="utf-8") as f:
-                text = f.read()
-            _PARSED[key] = (ConfigSource._get_header_dict(text[:512]), yaml.load(text, Loader=get_yaml_loader()))
-        header, data = _PARSED[key]
-        return ConfigResult(config=OmegaConf.create(data if data is not None else {}),
-                            path=f"{self.scheme()}://{self.path}", provider=self.provider, header=dict(header))
+    def list_groups(self, parent_name: str) -> Any:
+        return self.loader.list_groups(parent_name)
 
-    FileConfigSource.load_config = load_config
-    FileConfigSource.mip_parse_once = True
+    def get_group_options(self, *args: Any, **kwargs: Any) -> Any:
+        return self.loader.get_group_options(*args, **kwargs)
+
+    def compute_defaults_list(self, *args: Any, **kwargs: Any) -> Any:
+        return self.loader.compute_defaults_list(*args, **kwargs)

@@ -131,7 +131,7 @@ def answer_settings(cfg: Config) -> dict[str, Any]:
         "prompt_variant": _keyed(cfg.prompt_variant, "prompt_variant"),
         "strategy": {**SCHEME_2_STRATEGY_DEFAULTS, **_keyed(cfg.strategy, "strategy")},
         "attempts_allowed": attempts_allowed(cfg),  # max_attempts, unless the model is deterministic
-        "temperature": getattr(cfg.model, "temperature", 0.0),  # a model's own where its schema has one (issue 41)
+        "temperature": getattr(cfg.model, "temperature", 0.0),  # a model's own where its schema has one
         "template_version": prompts.TEMPLATE_VERSION,
     }
 

@@ -165,16 +165,3 @@ def budget_limits(record: Record) -> dict[str, Any]:
     split = model.get("budget_split") if isinstance(model.get("budget_split"), dict) else {}
     return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens"),
             "budget_stated": budget.get("stated_tokens")}
-
-
-_MOVED = {"Store": "mip.store", "atomic_write": "mip.data.files", "keys_in": "mip.data.files", "read_record": "mip.store",
-          "iter_records": "mip.store", "record_json": "mip.store", "JsonColumn": "mip.data.columns", "JsonStrings": "mip.data.columns"}
-
-
-def __getattr__(name: str) -> Any:
-    """Names that moved in mip 0.3, importable from here as in mip 0.2."""
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'mip.experiment.records' has no attribute {name!r}")

@@ -3,8 +3,9 @@ its model's schema and setup, n and p, order seeds, budget against the context w
 strategy and prompt variant, the store folder, and its data (every task's pool is read) — in
 :func:`check_job`, whose result the job runs with.
 
-A job calls it once (:func:`mip.job.run_job`); a sweep asks it of every combination of settings
-its jobs will run before any job is launched (:mod:`mip.entry.hydra_callbacks`). A refusal is
+A sweep asks it of every combination of settings its jobs will run before any job is launched,
+and each job run in that process runs with its combination's result (:mod:`mip.entry.sweep_checks`);
+a job run alone or elsewhere asks it once itself (:func:`mip.job.run_job`). A refusal is
 one exception that says what to do: ValueError (settings), DataError (data),
 BackendSetupError (a package or key the model needs).
 
@@ -43,7 +44,7 @@ class CheckedJob:
     """What the check of a job's settings built, and the job runs with."""
 
     strategy: Strategy
-    """Built once for the whole job (issue 30)."""
+    """Built once for the whole job (every experiment shares it)."""
     pools: dict[str, Pool]
     """Each task's pool, read (and so checked) before the job is launched."""
 
@@ -90,9 +91,9 @@ def settings(cfg: Config) -> Strategy:
         if not two_distinct_labels(task.labels):
             raise ValueError(f"Task {task.name!r} needs exactly two distinct labels, got {task.labels}.")
         if (label := unwritable_label(task.labels)) is not None:
-            raise ValueError(f"Task {task.name!r}: the label {label!r} cannot be written inside the answer's JSON string "
-                             "as the prompt shows it (it holds a double quote, a backslash or a control character); "
-                             "rename it without them.")
+            raise ValueError(f"Task {task.name!r}: the label {label!r} cannot be written inside the answer's JSON "
+                             "string as the prompt shows it (it holds a double quote, a backslash or a control "
+                             "character); rename it without them.")
     return strategy
 
 
@@ -129,7 +130,8 @@ def load_pools(cfg: Config) -> dict[str, Pool]:
         if cfg.use_filtered and path.is_file():
             filtered = load_pool(path)
             if filtered is None:
-                raise ValueError(f"The filtered pool {path} is damaged; rebuild it with filter.py or pass use_filtered=false.")
+                raise ValueError(f"The filtered pool {path} is damaged; rebuild it with filter.py or pass "
+                                 "use_filtered=false.")
             pool = filtered
         pools[name] = pool
     return pools

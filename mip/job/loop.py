@@ -18,27 +18,26 @@ from collections.abc import Iterable, Iterator
 from collections import Counter
 from pathlib import Path
 
-import mip
-from mip.experiment import prompts, scoring
-from mip.experiment.scoring import InvalidKind, Verdict
+from mip.experiment import scoring
 from mip.experiment.spend import usage_cost
 from mip.job.expected_cost import reported_so_far
 from mip.job.spend_cap import Cap
 from mip.store.claims import Claim
-from mip.config import Config, to_plain
+from mip.config import Config
 from mip.experiment.planning import Planned
 from mip.job import collector
-from mip.job.provenance import GitState, now
+from mip.job.provenance import GitState
 from mip.job.stop import Drain, Stopped
 from mip.job.job_summary import JobSummary, StoreError
 from mip.job.tokens import context_for, counted, overflows
-from mip.experiment.keys import KEY_SCHEME, attempts_allowed
+from mip.experiment.keys import attempts_allowed
 from mip.models import Backend, Completion, Request
 from mip.models.calls import CallStats, call_with_retries
 from mip.tracking import progress
 from mip.tracking.in_flight import Heartbeat, InFlight
 from mip.tracking.progress import Progress
-from mip.experiment.records import Attempt, Record, counted_attempt
+from mip.experiment.records import Attempt
+from mip.job.stored_record import make_record, record_config, refused_as_overflow
 from mip.store import Store
 from mip.strategies import Landed, Strategy
 from mip.tracking.tracker import Tracker
@@ -50,8 +49,8 @@ class JobLoop:
     def __init__(self, cfg: Config, strategy: Strategy, backend: Backend, store: Store, tracker: Tracker, git: GitState,
                  summary: JobSummary, claim: Claim, paid: dict[str, list[Attempt]] | None = None,
                  stop: Drain | None = None):
-        self.cfg, self.backend, self.store, self.tracker, self.git, self.summary = cfg, backend, store, tracker, git, summary
-        self.claim, self.strategy = claim, strategy
+        self.cfg, self.backend, self.store, self.tracker = cfg, backend, store, tracker
+        self.git, self.summary, self.claim, self.strategy = git, summary, claim, strategy
         self.stop = stop or Drain()
         """Once a stop is requested nothing new is pulled, and a record being written is finished."""
         self.attempts: dict[str, list[Attempt]] = {k: list(v) for k, v in (paid or {}).items()}
@@ -67,16 +66,7 @@ class JobLoop:
         self.settled: set[str] = set()
         """Experiments stored by this job, or left to another: the rest of a stopped job's are left unstored."""
         """The requests sent and not yet answered, which the heartbeat tells of (mip.tracking.in_flight)."""
-        self.record_config = {
-            "model": to_plain(cfg.model),
-            "budget": to_plain(cfg.budget),
-            "prompt_variant": cfg.prompt_variant.name,
-            "strategy": to_plain(cfg.strategy),
-            "setting": cfg.setting,
-            "max_attempts": cfg.max_attempts,
-            "attempts_made_at_most": self.allowed,
-            "data_dir": cfg.data_dir,
-        }
+        self.record_config = record_config(cfg, self.allowed)
 
     def calls(self, requests: Iterable[Request]) -> Iterator[Completion]:
         """Completions through the one retry wrapper; calls and errors go into the summary,
@@ -200,7 +190,7 @@ class JobLoop:
         """Keep one attempt: in the record when it is final, else under ``.attempts/``."""
         plan = result.plan
         attempts = self.attempts.setdefault(plan.key, [])
-        attempts.append(_refused_as_overflow(result.attempt))
+        attempts.append(refused_as_overflow(result.attempt))
         if self._final(attempts):
             self._store(plan, result.prompt_tokens, self.attempts.pop(plan.key), bar, result.predictions)
             return
@@ -211,35 +201,8 @@ class JobLoop:
 
     def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], bar: Progress,
                predictions: list[str | None] | None = None) -> None:
-        counted = counted_attempt(attempts)
-        verdict, answer = (counted.verdict, counted.answer) if counted else (Verdict.INVALID, None)
-        kind = counted.invalid_kind if counted else InvalidKind.INPUT_OVERFLOW
-        prompt = self.strategy.final_prompt(plan, counted)
-        # Built from typed parts by this code alone, so not validated again (a 2,000-id list
-        # costs a fraction of a millisecond to check); every read validates.
-        record = Record.model_construct(
-            key_scheme=KEY_SCHEME,
-            key=plan.key,
-            experiment=plan.experiment,
-            pool_version=plan.pool.version,
-            pool_filtered=plan.pool.meta.filtered,
-            instance_ids=plan.ids,
-            instance_labels=plan.labels,
-            prompt_hash=plan.prompt_sha if prompt is plan.prompt else prompts.prompt_hash(prompt),
-            prompt_tokens=n_tokens,
-            attempts=attempts,
-            attempts_allowed=self.allowed,
-            answer=answer,
-            verdict=verdict,
-            invalid_kind=None if verdict.valid else kind,
-            scoring_rule=scoring.RULE_VERSION,
-            predictions=predictions,
-            reported_counts=counted.counts if counted else None,
-            config=self.record_config,
-            git_commit=self.git.get("commit"),
-            mip_version=mip.__version__,
-            created_at=now(),
-        )
+        record, prompt = make_record(plan, n_tokens, attempts, self.strategy, self.allowed, self.record_config,
+                                     self.git, predictions)
         try:
             self.store.put(record)
         except OSError as e:  # disk full, read-only, no such folder: stop; what is stored stays readable
@@ -258,11 +221,3 @@ class JobLoop:
             "same command to finish."
         )
 
-
-def _refused_as_overflow(attempt: Attempt) -> Attempt:
-    """An attempt a provider refused as longer than its context window is an input_overflow
-    (App. D.1), whatever a strategy read from the empty reply: the paper's verdict however
-    the overflow is found (mip.models.overflow)."""
-    if not any(stage.context_refusal for stage in attempt.stages):
-        return attempt
-    return attempt.model_copy(update={"answer": None, "verdict": Verdict.INVALID, "invalid_kind": InvalidKind.INPUT_OVERFLOW})

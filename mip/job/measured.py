@@ -1,4 +1,4 @@
-"""What a model's preflight measured, for a dry run of a model whose config lacks it (issue 41):
+"""What a model's preflight measured, for a dry run of a model whose config lacks it:
 the provider's own count of the preflight prompt's tokens (characters per token, where the
 config has no tokenizer) and the cost the provider reported for the request (a price, where
 the config has none). The preflight (:mod:`mip.tools.preflight`) keeps one JSON file per

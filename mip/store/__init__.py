@@ -25,7 +25,7 @@ Two more folders live beside the records, both hidden from readers of records:
 (set(), None)
 >>> store.put(record); store.valid_keys("smollm2_135m", "arith", wanted)   # doctest: +SKIP
 
-Exercised by ``pytest tests/test_store.py`` and ``tests/test_packs.py``.
+Exercised by ``pytest tests/test_store_trust.py tests/test_claims.py tests/test_packs.py``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A model's prompt and completion prices as its provider lists them, for the preflight of a
-model whose config has no price (issue 41).
+model whose config has no price.
 
 OpenRouter's model listing (``GET /api/v1/models``, no key needed) gives each model a
 ``pricing`` object whose ``prompt`` and ``completion`` are USD per token, as strings

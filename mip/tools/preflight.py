@@ -1,5 +1,5 @@
 """Preflight: one short request per model of a sweep, with exactly the body the sweep will
-send, before the sweep spends (issue 28 item 4).
+send, before the sweep spends.
 
     # send one request per model (not per job), report, and keep the result; no job runs:
     python run.py -m model=gpt_oss_120b,qwen36_plus 'pattern=glob(*)' seed=0,1,2 preflight=only

@@ -1,4 +1,4 @@
-"""What a preflight reply must show for the sweep to be the paper's experiment (issue 41), beyond
+"""What a preflight reply must show for the sweep to be the paper's experiment, beyond
 an answer: a split budget bounded as App. C.2 has it, and reasoning from a model whose config
 says its traces are full or summaries (§5.1). Each check returns why the preflight fails, or "".
 Exercised by ``pytest tests/test_preflight.py -k "split or trace"``.

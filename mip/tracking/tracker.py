@@ -63,8 +63,8 @@ def wandb_mode(logger_mode: str | None, environ: Mapping[str, str] = os.environ,
     when ``WANDB_API_KEY`` is set or ``login()`` finds a saved key, ``offline`` without.
 
     Whatever this returns goes to ``wandb.init(mode=…)``, which outranks the environment;
-    so ``WANDB_MODE`` has to be read here, or a user's ``offline`` is overridden (issue 19:
-    a job without network stalled ~90 s going online because a key was set).
+    so ``WANDB_MODE`` has to be read here, or a user's ``offline`` is overridden (a job
+    without network would stall ~90 s going online because a key was set).
 
     >>> wandb_mode(None, {"WANDB_API_KEY": "k", "WANDB_MODE": "offline"})
     'offline'
