@@ -22,6 +22,7 @@ from mip.experiment import prompts, scoring
 from mip.experiment.scoring import InvalidKind, Verdict
 from mip.store.claims import Claim
 from mip.config import Config, to_plain
+from mip.config.masking import masker
 from mip.experiment.planning import Planned
 from mip.job import collector
 from mip.job.provenance import GitState, now
@@ -75,6 +76,7 @@ class JobLoop:
         """Completions through the one retry wrapper; calls and errors go into the summary,
         the requests waited on into ``waiting`` (the heartbeat's)."""
         stats, sent, back, given_up = CallStats(), [], set(), 0
+        mask = masker().model  # a key a server echoes back (in its reply or error) is stored masked
         try:
             for completion in call_with_retries(self.backend, self._sent(requests, sent), self.cfg.infra_retries, stats,
                                                 stopping=lambda: self.stop.requested):
@@ -83,7 +85,7 @@ class JobLoop:
                     self.waiting.forget(stats.failed[given_up:])
                     given_up = len(stats.failed)
                 back.add(completion.id)
-                yield completion
+                yield mask(completion)
         except Stopped:  # the stop's wait ended: what was sent and not answered is dropped (a request
             # handed to the backend but held back, at fail fast's gate or for a free slot, was never sent)
             dropped = len(self.backend.reached(set(sent) - back - set(stats.failed)))
