@@ -1,6 +1,9 @@
-r"""Masking by value: every secret this process knows, replaced by ``***`` wherever its value
-appears — in a reply or an error message as stored (:meth:`Masker.model`), in a line logged
-(:class:`SecretFilter`), in what is printed (:class:`MaskedStream`).
+r"""What leaves the process is safe. Masking by value: every secret this process knows, replaced
+by ``***`` wherever its value appears — in a reply or an error message as stored
+(:meth:`Masker.model`), in a line logged (:class:`SecretFilter`), in what is printed
+(:class:`MaskedStream`). And stored text shown on a terminal (a model's reply, an error quoting
+one) has its control characters escaped (:func:`printable`): a reply cannot clear the screen,
+set the title, move the cursor or overwrite a line.
 
 The secrets are gathered once per process (:func:`remember`: the job's config, its overrides
 as typed, the value of the variable ``api_key_env`` names; :mod:`mip.config.redact` finds
@@ -13,6 +16,8 @@ only a text that holds one is rewritten, by one precompiled pattern.
 ('Bearer *** and ***', 'no key here')
 >>> m.json(b'{"echo":"Qk\\"7"}')
 b'{"echo":"***"}'
+>>> printable("ok\x1b[2J\rverdict: correct\tdone\n")
+'ok\\x1b[2J\\rverdict: correct\tdone\n'
 """
 
 from __future__ import annotations
@@ -106,9 +111,22 @@ def masker() -> Masker:
     return _masker
 
 
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a CSI), and the bidirectional overrides
+# that reorder what follows them on screen.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: each control character as its escape (``\\x1b``, ``\\r``)."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 class SecretFilter(logging.Filter):
     """A logging filter that masks the known secrets (``secrets`` and all :func:`remember` was
-    told) in every message it passes (run.log, the console)."""
+    told) in every message it passes (run.log, the console), its control characters escaped (a
+    reply's first bytes quoted in a warning)."""
 
     def __init__(self, secrets: set[str]):
         super().__init__()
@@ -116,7 +134,7 @@ class SecretFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        masked = _masker.text(message)
+        masked = printable(_masker.text(message))
         if masked is not message:
             record.msg, record.args = masked, None
         return True

@@ -109,10 +109,11 @@ def url_secrets(value: str) -> set[str]:
     eight characters, numbers, dates and versions (``?api-version=2024-10-21``).
 
     >>> sorted(url_secrets("https://mip:pa55word-1@host/v1?key=AbCd1234efgh&api-version=2024-10-21"))
-    ['AbCd1234efgh', 'mip%3Apa55word-1', 'mip%3apa55word-1', 'mip:pa55word-1', 'pa55word-1']
+    ['AbCd1234efgh', 'bWlwOnBhNTV3b3JkLTE=', 'mip%3Apa55word-1', 'mip%3apa55word-1', 'mip:pa55word-1', 'pa55word-1']
     >>> sorted(url_secrets("http://h/k/Pk7path0AbCdEf01/v1?sig=a%2bDEF12345&BareToken99"))
     ['BareToken99', 'Pk7path0AbCdEf01', 'a%2BDEF12345', 'a%2bDEF12345', 'a+DEF12345']
     """
+    import base64
     from urllib.parse import unquote, urlsplit
 
     if "://" not in value:
@@ -125,6 +126,7 @@ def url_secrets(value: str) -> set[str]:
     if "@" in parts.netloc:
         userinfo = parts.netloc.rpartition("@")[0]
         found |= _url_forms(userinfo) | _url_forms(userinfo.partition(":")[2])
+        found.add(base64.b64encode(unquote(userinfo).encode()).decode("ascii"))  # as HTTP Basic sends it
     for segment in parts.path.split("/"):
         if _key_segment(unquote(segment)):
             found |= _url_forms(segment)
@@ -200,7 +202,7 @@ def secret_values(plain: Any) -> set[str]:
             if secret_key(k) or looks_like_credential(v) or (_names_a_key(k) and not variable_name(v)):
                 found.add(v)
                 if "cookie" in str(k).lower():  # each cookie's value alone too (session=…; theme=…)
-                    found |= {c.partition("=")[2].strip() for c in v.split(";") if len(c.partition("=")[2].strip()) >= 8}
+                    found |= {c for c in (p.partition("=")[2].strip() for p in v.split(";")) if len(c) >= 8}
             elif _names_a_key(k) and os.environ.get(v, "").strip():
                 found.update({os.environ[v], os.environ[v].strip()})
             found |= url_secrets(v)

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from mip.config import ModelConfig
+from mip.config.masking import remember
 from mip.config.redact import variable_name
 from mip.registry import load
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
@@ -78,6 +79,7 @@ def api_key(cfg: ModelConfig) -> str | None:
         raise BackendSetupError(
             f"Model {cfg.name!r} needs an API key: set the environment variable {env} (e.g. `export {env}=...`)."
         )
+    remember({key})  # masked wherever it appears: a server that echoes it, an error that quotes it
     return key
 
 

@@ -8,7 +8,9 @@ the completion read back from a reply — pure functions, tested directly.
 from __future__ import annotations
 
 import email.utils
+import logging
 import random
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +21,10 @@ from pydantic import ValidationError
 from mip.config import OpenAICompatModelConfig
 from mip.models.base import Completion, Request
 from mip.experiment.records import schema_error
-from mip.models.replies import content_text, readable, split_thoughts
+from mip.models.replies import content_text, readable, split_thoughts, with_lone_surrogates
+
+log = logging.getLogger(__name__)
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 RETRY_AFTER_MAX_S = 60.0
 BACKOFF_START_S, BACKOFF_MAX_S = 0.5, 8.0
@@ -196,6 +201,13 @@ def completion_from_body(request_id: str, raw: bytes, latency: float, url: str) 
     try:
         return completion_from(request_id, orjson.loads(raw), latency)
     except orjson.JSONDecodeError:
+        try:  # half a surrogate pair escaped (an emoji cut): JSON all the same, the half read as U+FFFD
+            body, lone = with_lone_surrogates(raw) if _ESCAPED_SURROGATE.search(raw) else (None, 0)
+        except ValueError:
+            lone = 0
+        if lone:
+            log.warning("%s: the reply escapes %d lone surrogate(s) (half an emoji?); read as U+FFFD", request_id, lone)
+            return completion_from(request_id, body, latency)
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as e:  # JSON is UTF-8 (RFC 8259): the reply was re-encoded on its way

@@ -47,6 +47,7 @@ import orjson
 
 import mip
 from mip.config import OpenAICompatModelConfig
+from mip.config.masking import masker, printable
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 from mip.models.calls import RequestGuard, Retry
 from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
@@ -54,7 +55,7 @@ from mip.models.event_loop import EventLoop
 from mip.models.fail_fast import FailFast, identity
 from mip.models.overflow import refusal_completion, send_within_window
 from mip.models.served import ServedModel, listed
-from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
+from mip.models.safe_http import ReplyTooLarge, SameOrigin, credentials, endpoint, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
 
@@ -79,7 +80,7 @@ class OpenAICompatBackend(Backend):
         self._api_key = context.api_key or "EMPTY"
         self._tokenizer: Any = None
         self.model_id = None if cfg.model_id == "auto" else cfg.model_id
-        self._root = cfg.base_url.rstrip("/")  # the API root, …/v1
+        self._root, self._authorization = credentials(cfg.base_url.rstrip("/"), self._api_key)  # …/v1; no user:password@
         self._loop: EventLoop | None = None
         # The transport makes its client inside the event loop on first use; the guard its gate there too.
         self._transport: Transport | None = None
@@ -119,7 +120,7 @@ class OpenAICompatBackend(Backend):
         """One small request of the backend's own (the model listing, token counts): the key
         goes to the configured origin only, and the whole exchange has one deadline."""
         request = urllib.request.Request(url, data=body, headers={
-            "Authorization": f"Bearer {self._api_key}", "User-Agent": f"mip/{mip.__version__}",
+            "Authorization": self._authorization, "User-Agent": f"mip/{mip.__version__}",
             **({"Content-Type": "application/json"} if body is not None else {})})
         opener = urllib.request.build_opener(SameOrigin(url))  # proxies as set now
         limit = min(CHECK_DEADLINE_S, self.cfg.request_timeout_s)
@@ -269,9 +270,10 @@ class OpenAICompatBackend(Backend):
                     self.stop_sending()
                 return completion
             # No model's answer (an error body, no choices, no readable message, no JSON): another
-            # try may fare better. The body goes to the job's log, capped and without the key.
-            log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,
-                        min(len(raw), LOGGED_BODY_BYTES), len(raw), self._shown_body(raw))
+            # try may fare better. The body goes to the job's log, capped and without a key.
+            log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,  # keys masked,
+                        min(len(raw), LOGGED_BODY_BYTES), len(raw),  # control codes escaped (mip.config.masking)
+                        printable(masker().text(raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace"))))
             self.fail_fast.accepted()
             return Retry(completion.error)
         if 300 <= status < 400:
@@ -294,7 +296,3 @@ class OpenAICompatBackend(Backend):
         if self._served is None:
             self._served = ServedModel(self.model_id or self.cfg.model_id, self.cfg.base_url, self._same_models)
         return self._served.checked(completion, self.cfg.name)
-
-    def _shown_body(self, raw: bytes) -> str:
-        text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")
-        return text.replace(self._api_key, "***") if len(self._api_key) >= 8 else text
