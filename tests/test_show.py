@@ -218,3 +218,28 @@ def test_a_reply_holding_terminal_control_codes_prints_none_raw(job, results):
     assert all(p.returncode == 0 for p in shown), shown[0].stderr
     assert "\\x1b[2J" in shown[0].stdout  # shown, escaped
     assert [c for c in ("\x1b", "\x07", "\r", "\x9b", "\u202e") if c in printed] == []
+
+
+def test_five_thousand_empty_files_cost_one_line_per_folder(job, results):
+    """Odd files in a store (5,000 empty ``.json`` files beside a job's pack, 50 in a folder of
+    their own) are counted and summarised in one line per folder by mip.show and analyze.py;
+    the valid records are read as ever."""
+    store = results / "store"
+    (task,) = {p.parent for p in store.rglob("pack-*.jsonl")}
+    other = task.parent / "other_task"
+    other.mkdir()
+    for i in range(5000):
+        (task / f"empty{i}.json").touch()
+    for i in range(50):
+        (other / f"empty{i}.json").touch()
+    shown = show_command(str(store))
+    report = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{store}]",
+                             f"out_dir={results / 'report'}"], cwd=REPO, env=os.environ.copy(), capture_output=True,
+                            text=True, timeout=600)
+    for ran in (shown, report):
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        said = [line for line in (ran.stdout + ran.stderr).splitlines() if "unreadable" in line or ".json" in line]
+        assert len(said) == 2, said[:5]
+        assert any("5,000 unreadable records" in line and str(task) in line for line in said)
+        assert any("50 unreadable records" in line and str(other) in line for line in said)
+    assert "2 records" in shown.stdout
