@@ -19,6 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from mip.config import OpenAICompatModelConfig
+from mip.config.masking import printable
 from mip.models.base import Completion, Request
 from mip.experiment.records import schema_error
 from mip.models.replies import content_text, readable, split_thoughts, with_lone_surrogates
@@ -137,10 +138,10 @@ def error_message(raw: bytes) -> str:
     ...                                       "metadata": {"provider_name": "DeepInfra", "raw": raw}}}))
     'Provider returned error (DeepInfra): too long'
     """
-    try:
-        return _message(orjson.loads(raw))[:1000]
+    try:  # control characters escaped: the message is printed and logged (mip.config.masking.printable)
+        return printable(_message(orjson.loads(raw))[:1000])
     except (orjson.JSONDecodeError, AttributeError):
-        return raw[:500].decode("utf-8", "replace")
+        return printable(raw[:500].decode("utf-8", "replace"))
 
 
 def _message(data: Any, depth: int = 0) -> str:
