@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import queue
 import time
 import urllib.error
 import urllib.request
@@ -160,39 +159,24 @@ class OpenAICompatBackend(Backend):
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
-        """Completions as they finish. A request is pulled (and encoded) in the caller's thread only
-        while fewer than ``max_concurrency`` are sent and not handed back (in flight, or answered and
-        not yet stored): a kill loses at most that many paid replies (docs/stopping.md)."""
+        """Completions as they finish. A request is sent only while fewer than ``max_concurrency``
+        are sent and not handed back (in flight, or answered and not yet stored): a kill loses at
+        most that many paid replies (docs/stopping.md). A few more are built and encoded ahead,
+        while no reply waits, so that a slot freed is filled at once (:meth:`EventLoop.as_finished`)."""
         if self.model_id is None:
             self.check()
         self._start()
         run, one_try = self._guard.run, self._one_try  # bound once, not per request
-        lead = self.cfg.max_concurrency  # the caller stores each reply before it asks for the next
-        finished: queue.SimpleQueue = queue.SimpleQueue()
-        source = iter(requests)
-        running: set = set()
-        refused: list[Completion] = []
-        try:
-            while True:
-                while len(running) < lead and (request := next(source, None)) is not None:
-                    try:
-                        body = self._encode(request)
-                    except (TypeError, ValueError) as e:  # it cannot be sent as it is: fails alone
-                        refused.append(Completion(request.id, error=f"the request cannot be encoded: {e}"))
-                        continue
-                    running.add(self._loop.start(run(request.id, one_try, (request, body)), finished))
-                    if len(running) <= self.cfg.max_concurrency:  # ramping up: send it now, not after the rest are built
-                        self._loop.turn()
-                while refused:
-                    yield refused.pop()
-                if not running:
-                    return
-                future = self._loop.next_done(finished)
-                running.discard(future)
-                yield future.result()
-        finally:  # the consumer stopped early (an error of its own): drop what is still in flight
-            for future in running:
-                future.cancel()
+        lead = self.cfg.max_concurrency  # the caller stores each reply before the next request goes out
+        yield from self._loop.as_finished(self._prepared(requests), lambda request, body: run(
+            request.id, one_try, (request, body)), lead, spare=max(2, lead // 4))
+
+    def _prepared(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Any] | Completion]:
+        for request in requests:
+            try:
+                yield request, self._encode(request)
+            except (TypeError, ValueError) as e:  # it cannot be sent as it is: fails alone
+                yield Completion(request.id, error=f"the request cannot be encoded: {e}")
 
     def _start(self) -> None:
         if self._loop is None:
