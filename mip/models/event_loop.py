@@ -100,11 +100,10 @@ class EventLoop:
                     else:
                         running.add(self.start(start(*item), finished))
                         self.turn()  # it goes out now, before the next one is built
-                while more and len(ahead) < spare and finished.empty():
+                while more and len(ahead) < spare and finished.empty():  # as of the last turn
                     item = next(source, None)
                     more = item is not None
                     ahead.extend([item] if more else [])
-                    self.turn()  # replies that arrived meanwhile are read
                 if not running:
                     return
                 future = self.next_done(finished)
