@@ -92,14 +92,16 @@ class EventLoop:
         try:
             while True:
                 while len(running) < lead and (ahead or more):
-                    item = ahead.popleft() if ahead else next(source, None)
+                    built = bool(ahead)
+                    item = ahead.popleft() if built else next(source, None)
                     if item is None:
                         more = False
                     elif not isinstance(item, tuple):
                         yield item
                     else:
                         running.add(self.start(start(*item), finished))
-                        self.turn()  # it goes out now, before the next one is built
+                        if not built:  # ramping up: it goes out now, not after the rest are built
+                            self.turn()
                 while more and len(ahead) < spare and finished.empty():  # as of the last turn
                     item = next(source, None)
                     more = item is not None
