@@ -89,7 +89,8 @@ def config(folder: Path, port: int, concurrency: int, experiments: int, name: st
                        "bench", 3000)
     model = OpenAICompatModelConfig(name="bench", backend="openai_compat", model_id="bench-model", context_window=1_000_000,
                                     base_url=f"http://127.0.0.1:{port}/v1", max_concurrency=concurrency,
-                                    deterministic=False, request_timeout_s=120, transport=transport)
+                                    deterministic=False, request_timeout_s=120, transport=transport,
+                                    api_key_env="MIP_BENCH_KEY")  # a key: every reply is searched for it (masking)
     return Config(model=model, task={"bench": task}, pattern=PatternConfig("random"), budget=BudgetConfig("20k", 20000),
                   prompt_variant=PromptVariantConfig("standard"), n=2000, p=0.55, order_seeds=list(range(experiments // 2)),
                   paths=PathsConfig(results_dir=str(folder), store_dir=str(folder / f"store-{name or concurrency}"),
@@ -210,6 +211,7 @@ def main() -> None:
     parser.add_argument("--sdk", action="store_true",
                         help="after each job also run the openai SDK alone with its aiohttp transport (same core)")
     args = parser.parse_args()
+    os.environ.setdefault("MIP_BENCH_KEY", "sk-bench-" + os.urandom(12).hex())  # the server takes any key
     if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {0})
     rows = []

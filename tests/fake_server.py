@@ -19,7 +19,9 @@ monotonic time) per call. Requests through it as an HTTP proxy (absolute URIs) a
 answered the same way. ``reasoning_shape`` picks where the reasoning text
 goes: ``reasoning``, ``reasoning_content``, ``reasoning_details`` or ``both`` (``reasoning`` and
 a ``reasoning.text`` item of ``reasoning_details``, as OpenRouter sends it); ``trace_chars``
-pads the trace to that length.
+pads the trace to that length. ``echo = True`` repeats the request's Authorization header and
+target (a key in its query) in every reasoning trace and 500's error message, as a careless
+server does.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class FakeServer(LocalServer):
         self.answered: Counter = Counter()  # per prompt hash: replies sent whole (what a client pays for)
         self.hold_call: int | None = None  # that call of every prompt (2: the second) waits for release()
         self.answers_as: str | None = None  # the model id its replies name (a router's fallback), if not ``model``
+        self.echo = False  # replies and error messages repeat the Authorization header and the target (a key with them)
 
     def release(self) -> None:
         """Let the held calls (``hold_call``) go on."""
@@ -141,7 +144,7 @@ class FakeServer(LocalServer):
         elif fault == "400":
             await self._send(writer, 400, b'{"error": {"message": "prompt is too long", "code": 400}}')
         elif fault == "500":
-            await self._send(writer, 500, b'{"error": {"message": "boom"}}')
+            await self._send(writer, 500, json.dumps({"error": {"message": f"boom{self._echoed()}"}}).encode())
         elif fault == "stall":
             await asyncio.sleep(self.stall_s)
             return False
@@ -164,6 +167,13 @@ class FakeServer(LocalServer):
             await self._send(writer, 200, json.dumps(self._completion(request, prompt)).encode())
             self._paid(prompt)
         return True
+
+    def _echoed(self) -> str:
+        """What an echoing server repeats of the last request: its Authorization header and target."""
+        if not self.echo:
+            return ""
+        with self._lock:
+            return f" (you sent {self.headers_seen[-1].get('authorization')} to {self.targets_seen[-1]})"
 
     def _paid(self, prompt: str) -> None:
         with self._lock:
@@ -214,7 +224,7 @@ class FakeServer(LocalServer):
         else:
             answer = majority_answer(prompt)
             content = json.dumps({"answer": answer if answer != "-1" else -1})
-        trace = "Instance 1 is even. Instance 2 is odd. Counting all instances."
+        trace = "Instance 1 is even. Instance 2 is odd. Counting all instances." + self._echoed()
         trace += " Checking again." * max(0, (self.trace_chars - len(trace)) // 16)
         message: dict = {"role": "assistant", "content": content}
         if self.reasoning_shape == "both":  # OpenRouter: the trace as text, and again as reasoning_details

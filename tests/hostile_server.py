@@ -13,6 +13,8 @@ Modes, for both ``GET /v1/models`` (where ``on_models`` is set) and ``POST
 - ``gzip_bomb`` — HTTP 200 with ``Content-Encoding: gzip``: ~1 MB on the wire that is
   ``bomb_bytes`` (1 GiB by default) once decompressed (issue 27);
 - ``latin1`` — a correct reply whose body is Latin-1, not UTF-8 (an ``é`` in the answer);
+- ``lone_surrogate`` — a correct reply whose reasoning escapes half a surrogate pair (``"\\ud83d"``:
+  an emoji cut), as Python's ``json.dumps`` writes one;
 - ``shape`` — HTTP 200 whose body is a completion reshaped as ``shape`` names (:data:`SHAPES`):
   no readable message. It carries the request's ``Authorization`` header back (``echo``), as a
   careless proxy might.
@@ -127,6 +129,8 @@ class HostileServer(LocalServer):
                          % (len(payload), payload))
             await writer.drain()
             return True
+        if self.mode == "lone_surrogate":
+            reply["choices"][0]["message"]["reasoning"] = "Counting \ud83d every instance."
         if self.mode == "shape":
             SHAPES[self.shape](reply)
             reply["echo"] = self.headers_seen[-1].get("authorization")

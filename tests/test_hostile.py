@@ -85,3 +85,33 @@ def test_an_unwritable_results_folder_is_one_line_before_any_job_folder(tmp_path
                       env={"MIP_RESULTS_DIR": str(blocker / "results")})
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert f"cannot write to the results folder {blocker / 'results'}" in proc.stderr
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_reply_escaping_a_lone_surrogate_is_read_as_json_and_stored_on_the_first_request(tmp_path, transport):
+    with HostileServer("lone_surrogate") as server:
+        cfg = config(tmp_path, server, transport)
+        summary = run_job(cfg, tmp_path / "job")
+        asked = server.chats
+    assert summary.stored_now == 2 and summary.verdicts == {"correct": 2} and asked == 2  # one paid request each
+    stored = [r.attempts[0].stages[0].reasoning for r in Store(cfg.paths.store_dir)]
+    assert stored == ["Counting \ufffd every instance."] * 2
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_base_url_with_user_and_password_reaches_the_server(tmp_path, transport):
+    """user:password@ goes as HTTP Basic authentication (as the openai SDK's httpx sends it), to
+    the /models check and every request; the address itself is sent without them."""
+    import base64
+
+    with HostileServer("list_content") as server:
+        cfg = config(tmp_path, server, transport,
+                     f"model.base_url=http://mip:Uk7planted0userinfo0AbCd31@127.0.0.1:{server.port}/v1")
+        summary = run_job(cfg, tmp_path / "job")
+        headers, targets = list(server.headers_seen), list(server.targets_seen)
+    assert summary.stored_now == 2 and summary.verdicts == {"correct": 2}, summary.errors
+    basic = "Basic " + base64.b64encode(b"mip:Uk7planted0userinfo0AbCd31").decode()
+    assert {h.get("authorization") for h in headers} == {basic}
+    assert "/v1/models" in targets and targets.count("/v1/chat/completions") == 2
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and b"planted0userinfo" in p.read_bytes()]
+    assert written == []

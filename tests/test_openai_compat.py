@@ -266,8 +266,9 @@ def test_retry_after_is_waited_for(tmp_path, monkeypatch):
 
 
 def test_requests_are_taken_as_slots_free(tmp_path):
-    """The backend takes the next request only when it has room: the runner builds each
-    prompt while earlier requests are in flight, never all of them up front."""
+    """The backend sends the next request only when it has room, and builds a few ahead while
+    it waits: the runner builds each prompt while earlier requests are in flight, never all of
+    them up front."""
     with FakeServer(latency_s=0.3) as server:
         model = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model", "model.tokenizer=null",
                         "model.max_concurrency=4").model
@@ -281,7 +282,8 @@ def test_requests_are_taken_as_slots_free(tmp_path):
 
         stream = backend.generate(requests())
         first = next(stream)
-        assert not first.error and len(taken) == 4  # max_concurrency: none pulled ahead of a free slot
+        # max_concurrency sent, and at most max(2, 4 // 4) built ahead of a free slot, not sent
+        assert not first.error and 4 <= len(taken) <= 6 and server.max_in_flight <= 4
         stream.close()  # the consumer stops early: what is in flight is dropped
         again = list(backend.generate([Request("x", "Instance 1: What is 2 + 2?", 8)]))
         backend.close()

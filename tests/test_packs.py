@@ -324,7 +324,7 @@ def test_a_settled_pack_is_read_once_a_process_and_again_when_it_changes(tmp_pat
     [pack] = packs(tmp_path)
     read = []
     real = packs_module._scan
-    monkeypatch.setattr(packs_module, "_scan", lambda p, size: read.append(p) or real(p, size))
+    monkeypatch.setattr(packs_module, "_scan", lambda p, *more: read.append(p) or real(p, *more))
     assert Store(tmp_path).keys(MODEL, TASK) == {"k0", "k1"} and Store(tmp_path).keys(MODEL, TASK) == {"k0", "k1"}
     assert len(read) == 2 and pack not in packs_module._SCANS  # just written: read each time
     old = pack.stat().st_mtime - 60
@@ -335,3 +335,25 @@ def test_a_settled_pack_is_read_once_a_process_and_again_when_it_changes(tmp_pat
     with open(pack, "ab") as f:  # the pack grows (its job appends once more): read again
         f.write(record_json(make_record("k2")) + b"\n")
     assert Store(tmp_path).keys(MODEL, TASK) == {"k0", "k1", "k2"} and len(read) == 4
+
+
+def test_a_pack_edited_in_place_is_read_again_not_through_its_stale_index(tmp_path):
+    """A person edits a pack in place (a field of its first line made longer, as an editor saves
+    it): its index's offsets no longer fall on its lines. The rerun reads the pack itself past
+    the edit: every record still counts, nothing is quarantined and nothing is asked again."""
+    from mip.job import run_job
+
+    from .conftest import compose
+
+    cfg = compose("model=mock", "task=arith", "setting=smoke", "pattern=majority_first", "progress=false",
+                  f"paths.results_dir={tmp_path}", f"paths.cache_dir={tmp_path / 'cache'}")
+    first = run_job(cfg, tmp_path / "job1")
+    assert first.stored_now == 2
+    [pack] = packs(tmp_path / "store")
+    text = pack.read_bytes()
+    assert text.count(b'"mip_version":"') == 2
+    pack.write_bytes(text.replace(b'"mip_version":"', b'"mip_version":"edited ', 1))  # its first line 7 bytes longer
+    again = run_job(cfg, tmp_path / "job2")
+    assert again.stored_now == 0 and again.calls == 0, again
+    assert quarantined(tmp_path / "store") == []
+    assert sorted(r.key for r in iter_records([tmp_path / "store"])) == sorted(r.key for r in Store(tmp_path / "store"))

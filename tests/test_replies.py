@@ -59,3 +59,12 @@ def test_a_lenient_line_ending_a_part_is_not_glued_to_the_next_part():
 
 def test_doctests():
     assert doctest.testmod(replies).failed == 0
+
+
+def test_an_error_message_quoting_control_codes_is_escaped():
+    """A server's error message is printed and logged: its terminal control codes come escaped."""
+    from mip.models.chat_api import error_message
+
+    said = error_message(b'{"error": {"message": "\\u001b[2J\\u001b]0;pwned\\u0007verdict: correct\\r"}}')
+    assert said == "\\x1b[2J\\x1b]0;pwned\\x07verdict: correct\\r"
+    assert "\x1b" not in error_message(b"\x1b[2J<html>")

@@ -190,3 +190,56 @@ def test_a_job_folder_needs_no_paths_group(job, tmp_path):
     proc = show(str(folder), "--conf", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "== record " in proc.stdout and "hash checked" in proc.stdout  # the prompt rebuilt from the job's pool
+
+
+HOSTILE = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b[1A\x1b[2Kverdict: correct\r\x9b2J\u202eevil"
+
+
+def test_a_reply_holding_terminal_control_codes_prints_none_raw(job, results):
+    """A hostile reply cannot clear the screen, set the title, erase lines or forge a verdict:
+    mip.show and mip.summary print its control characters escaped."""
+    from mip.tools.summary import main as summary_main
+
+    folder, records = job
+    attempt = records[0].attempts[0]
+    stage = attempt.stages[0].model_copy(update={"output": HOSTILE, "reasoning": HOSTILE})
+    hostile = records[0].model_copy(update={"attempts": [attempt.model_copy(update={"stages": [stage],
+                                                                                      "answer": HOSTILE})]})
+    for pack in (results / "store").rglob("pack-*.jsonl"):
+        pack.unlink()
+    store = Store(results / "store")
+    store.put(hostile), store.put(records[1])
+    store.close()
+    shown = [show(hostile.key), show(str(folder), "--all")]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        summary_main([str(folder)])
+    printed = "".join(p.stdout + p.stderr for p in shown) + out.getvalue() + err.getvalue()
+    assert all(p.returncode == 0 for p in shown), shown[0].stderr
+    assert "\\x1b[2J" in shown[0].stdout  # shown, escaped
+    assert [c for c in ("\x1b", "\x07", "\r", "\x9b", "\u202e") if c in printed] == []
+
+
+def test_five_thousand_empty_files_cost_one_line_per_folder(job, results):
+    """Odd files in a store (5,000 empty ``.json`` files beside a job's pack, 50 in a folder of
+    their own) are counted and summarised in one line per folder by mip.show and analyze.py;
+    the valid records are read as ever."""
+    store = results / "store"
+    (task,) = {p.parent for p in store.rglob("pack-*.jsonl")}
+    other = task.parent / "other_task"
+    other.mkdir()
+    for i in range(5000):
+        (task / f"empty{i}.json").touch()
+    for i in range(50):
+        (other / f"empty{i}.json").touch()
+    shown = show_command(str(store))
+    report = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{store}]",
+                             f"out_dir={results / 'report'}"], cwd=REPO, env=os.environ.copy(), capture_output=True,
+                            text=True, timeout=600)
+    for ran in (shown, report):
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        said = [line for line in (ran.stdout + ran.stderr).splitlines() if "unreadable" in line or ".json" in line]
+        assert len(said) == 2, said[:5]
+        assert any("5,000 unreadable records" in line and str(task) in line for line in said)
+        assert any("50 unreadable records" in line and str(other) in line for line in said)
+    assert "2 records" in shown.stdout

@@ -34,7 +34,7 @@ def manifest(results: Path) -> dict:
 
 
 def job_args(server: FakeServer, *more: str) -> list[str]:
-    # 20 experiments, 8 in flight at a time (none pulled ahead: a reply holds its slot until it is stored)
+    # 20 experiments, 8 in flight at a time (none sent ahead: a reply holds its slot until it is stored)
     return server_args(server, "pattern=random", f"order_seeds=[{','.join(map(str, range(10)))}]",
                        "model.max_concurrency=8", *more)
 

@@ -316,3 +316,19 @@ def test_a_user_logged_in_with_wandb_login_runs_online(tmp_path, wandb_env, save
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[-1] == ("online" if saved else "offline"), proc.stdout + proc.stderr[-2000:]
     assert "a1" * 20 not in proc.stdout + proc.stderr
+
+
+def test_a_wandb_job_that_stores_nothing_logs_nothing_quietly(tmp_path, wandb_env, capsys):
+    """Every request refused (HTTP 400): nothing is stored, so nothing is logged to W&B, and the
+    run ends without a word about W&B (it said "W&B logging failed (FileNotFoundError …)")."""
+    with FakeServer() as server:
+        server.faults = {"400": 99}
+        cfg = compose("model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
+                      "model.tokenizer=null", "task=arith", "setting=smoke", "budget=smoke", "pattern=majority_first",
+                      "logger=wandb", "progress=false", f"paths.results_dir={tmp_path}",
+                      f"paths.cache_dir={tmp_path / 'cache'}")
+        summary = run_job(cfg, tmp_path / "job")
+    assert summary.stored_now == 0
+    printed = capsys.readouterr()
+    assert "W&B" not in printed.out + printed.err, printed.err[-2000:]
+    assert tables(tmp_path / "job") == []

@@ -54,9 +54,9 @@ class Folder:
     """The keys its jobs cover, read from ``files`` (None for a store: every key)."""
 
     def records(self, damaged: list[tuple[Path, str]] | None = None,
-                seen: set[tuple[str, str, str]] | None = None) -> Iterator[Record]:
-        """Its readable records, each once (:func:`mip.store.iter_records`)."""
-        return iter_records(self.files, damaged, self.keys, seen)
+                seen: set[tuple[str, str, str]] | None = None, quiet: bool = False) -> Iterator[Record]:
+        """Its readable records, each once (:func:`mip.store.iter_records`; ``quiet``: no warning)."""
+        return iter_records(self.files, damaged, self.keys, seen, quiet)
 
 
 def _job(manifest: Path) -> dict:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 from enum import Enum
-import logging
 import os
 import re
 from typing import Any
 
 from omegaconf import OmegaConf
+
+from mip.config.masking import MASK, MaskedStream, SecretFilter, mask_streams  # noqa: F401 - re-exported
 
 
 def to_plain(obj: Any) -> Any:
@@ -42,18 +43,17 @@ def _lists(value: Any) -> Any:
 
 
 # A key is secret-looking when one of its "_"/"-"-separated words contains one of these (api_key,
-# x-api-key, client_secret, mysecret, password, authorization), or when its last word is
+# x-api-key, client_secret, mysecret, password, authorization, cookie), or when its last word is
 # "token" (hf_token, access_token, token). "token" elsewhere is no secret: counts, limits and
 # names (max_tokens, max_tokens_param, tokenizer) are kept, and api_key_env holds a
 # variable's name, not a key (unless a key was pasted there: see secret_values).
-_SECRET_WORDS = ("apikey", "secret", "password", "passwd", "authorization", "bearer", "credential")
+_SECRET_WORDS = ("apikey", "secret", "password", "passwd", "authorization", "bearer", "credential", "cookie")
 _SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")})
 # Whole words that name a credential: ``auth`` (extra_body.auth, x-auth), and a last word ``key``
 # (extra_body.key, subscription-key); ``author`` or ``key_scheme`` stay readable.
 _SECRET_WHOLE = frozenset({"auth", "sig", "signature"})
 # An environment variable's name: letters, digits, "_".
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-MASK = "***"
 
 # Values that are credentials whatever their key is called: the prefixes of the keys of OpenAI
 # (sk-, sk-proj-), OpenRouter (sk-or-), Anthropic (sk-ant-), Stripe-style (sk_, rk_), Hugging Face
@@ -102,15 +102,19 @@ def looks_like_credential(value: str) -> bool:
 
 
 def url_secrets(value: str) -> set[str]:
-    """The key-bearing parts of a URL (``model.base_url``, ``MIP_SERVER_URL``): its userinfo
-    and the value of every query parameter (``?key=…``, ``?api-key=…``, ``?sig=…``), but for
-    what cannot be a key: values under eight characters, numbers, dates and versions
-    (``?api-version=2024-10-21``).
+    """The key-bearing parts of a URL (``model.base_url``, ``MIP_SERVER_URL``): its userinfo, a
+    path segment that looks like a key (:func:`looks_like_credential`), the value of every query
+    parameter (``?key=…``, ``?sig=…``) and a bare ``?TOKEN`` — each as typed, decoded and encoded
+    again (``%2b`` and ``%2B``, ``+`` and ``%20``) — but for what cannot be a key: values under
+    eight characters, numbers, dates and versions (``?api-version=2024-10-21``).
 
     >>> sorted(url_secrets("https://mip:pa55word-1@host/v1?key=AbCd1234efgh&api-version=2024-10-21"))
-    ['AbCd1234efgh', 'mip:pa55word-1', 'pa55word-1']
+    ['AbCd1234efgh', 'bWlwOnBhNTV3b3JkLTE=', 'mip%3Apa55word-1', 'mip%3apa55word-1', 'mip:pa55word-1', 'pa55word-1']
+    >>> sorted(url_secrets("http://h/k/Pk7path0AbCdEf01/v1?sig=a%2bDEF12345&BareToken99"))
+    ['BareToken99', 'Pk7path0AbCdEf01', 'a%2BDEF12345', 'a%2bDEF12345', 'a+DEF12345']
     """
-    from urllib.parse import parse_qsl, unquote, urlsplit
+    import base64
+    from urllib.parse import unquote, urlsplit
 
     if "://" not in value:
         return set()
@@ -121,20 +125,39 @@ def url_secrets(value: str) -> set[str]:
     found: set[str] = set()
     if "@" in parts.netloc:
         userinfo = parts.netloc.rpartition("@")[0]
-        found |= {userinfo, unquote(userinfo)}
-        found |= {p for p in (userinfo.partition(":")[2], unquote(userinfo.partition(":")[2])) if p}
-    for name, v in parse_qsl(parts.query, keep_blank_values=False):
-        if secret_key(name) or (len(v) >= 8 and not re.fullmatch(r"[0-9.:\-]+", v)):
-            found.add(v)
-            found.add(_quoted(v))
+        found |= _url_forms(userinfo) | _url_forms(userinfo.partition(":")[2])
+        found.add(base64.b64encode(unquote(userinfo).encode()).decode("ascii"))  # as HTTP Basic sends it
+    for segment in parts.path.split("/"):
+        if _key_segment(unquote(segment)):
+            found |= _url_forms(segment)
+    for item in parts.query.split("&"):
+        name, equals, raw = item.partition("=")
+        if not equals:
+            name, raw = "", name  # a bare ?TOKEN
+        decoded = unquote(raw.replace("+", " "))
+        if secret_key(name) or (len(decoded) >= 8 and not re.fullmatch(r"[0-9.:\-]+", decoded)):
+            found |= _url_forms(raw)
     return {f for f in found if f}
 
 
-def _quoted(value: str) -> str:
-    """``value`` as it stands in a URL's query (percent-encoded)."""
-    from urllib.parse import quote
+def _key_segment(segment: str) -> bool:
+    """Whether a URL path segment is a key: one by its look, or a run of 16 characters or more
+    mixing upper case, lower case and digits (``/v1``, ``/api``, ``/openai``, ``/deployments`` are none)."""
+    return looks_like_credential(segment) or any(
+        len(part) >= 16 and re.search(r"[a-z]", part) and re.search(r"[A-Z]", part) and re.search(r"[0-9]", part)
+        for part in re.split(r"[_\-.~]", segment))
 
-    return quote(value, safe="")
+
+def _url_forms(raw: str) -> set[str]:
+    """A URL part as typed and in each form a client, a server or an error message may give it:
+    decoded (``+`` as ``+`` and as a space), percent-encoded again, escapes in either case."""
+    from urllib.parse import quote, unquote
+
+    if not raw:
+        return set()
+    decoded = {unquote(raw), unquote(raw.replace("+", " "))}
+    forms = {raw, *decoded, *(quote(d, safe="") for d in decoded), *(quote(d, safe="+") for d in decoded)}
+    return forms | {re.sub(r"%[0-9A-Fa-f]{2}", lambda m: m.group().swapcase(), f) for f in forms}
 
 
 def variable_name(value: str) -> bool:
@@ -178,6 +201,8 @@ def secret_values(plain: Any) -> set[str]:
                 continue  # a number, a boolean or null is no key (chars_per_token=3.25)
             if secret_key(k) or looks_like_credential(v) or (_names_a_key(k) and not variable_name(v)):
                 found.add(v)
+                if "cookie" in str(k).lower():  # each cookie's value alone too (session=…; theme=…)
+                    found |= {c for c in (p.partition("=")[2].strip() for p in v.split(";")) if len(c) >= 8}
             elif _names_a_key(k) and os.environ.get(v, "").strip():
                 found.update({os.environ[v], os.environ[v].strip()})
             found |= url_secrets(v)
@@ -223,46 +248,3 @@ def redact(value: Any, secrets: set[str] | None = None) -> Any:
     if isinstance(value, str) and secrets:
         return MASK if value in secrets else mask_text(value, secrets)
     return value
-
-
-class SecretFilter(logging.Filter):
-    """A logging filter that masks ``secrets`` in every message it passes (run.log, the console)."""
-
-    def __init__(self, secrets: set[str]):
-        super().__init__()
-        self.secrets = secrets
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        masked = mask_text(message, self.secrets)
-        if masked != message:
-            record.msg, record.args = masked, None
-        return True
-
-
-class MaskedStream:
-    """A text stream (``sys.stdout``, ``sys.stderr``) that masks ``secrets`` in what is written
-    to it: a line printed (``error: …``), a progress bar, a library's warning."""
-
-    def __init__(self, stream: Any, secrets: set[str]):
-        self.stream, self.secrets = stream, secrets
-
-    def write(self, text: str) -> int:
-        self.stream.write(mask_text(text, self.secrets) if isinstance(text, str) else text)
-        return len(text)
-
-    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding …
-        return getattr(self.stream, name)
-
-
-def mask_streams(secrets: set[str]) -> None:
-    """Mask ``secrets`` from now on in all that this process prints (once per stream; a later call
-    adds its secrets)."""
-    import sys
-
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        if isinstance(stream, MaskedStream):
-            stream.secrets |= secrets
-        else:
-            setattr(sys, name, MaskedStream(stream, set(secrets)))

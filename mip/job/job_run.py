@@ -15,6 +15,7 @@ Exercised by ``pytest tests/test_runner.py tests/test_store_trust.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from pathlib import Path
 
 from mip.store.claims import Claim, ClaimError, claim_experiments
 from mip.config import Config
+from mip.config.masking import remember
+from mip.config.redact import secret_values
 from mip.data import Pool
 from mip.data.files import unwritable
 from mip.experiment.planning import Planned, plan_job
@@ -79,6 +82,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     ``checked``: what :func:`mip.job.checks.check_job` built for ``cfg``, where the caller
     has it (else it is asked here, once)."""
     started = time.monotonic()
+    remember(secret_values(dataclasses.asdict(cfg)))  # masked in what is stored, logged and printed (mip.config.masking)
     checked = check_job(cfg, builds_backend=backend is None) if checked is None else checked
     strategy, pools = checked.strategy, checked.pools
     output_dir = Path(output_dir)

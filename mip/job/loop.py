@@ -24,6 +24,7 @@ from mip.job.expected_cost import reported_so_far
 from mip.job.spend_cap import Cap
 from mip.store.claims import Claim
 from mip.config import Config
+from mip.config.masking import masker
 from mip.experiment.planning import Planned
 from mip.job import collector
 from mip.job.provenance import GitState
@@ -72,6 +73,7 @@ class JobLoop:
         """Completions through the one retry wrapper; calls and errors go into the summary,
         the requests waited on into ``waiting`` (the heartbeat's)."""
         stats, sent, back, given_up = CallStats(), [], set(), 0
+        mask = masker().model  # a key a server echoes back (in its reply or error) is stored masked
         try:
             for completion in call_with_retries(self.backend, self._sent(requests, sent), self.cfg.infra_retries, stats,
                                                 stopping=lambda: self.stop.requested):
@@ -80,6 +82,7 @@ class JobLoop:
                     self.waiting.forget(stats.failed[given_up:])
                     given_up = len(stats.failed)
                 back.add(completion.id)
+                completion = mask(completion)
                 self.spent(completion)
                 yield completion
         except Stopped:  # the stop's wait ended: what was sent and not answered is dropped (a request

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from mip.config import ModelConfig
+from mip.config.masking import remember
 from mip.config.redact import variable_name
 from mip.registry import load
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
@@ -75,10 +76,15 @@ def api_key(cfg: ModelConfig) -> str | None:
             "model.api_key_env=MY_KEY; if that was a real key, revoke it, as it is in your shell history."
         )
     key = os.environ.get(env, "").strip()
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):  # a header holding it would break (or forge) lines
+        raise BackendSetupError(
+            f"Model {cfg.name!r}: the value of the environment variable {env} holds a control character (a line "
+            f"break pasted with the key?); set it to the key alone (`export {env}=...`).")
     if not key:
         raise BackendSetupError(
             f"Model {cfg.name!r} needs an API key: set the environment variable {env} (e.g. `export {env}=...`)."
         )
+    remember({key})  # masked wherever it appears: a server that echoes it, an error that quotes it
     return key
 
 

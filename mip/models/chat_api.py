@@ -8,7 +8,9 @@ the completion read back from a reply — pure functions, tested directly.
 from __future__ import annotations
 
 import email.utils
+import logging
 import random
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -17,9 +19,13 @@ import orjson
 from pydantic import ValidationError
 
 from mip.config import OpenAICompatModelConfig
+from mip.config.masking import printable
 from mip.models.base import Completion, Request
 from mip.experiment.records import schema_error
-from mip.models.replies import content_text, readable, split_thoughts
+from mip.models.replies import content_text, readable, split_thoughts, with_lone_surrogates
+
+log = logging.getLogger(__name__)
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 RETRY_AFTER_MAX_S = 60.0
 BACKOFF_START_S, BACKOFF_MAX_S = 0.5, 8.0
@@ -132,10 +138,10 @@ def error_message(raw: bytes) -> str:
     ...                                       "metadata": {"provider_name": "DeepInfra", "raw": raw}}}))
     'Provider returned error (DeepInfra): too long'
     """
-    try:
-        return _message(orjson.loads(raw))[:1000]
+    try:  # control characters escaped: the message is printed and logged (mip.config.masking.printable)
+        return printable(_message(orjson.loads(raw))[:1000])
     except (orjson.JSONDecodeError, AttributeError):
-        return raw[:500].decode("utf-8", "replace")
+        return printable(raw[:500].decode("utf-8", "replace"))
 
 
 def _message(data: Any, depth: int = 0) -> str:
@@ -196,6 +202,13 @@ def completion_from_body(request_id: str, raw: bytes, latency: float, url: str) 
     try:
         return completion_from(request_id, orjson.loads(raw), latency)
     except orjson.JSONDecodeError:
+        try:  # half a surrogate pair escaped (an emoji cut): JSON all the same, the half read as U+FFFD
+            body, lone = with_lone_surrogates(raw) if _ESCAPED_SURROGATE.search(raw) else (None, 0)
+        except ValueError:
+            lone = 0
+        if lone:
+            log.warning("%s: the reply escapes %d lone surrogate(s) (half an emoji?); read as U+FFFD", request_id, lone)
+            return completion_from(request_id, body, latency)
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as e:  # JSON is UTF-8 (RFC 8259): the reply was re-encoded on its way

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import queue
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -75,6 +77,43 @@ class EventLoop:
                 self._waiter = None
             if not finished.empty():
                 return finished.get_nowait()
+
+    def as_finished(self, source: Iterator[Any], start: Callable[..., Any], lead: int, spare: int) -> Iterator[Any]:
+        """The results of ``start(*item)`` (a coroutine) for each tuple ``source`` gives, as they
+        finish; an item that is no tuple is handed back as it is (a request refused before it
+        went out). At most ``lead`` are started and not yet handed back: the caller deals with
+        each result (stores it) before the next one is started. Up to ``spare`` more are taken
+        from ``source`` ahead, only while no result waits (a prompt is built in idle time, not
+        while a reply waits), so that a freed slot is filled at once; none of them is started."""
+        finished: queue.SimpleQueue = queue.SimpleQueue()
+        running: set = set()
+        ahead: collections.deque = collections.deque()
+        more = True
+        try:
+            while True:
+                while len(running) < lead and (ahead or more):
+                    built = bool(ahead)
+                    item = ahead.popleft() if built else next(source, None)
+                    if item is None:
+                        more = False
+                    elif not isinstance(item, tuple):
+                        yield item
+                    else:
+                        running.add(self.start(start(*item), finished))
+                        if not built:  # ramping up: it goes out now, not after the rest are built
+                            self.turn()
+                while more and len(ahead) < spare and finished.empty():  # as of the last turn
+                    item = next(source, None)
+                    more = item is not None
+                    ahead.extend([item] if more else [])
+                if not running:
+                    return
+                future = self.next_done(finished)
+                running.discard(future)
+                yield future.result()
+        finally:  # the consumer stopped early (an error of its own): drop what is still in flight
+            for future in running:
+                future.cancel()
 
     def close(self, cleanup: Any) -> None:
         """Cancel what is still running, run ``cleanup`` (closing connections) and close the loop."""

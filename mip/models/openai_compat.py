@@ -34,7 +34,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import queue
 import time
 import urllib.error
 import urllib.request
@@ -45,6 +44,7 @@ import orjson
 
 import mip
 from mip.config import OpenAICompatModelConfig
+from mip.config.masking import masker, printable
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
 from mip.models.body_errors import status_in_body
 from mip.models.calls import RequestGuard, Retry
@@ -53,7 +53,7 @@ from mip.models.event_loop import EventLoop
 from mip.models.fail_fast import FailFast, identity
 from mip.models.overflow import refusal_completion, send_within_window
 from mip.models.served import ServedModel, listed
-from mip.models.safe_http import ReplyTooLarge, SameOrigin, endpoint, read_capped, with_deadline
+from mip.models.safe_http import ReplyTooLarge, SameOrigin, credentials, endpoint, read_capped, with_deadline
 from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
 from mip.models.transports import TRANSPORTS, Transport
 
@@ -78,7 +78,7 @@ class OpenAICompatBackend(Backend):
         self._api_key = context.api_key or "EMPTY"
         self._tokenizer: Any = None
         self.model_id = None if cfg.model_id == "auto" else cfg.model_id
-        self._root = cfg.base_url.rstrip("/")  # the API root, …/v1
+        self._root, self._authorization = credentials(cfg.base_url.rstrip("/"), self._api_key)  # …/v1; no user:password@
         self._loop: EventLoop | None = None
         # The transport makes its client inside the event loop on first use; the guard its gate there too.
         self._transport: Transport | None = None
@@ -118,7 +118,7 @@ class OpenAICompatBackend(Backend):
         """One small request of the backend's own (the model listing, token counts): the key
         goes to the configured origin only, and the whole exchange has one deadline."""
         request = urllib.request.Request(url, data=body, headers={
-            "Authorization": f"Bearer {self._api_key}", "User-Agent": f"mip/{mip.__version__}",
+            "Authorization": self._authorization, "User-Agent": f"mip/{mip.__version__}",
             **({"Content-Type": "application/json"} if body is not None else {})})
         opener = urllib.request.build_opener(SameOrigin(url))  # proxies as set now
         limit = min(CHECK_DEADLINE_S, self.cfg.request_timeout_s)
@@ -158,39 +158,24 @@ class OpenAICompatBackend(Backend):
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
-        """Completions as they finish. A request is pulled (and encoded) in the caller's thread only
-        while fewer than ``max_concurrency`` are sent and not handed back (in flight, or answered and
-        not yet stored): a kill loses at most that many paid replies (docs/stopping.md)."""
+        """Completions as they finish. A request is sent only while fewer than ``max_concurrency``
+        are sent and not handed back (in flight, or answered and not yet stored): a kill loses at
+        most that many paid replies (docs/stopping.md). A few more are built and encoded ahead,
+        while no reply waits, so that a slot freed is filled at once (:meth:`EventLoop.as_finished`)."""
         if self.model_id is None:
             self.check()
         self._start()
         run, one_try = self._guard.run, self._one_try  # bound once, not per request
-        lead = self.cfg.max_concurrency  # the caller stores each reply before it asks for the next
-        finished: queue.SimpleQueue = queue.SimpleQueue()
-        source = iter(requests)
-        running: set = set()
-        refused: list[Completion] = []
-        try:
-            while True:
-                while len(running) < lead and (request := next(source, None)) is not None:
-                    try:
-                        body = self._encode(request)
-                    except (TypeError, ValueError) as e:  # it cannot be sent as it is: fails alone
-                        refused.append(Completion(request.id, error=f"the request cannot be encoded: {e}"))
-                        continue
-                    running.add(self._loop.start(run(request.id, one_try, (request, body)), finished))
-                    if len(running) <= self.cfg.max_concurrency:  # ramping up: send it now, not after the rest are built
-                        self._loop.turn()
-                while refused:
-                    yield refused.pop()
-                if not running:
-                    return
-                future = self._loop.next_done(finished)
-                running.discard(future)
-                yield future.result()
-        finally:  # the consumer stopped early (an error of its own): drop what is still in flight
-            for future in running:
-                future.cancel()
+        lead = self.cfg.max_concurrency  # the caller stores each reply before the next request goes out
+        yield from self._loop.as_finished(self._prepared(requests), lambda request, body: run(
+            request.id, one_try, (request, body)), lead, spare=max(2, lead // 4))
+
+    def _prepared(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Any] | Completion]:
+        for request in requests:
+            try:
+                yield request, self._encode(request)
+            except (TypeError, ValueError) as e:  # it cannot be sent as it is: fails alone
+                yield Completion(request.id, error=f"the request cannot be encoded: {e}")
 
     def _start(self) -> None:
         if self._loop is None:
@@ -269,9 +254,10 @@ class OpenAICompatBackend(Backend):
                     self.stop_sending()
                 return completion
             # No model's answer (an error body, no choices, no readable message, no JSON): another
-            # try may fare better. The body goes to the job's log, capped and without the key.
-            log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,
-                        min(len(raw), LOGGED_BODY_BYTES), len(raw), self._shown_body(raw))
+            # try may fare better. The body goes to the job's log, capped and without a key.
+            log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,  # keys masked,
+                        min(len(raw), LOGGED_BODY_BYTES), len(raw),  # control codes escaped (mip.config.masking)
+                        printable(masker().text(raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace"))))
             self.fail_fast.accepted()
             return Retry(completion.error)
         if 300 <= status < 400:
@@ -294,7 +280,3 @@ class OpenAICompatBackend(Backend):
         if self._served is None:
             self._served = ServedModel(self.model_id or self.cfg.model_id, self.cfg.base_url, self._same_models)
         return self._served.checked(completion, self.cfg.name)
-
-    def _shown_body(self, raw: bytes) -> str:
-        text = raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace")
-        return text.replace(self._api_key, "***") if len(self._api_key) >= 8 else text

@@ -30,14 +30,18 @@ failure. :func:`content_text` reads the text parts instead:
 (False, False, True, True)
 >>> split_thoughts('<thought>Count: 3 even.</thought>{"answer": "even"}')
 ('Count: 3 even.', '{"answer": "even"}')
+>>> with_lone_surrogates(b'{"reasoning": "a \\ud83d b", "pair": "\\ud83d\\ude00"}')
+({'reasoning': 'a \ufffd b', 'pair': '😀'}, 1)
 
 Exercised by ``pytest tests/test_replies.py``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from typing import Any
 
 TEXT_TYPES = ("text", "output_text")
 """Part types whose ``text`` is the reply's text."""
@@ -121,3 +125,28 @@ def split_thoughts(text: str | None) -> tuple[str | None, str | None]:
         thoughts.append(rest.lstrip()[len("<thought>"):].strip())
         rest = ""
     return ("\n".join(thoughts) if thoughts else None), rest
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def with_lone_surrogates(raw: bytes) -> tuple[Any, int]:
+    """A JSON body that escapes half a surrogate pair (``"\\ud83d"`` alone: a model's output cut
+    inside an emoji), which orjson refuses: read as JSON all the same (RFC 8259 §8.2 allows such
+    escapes; Python's json reads them), each lone half as U+FFFD; and how many there were.
+    Raises ``ValueError`` for what is no JSON at all."""
+    count = 0
+
+    def clean(value: Any) -> Any:
+        nonlocal count
+        if isinstance(value, str):
+            found = len(_SURROGATE.findall(value))
+            count += found
+            return _SURROGATE.sub("\ufffd", value) if found else value
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(json.loads(raw)), count

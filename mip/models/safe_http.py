@@ -1,5 +1,6 @@
 """Small HTTP rules that keep a hostile server from hurting a job: a size cap on replies, one
-deadline over a whole exchange, and the API key kept to its origin on redirects.
+deadline over a whole exchange, the API key kept to its origin on redirects, and a base URL's
+``user:password@`` sent as HTTP Basic authentication, never as part of the address.
 
 >>> origin("https://api.example.org:8443/v1/chat/completions"), origin("http://localhost/v1")
 (('https', 'api.example.org', 8443), ('http', 'localhost', 80))
@@ -30,6 +31,28 @@ def endpoint(root: str, path: str, drop: str = "") -> str:
     parts = urlsplit(root)
     base = parts.path.rstrip("/").removesuffix(drop) if drop else parts.path.rstrip("/")
     return urlunsplit(parts._replace(path=f"{base}/{path}"))
+
+
+def credentials(base_url: str, api_key: str) -> tuple[str, str]:
+    """The address to send to and its ``Authorization`` header: the API key as a bearer token;
+    or, where the URL holds ``user:password@``, those as HTTP Basic authentication, as the
+    ``openai`` SDK's client (httpx) sends them, in place of the key (a request carries one such
+    header), and the address without them.
+
+    >>> credentials("https://host/v1", "sk-1")
+    ('https://host/v1', 'Bearer sk-1')
+    >>> credentials("http://mip:pa%2455@127.0.0.1:8000/v1?key=K", "EMPTY")
+    ('http://127.0.0.1:8000/v1?key=K', 'Basic bWlwOnBhJDU1')
+    """
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    if "@" not in parts.netloc:
+        return base_url, f"Bearer {api_key}"
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    address = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return address, "Basic " + base64.b64encode(pair.encode()).decode("ascii")
 
 
 class ReplyTooLarge(RuntimeError):

@@ -26,7 +26,7 @@ from yarl import URL
 import mip
 from mip.config import ModelConfig
 from mip.models.base import BackendSetupError
-from mip.models.safe_http import ReplyTooLarge, endpoint
+from mip.models.safe_http import ReplyTooLarge, credentials, endpoint
 
 Reply = tuple[int, Mapping[str, str], bytes]
 """HTTP status, headers and the raw body."""
@@ -76,8 +76,8 @@ class AiohttpTransport:
 
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.cfg.max_concurrency),
-                headers={"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
-                         "User-Agent": f"mip/{mip.__version__}"},
+                headers={"Authorization": credentials(self.cfg.base_url, self._api_key)[1],
+                         "Content-Type": "application/json", "User-Agent": f"mip/{mip.__version__}"},
                 timeout=aiohttp.ClientTimeout(total=self.cfg.request_timeout_s),
             )
             self._url = URL(endpoint(self._root, "chat/completions"))  # parsed once, not per request

@@ -23,7 +23,8 @@ What makes a line safe to count:
 Beside each pack, its index (``pack-….keys``: ``<key> <offset> <length>`` a line, appended
 after each record's line) lets a job find which keys a folder holds without reading every
 record of it; it is a hint, checked against the pack (its entries must tile the pack from
-byte 0), and where a crash left it short, the pack itself is read from where it stops.
+byte 0; in a pack edited in place after its index, each must end on its line's newline), and
+where a crash left it short or an edit moved its lines, the pack itself is read from there.
 
 >>> import tempfile; from mip.data.files import Syncer
 >>> folder = Path(tempfile.mkdtemp())
@@ -44,6 +45,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,25 +107,35 @@ def keys_file(pack: Path) -> Path:
     return pack.with_suffix(".keys")
 
 
-def _indexed(pack: Path, size: int) -> tuple[list[tuple[str, int, int]], int]:
+def _indexed(pack: Path, size: int, changed_ns: int) -> tuple[list[tuple[str, int, int]], int]:
     """The index's entries that match the pack (contiguous from byte 0, each line within its
     ``size``), and the byte after the last. An index a crash left behind the pack (or none,
-    or one that stops making sense) ends early: the pack itself is scanned from there."""
+    or one that stops making sense) ends early: the pack itself is scanned from there.
+
+    A pack changed after its index was last written (``changed_ns``, its modification time, is
+    later: a person edited it in place) has each entry checked against its bytes: an entry
+    counts only where its line ends with a newline, so the first line an edit moved ends the
+    index, and the pack is read from there (never a slice of the wrong bytes)."""
+    index = keys_file(pack)
     try:
-        text = keys_file(pack).read_bytes()
+        text = index.read_bytes()
+        edited = changed_ns > os.stat(index).st_mtime_ns
     except FileNotFoundError:
         return [], 0
     entries, expected = [], 0
-    for entry in text.split(b"\n")[:-1]:  # the last is empty, or an entry being written
-        try:
-            key, offset, length = entry.decode("ascii").split(" ")
-            offset, length = int(offset), int(length)
-        except ValueError:
-            break
-        if offset != expected or offset + length + 1 > size:
-            break
-        entries.append((key, offset, length))
-        expected = offset + length + 1
+    with open(pack, "rb") if edited else nullcontext() as f:
+        for entry in text.split(b"\n")[:-1]:  # the last is empty, or an entry being written
+            try:
+                key, offset, length = entry.decode("ascii").split(" ")
+                offset, length = int(offset), int(length)
+            except ValueError:
+                break
+            if offset != expected or offset + length + 1 > size:
+                break
+            if f is not None and os.pread(f.fileno(), 1, offset + length) != b"\n":
+                break  # the line no longer ends there: edited in place
+            entries.append((key, offset, length))
+            expected = offset + length + 1
     return entries, expected
 
 
@@ -149,15 +161,15 @@ def scan(pack: Path, start: int = 0) -> tuple[list[tuple[str | None, Line]], int
     stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
     known = _SCANS.get(pack)
     if known is None or known[0] != stamp:
-        known = (stamp, *_scan(pack, stat.st_size))
+        known = (stamp, *_scan(pack, stat.st_size, stat.st_mtime_ns))
         if time.time() - stat.st_mtime > _SETTLED:
             _SCANS[pack] = known
     _, found, after = known
     return [(k, line) for k, line in found if line.offset >= start], max(start, after)
 
 
-def _scan(pack: Path, size: int) -> tuple[list[tuple[str | None, Line]], int]:
-    entries, after = _indexed(pack, size)
+def _scan(pack: Path, size: int, changed_ns: int) -> tuple[list[tuple[str | None, Line]], int]:
+    entries, after = _indexed(pack, size, changed_ns)
     found: list[tuple[str | None, Line]] = [(k, Line(pack, o, n)) for k, o, n in entries]
     for offset, data in _complete(pack, after) if after < size else ():
         found.append((line_key(data[:_HEAD]), Line(pack, offset, len(data))))

@@ -9,7 +9,9 @@ True
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -55,7 +57,7 @@ def record_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.json*") if not _skipped(p.relative_to(root).parts))
 
 
-def _pack_records(pack: Path, damaged: list[tuple[Path, str]] | None, keys: Collection[str] | None,
+def _pack_records(pack: Path, unreadable: list[tuple[Path, str]], keys: Collection[str] | None,
                   skip: dict[Path, set[tuple[str, int]]]) -> Iterator[Record]:
     store_root = pack.parents[2] if len(pack.parents) > 2 else pack.parent
     if store_root not in skip:
@@ -70,40 +72,70 @@ def _pack_records(pack: Path, damaged: list[tuple[Path, str]] | None, keys: Coll
         try:
             yield Record.model_validate_json(data)
         except ValueError as e:
-            why = f"the line at byte {line.offset}: {why_unreadable(e)[:300]}"
-            warnings.warn(f"Skipping unreadable record {pack}, {why}", stacklevel=3)
-            if damaged is not None:
-                damaged.append((pack, why))
+            unreadable.append((pack, f"the line at byte {line.offset}: {why_unreadable(e)[:300]}"))
 
 
 def iter_records(paths: Iterable[str | Path], damaged: list[tuple[Path, str]] | None = None,
-                 keys: Collection[str] | None = None, seen: set[tuple[str, str, str]] | None = None) -> Iterator[Record]:
+                 keys: Collection[str] | None = None, seen: set[tuple[str, str, str]] | None = None,
+                 quiet: bool = False) -> Iterator[Record]:
     """Every readable record under the given folders (a store, job or sweep folders) or files
     (record files, packs), each key of a model and task once; ``keys``: only these.
 
     A record that cannot be read or fails the schema is skipped with a warning naming it, and
     appended to ``damaged`` with the reason when a list is given. ``seen`` carries the keys
-    already read over several calls.
+    already read over several calls. The warnings are one line per folder (:func:`say_unreadable`);
+    ``quiet``: none (a second pass over what a first one said).
     """
     seen = set() if seen is None else seen
     skip: dict[Path, set[tuple[str, int]]] = {}
-    for root in map(Path, paths):
-        for path in record_files(root) if root.is_dir() else [root]:
-            if is_pack(path.name):
-                found: Iterable[Record] = _pack_records(path, damaged, keys, skip)
-            elif keys is not None and path.stem not in keys:
-                continue
-            else:
-                try:
-                    found = [read_model(path, Record)]
-                except (OSError, ValueError) as e:
-                    why = why_unreadable(e)[:300]
-                    warnings.warn(f"Skipping unreadable record {path}: {why}", stacklevel=2)
-                    if damaged is not None:
-                        damaged.append((path, why))
+    unreadable: list[tuple[Path, str]] = []
+    try:
+        for root in map(Path, paths):
+            for path in record_files(root) if root.is_dir() else [root]:
+                if is_pack(path.name):
+                    found: Iterable[Record] = _pack_records(path, unreadable, keys, skip)
+                elif keys is not None and path.stem not in keys:
                     continue
-            for record in found:
-                identity = (record.experiment.model, record.experiment.task, record.key)
-                if identity not in seen:
-                    seen.add(identity)
-                    yield record
+                else:
+                    try:
+                        found = [read_model(path, Record)]
+                    except (OSError, ValueError) as e:
+                        unreadable.append((path, why_unreadable(e)[:300]))
+                        continue
+                for record in found:
+                    identity = (record.experiment.model, record.experiment.task, record.key)
+                    if identity not in seen:
+                        seen.add(identity)
+                        yield record
+    finally:
+        if damaged is not None:
+            damaged += unreadable
+        if not quiet:
+            say_unreadable(unreadable)
+
+
+
+def say_unreadable(unreadable: list[tuple[Path, str]]) -> None:
+    """One warning line per folder for the records that could not be read (5,000 empty files
+    are one line, not 5,000), once per process: the file itself where it is alone, else how
+    many, by reason. Nothing is moved (:mod:`mip.store.quarantine` moves them).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as said:
+    ...     warnings.simplefilter("always")
+    ...     say_unreadable([(Path(f"s/m/t/e{i}.json"), "ValidationError: Invalid JSON: EOF") for i in range(3)])
+    >>> [(w.filename, str(w.message)) for w in said]
+    [('s/m/t', 'Skipping 3 unreadable records here: 3 × ValidationError: Invalid JSON: EOF (the first: e0.json)')]
+    """
+    folders: dict[Path, list[tuple[Path, str]]] = {}
+    for path, why in unreadable:
+        folders.setdefault(path.parent, []).append((path, why))
+    for folder, found in folders.items():
+        if len(found) == 1:
+            message = f"Skipping unreadable record {found[0][0]}: {found[0][1]}"
+        else:
+            reasons = Counter(re.sub(r"at byte \d+", "at byte …", why) for _, why in found).most_common()
+            shown = "; ".join(f"{n:,} × {why[:200]}" for why, n in reasons[:3]) + ("; …" if len(reasons) > 3 else "")
+            message = f"Skipping {len(found):,} unreadable records here: {shown} (the first: {found[0][0].name})"
+        # The folder names the warning; line 0: no source line under it, so one line in all.
+        warnings.warn_explicit(message, UserWarning, str(folder), 0)

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from mip.config.masking import printable
 from mip.experiment.records import Record
 from mip.models import backend_class
 from mip.store import Store, iter_records, read_record
@@ -215,16 +216,16 @@ def main(argv: list[str] | None = None) -> int:
                             f"{record_list.why_none(found, wanted)}).")
         if len(records) > 1:
             of = f" of {len(found)}, with {' '.join(args.filters)}" if wanted else ""
-            print(f"{len(records)} records{of}:\n{record_list.table(records)}")
+            print(printable(f"{len(records)} records{of}:\n{record_list.table(records)}"))
             if not args.all:
                 print("The first one follows; --all prints each, `python -m mip.show <key>` any one.\n")
         for record in records if args.all else records[:1]:
             results_dir = Path(args.results_dir).expanduser() if args.results_dir else store.parent
             cache_dir = Path(args.cache_dir or job_cache or paths()["cache_dir"]).expanduser()
             prompt = rebuilt_prompt(record, job_tasks, results_dir, cache_dir, Path(args.conf))
-            print(render(record, prompt, args.full) + "\n")
+            print(printable(render(record, prompt, args.full)) + "\n")  # a reply's control codes escaped
     except ShowError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(printable(f"error: {e}"), file=sys.stderr)
         return 2
     return 0
 

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mip.config.masking import printable
 from mip.tools.costs import comparison, cost_lines, dry_tables
 from mip.experiment.instances import PATTERNS
 from mip.analysis.folders import WHAT_TO_PASS, Folder, FolderError, open_folder
@@ -202,12 +203,12 @@ def main(argv: list[str]) -> int:
     try:
         opened = open_folder(folder) if folder.is_dir() else None
     except FolderError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(printable(f"error: {e}"), file=sys.stderr)
         return 2
     if opened is None:
-        print(f"error: {folder} is not a folder; {WHAT_TO_PASS}.", file=sys.stderr)
+        print(printable(f"error: {folder} is not a folder; {WHAT_TO_PASS}."), file=sys.stderr)
         return 2
-    print(summarise(opened))
+    print(printable(summarise(opened)))  # stored text (an error quoting a reply) with its control codes escaped
     return 0
 
 

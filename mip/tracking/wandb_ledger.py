@@ -83,12 +83,14 @@ class Ledger:
         """Rows W&B holds now (called after ``run.finish()`` returned)."""
         if self.path is None:
             raise ValueError("An empty ledger is never written.")
+        assert self.logged_path is not None
+        if not self.unconfirmed and not self.logged_path.exists():
+            return  # nothing was ever logged (a job that stored nothing): nothing to write
         rows = {k: v for k, v in self.unconfirmed.items() if k in keys}
         if rows:
             _append(self.path, rows)
         self.confirmed.update(rows)
         self.unconfirmed = {k: v for k, v in self.unconfirmed.items() if k not in keys}
-        assert self.logged_path is not None
         tmp = self.logged_path.with_suffix(".logged.tmp")
         tmp.write_text("".join(f"{k} {v}\n" for k, v in self.unconfirmed.items()), encoding="utf-8")
         tmp.replace(self.logged_path)  # what is still unconfirmed, whole, or the file as it was

@@ -133,7 +133,7 @@ def local_views(paths: Iterable[str | Path], keys: set[str], rebuild: Rebuild | 
         store = folder.stores[0] if folder.stores else folder.path
         prompt = rebuild(tasks, store.parent) if rebuild is not None else lambda r: (None, "not rebuilt here: "
                                                                                         "python -m mip.show prints it")
-        for record in folder.records(None, seen):
+        for record in folder.records(None, seen, quiet=True):  # read before: its damage was said then
             if record.key in keys:
                 keys = keys - {record.key}
                 yield view_of(record, *prompt(record))
