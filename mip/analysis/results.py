@@ -150,13 +150,13 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
 
 def _setting_names(frame: pd.DataFrame) -> pd.Series:
     """Each row's model-name suffix: empty for the settings most of its model's records ran
-    under, else what its settings change, ``" [read_first=5]"``."""
+    under (on a tie, those that set fewest fields), else what its settings change, ``" [read_first=5]"``."""
     out = pd.Series("", index=frame.index, dtype=object)
     for _, group in frame.groupby("base_model", sort=False):
         counts = group["settings"].value_counts()
         if len(counts) < 2:
             continue
-        reference = sorted(counts.index, key=lambda s: (-counts[s], s))[0]
+        reference = sorted(counts.index, key=lambda s: (-counts[s], len(json.loads(s)), s))[0]
         for value in counts.index.drop(reference):
             out[group.index[group["settings"] == value]] = f" [{differences(reference, value) or value}]"
     return out
