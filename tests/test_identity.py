@@ -270,3 +270,25 @@ def test_strategy_settings_of_older_records_read_as_their_old_defaults():
     changed = {"model": model, "strategy": {"name": "decomposed", "batch_size": 50, "max_reasks": 0}}
     assert {settings_of(c) for c in plain} == {'{"read_first": 9}'}
     assert differences(settings_of(plain[0]), settings_of(changed)) == "strategy.max_reasks=0"
+
+
+def test_a_duplicate_valid_with_another_verdict_is_named_by_its_key(tmp_path):
+    """Two valid records of one experiment that disagree: one counts, and the note names the key
+    set aside, so it can be looked at (``python -m mip.show KEY``)."""
+    from mip.analysis.results import frame_of
+    from mip.store import Store
+
+    for name, extra in [("20k", ()), ("smoke", ("budget=smoke", "budget.max_tokens=20000"))]:
+        base = compose("model=simulated_first_k", "model.read_first=9", "task=arith", "n=20", "p=0.6", "budget=20k",
+                       *extra, "progress=false", f"paths.results_dir={tmp_path}",
+                       f"paths.cache_dir={tmp_path / 'cache'}")
+        run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs" / name)
+    records = sorted(Store(tmp_path / "store"), key=lambda r: r.created_at)
+    assert len(records) == 4 and len(frame_of(records, "store")) == 2
+    flipped = {Verdict.CORRECT: Verdict.INCORRECT, Verdict.INCORRECT: Verdict.CORRECT}
+    last = records[-1]
+    records[-1] = last.model_copy(update={"verdict": flipped[last.verdict]})
+    notes = frame_of(records, "store").attrs["notes"]
+    assert any(f"1 duplicate record(s) set aside were valid with another verdict than the record counted: {last.key};"
+               in note for note in notes), notes
+    assert not any("another verdict" in note for note in frame_of(records[:3] + [last], "store").attrs["notes"])

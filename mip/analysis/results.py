@@ -198,7 +198,17 @@ def _one_record(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                      f"(the same model, settings, instances, pattern and seeds, at the same budget value; budget names "
                      f"{names}); one record counts per experiment: the first valid one, as the first valid attempt "
                      "does (§3.2).")
+        notes += _disagreeing(order, first, identity)
     return kept, notes
+
+
+def _disagreeing(order: pd.DataFrame, first: pd.Series, identity: list[str]) -> list[str]:
+    """A note naming the records set aside that were valid with another verdict than the one counted."""
+    counted = order.groupby(identity, dropna=False, sort=False)[["valid", "verdict"]].transform("first")
+    odd = order[~first & order["valid"] & counted["valid"] & (order["verdict"] != counted["verdict"])]
+    keys = ", ".join(odd["key"].head(5)) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "")
+    return [] if odd.empty else [f"{len(odd)} duplicate record(s) set aside were valid with another verdict than the "
+                                 f"record counted: {keys}; see one with `python -m mip.show KEY`."]
 
 
 def _rules(frame: pd.DataFrame) -> list[str]:
