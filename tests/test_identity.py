@@ -239,3 +239,56 @@ def test_a_record_written_before_a_field_existed_reads_as_one_at_its_old_value()
     hot = {"model": {**new["model"], "temperature": 0.7}}
     assert settings_of(old) == settings_of(new) != settings_of(hot)
     assert differences(settings_of(new), settings_of(hot)) == "temperature=0.7"
+
+
+def test_a_changed_strategy_setting_is_its_own_slice_named_by_what_differs(tmp_path):
+    """``strategy=decomposed strategy.batch_size=5`` asks other calls than the default's 50: its
+    records are not the default's duplicates but a slice of their own, named by the field. (The
+    planted models answer one whole prompt only; the local server labels batches.)"""
+    from .fake_server import FakeServer
+    from .test_strategies import config
+
+    with FakeServer() as server:
+        for name, extra in [("default", ()), ("batch5", ("strategy.batch_size=5",))]:
+            run_job(config(tmp_path, server, "strategy=decomposed", *extra, "pattern=majority_first"),
+                    tmp_path / "jobs" / name)
+    frame = load_local([tmp_path / "store"])
+    assert len(frame) == 4  # two labels at two batch sizes; none set aside
+    assert not any("duplicate" in note for note in frame.attrs["notes"])
+    assert frame["model"].value_counts().to_dict() == {
+        "smollm2_135m_server [decomposed]": 2, "smollm2_135m_server [strategy.batch_size=5] [decomposed]": 2}
+
+
+def test_strategy_settings_of_older_records_read_as_their_old_defaults():
+    """A single-call record, one stored before strategies had schemas of their own and one at
+    decomposed's defaults hold no strategy setting; a changed one is named by its field."""
+    from mip.experiment.identity import differences, settings_of
+
+    model = {"name": "m", "read_first": 9}
+    plain = [{"model": model}, {"model": model, "strategy": {"name": "single_call"}},
+             {"model": model, "strategy": {"name": "decomposed", "batch_size": 50, "max_reasks": 2}}]
+    changed = {"model": model, "strategy": {"name": "decomposed", "batch_size": 50, "max_reasks": 0}}
+    assert {settings_of(c) for c in plain} == {'{"read_first": 9}'}
+    assert differences(settings_of(plain[0]), settings_of(changed)) == "strategy.max_reasks=0"
+
+
+def test_a_duplicate_valid_with_another_verdict_is_named_by_its_key(tmp_path):
+    """Two valid records of one experiment that disagree: one counts, and the note names the key
+    set aside, so it can be looked at (``python -m mip.show KEY``)."""
+    from mip.analysis.results import frame_of
+    from mip.store import Store
+
+    for name, extra in [("20k", ()), ("smoke", ("budget=smoke", "budget.max_tokens=20000"))]:
+        base = compose("model=simulated_first_k", "model.read_first=9", "task=arith", "n=20", "p=0.6", "budget=20k",
+                       *extra, "progress=false", f"paths.results_dir={tmp_path}",
+                       f"paths.cache_dir={tmp_path / 'cache'}")
+        run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs" / name)
+    records = sorted(Store(tmp_path / "store"), key=lambda r: r.created_at)
+    assert len(records) == 4 and len(frame_of(records, "store")) == 2
+    flipped = {Verdict.CORRECT: Verdict.INCORRECT, Verdict.INCORRECT: Verdict.CORRECT}
+    last = records[-1]
+    records[-1] = last.model_copy(update={"verdict": flipped[last.verdict]})
+    notes = frame_of(records, "store").attrs["notes"]
+    assert any(f"1 duplicate record(s) set aside were valid with another verdict than the record counted: {last.key};"
+               in note for note in notes), notes
+    assert not any("another verdict" in note for note in frame_of(records[:3] + [last], "store").attrs["notes"])

@@ -152,13 +152,13 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
 
 def _setting_names(frame: pd.DataFrame) -> pd.Series:
     """Each row's model-name suffix: empty for the settings most of its model's records ran
-    under, else what its settings change, ``" [read_first=5]"``."""
+    under (on a tie, those that set fewest fields), else what its settings change, ``" [read_first=5]"``."""
     out = pd.Series("", index=frame.index, dtype=object)
     for _, group in frame.groupby("base_model", sort=False):
         counts = group["settings"].value_counts()
         if len(counts) < 2:
             continue
-        reference = sorted(counts.index, key=lambda s: (-counts[s], s))[0]
+        reference = sorted(counts.index, key=lambda s: (-counts[s], len(json.loads(s)), s))[0]
         for value in counts.index.drop(reference):
             out[group.index[group["settings"] == value]] = f" [{differences(reference, value) or value}]"
     return out
@@ -200,7 +200,17 @@ def _one_record(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                      f"(the same model, settings, instances, pattern and seeds, at the same budget value; budget names "
                      f"{names}); one record counts per experiment: the first valid one, as the first valid attempt "
                      "does (§3.2).")
+        notes += _disagreeing(order, first, identity)
     return kept, notes
+
+
+def _disagreeing(order: pd.DataFrame, first: pd.Series, identity: list[str]) -> list[str]:
+    """A note naming the records set aside that were valid with another verdict than the one counted."""
+    counted = order.groupby(identity, dropna=False, sort=False)[["valid", "verdict"]].transform("first")
+    odd = order[~first & order["valid"] & counted["valid"] & (order["verdict"] != counted["verdict"])]
+    keys = ", ".join(odd["key"].head(5)) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "")
+    return [] if odd.empty else [f"{len(odd)} duplicate record(s) set aside were valid with another verdict than the "
+                                 f"record counted: {keys}; see one with `python -m mip.show KEY`."]
 
 
 def _rules(frame: pd.DataFrame) -> list[str]:

@@ -8,16 +8,21 @@ with ``model.read_first=5``), and which hold other instances (a pool of another 
 columns say it, for every record, in the store's table and in W&B's alike:
 
 - ``settings``: the answer-shaping settings the analysis has no column of its own for, as
-  sorted JSON — the model config's keyed fields (every field but those declared with
-  :func:`mip.config.shaping.setting`, its name aside; a field at the value every config had
-  before the field was keyed, or unset, is left out, so older records read alike). The budget
-  (a column by its value), the prompt variant and the strategy are columns of their own.
+  sorted JSON — the keyed fields of the model and strategy configs, by the key's own rule
+  (:mod:`mip.experiment.keys`: every field but those declared with
+  :func:`mip.config.shaping.setting` and those the experiment holds, such as the names; a
+  field at the value every config had before the field was keyed, or unset, is left out, so
+  older records read alike). The model's fields go by their names (``read_first``), the
+  strategy's under ``strategy.`` (``strategy.batch_size``). The budget (a column by its
+  value), the prompt variant and the strategy's name are columns of their own.
 - ``instances``: a hash of the pool version and the instance IDs drawn (as a set: every
   pattern presents one draw in its own order).
 
 >>> record = {"model": {"name": "m", "read_first": 5, "read_last": None, "max_concurrency": 8}}
 >>> settings_of(record)    # the name, an unset field and one declared not answer-shaping aside
 '{"read_first": 5}'
+>>> settings_of({**record, "strategy": {"name": "decomposed", "batch_size": 5, "max_reasks": 2}})
+'{"read_first": 5, "strategy.batch_size": 5}'
 >>> differences('{"read_first": 9}', '{"read_first": 5}')
 'read_first=5'
 >>> instances_of("p1", ["b", "a"]) == instances_of("p1", ["a", "b"]) != instances_of("p2", ["a", "b"])
@@ -32,20 +37,23 @@ from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
 from typing import Any
 
+from mip.config import StrategyConfig
 from mip.config import model as model_schemas
 from mip.config.shaping import not_answer_shaping
-from mip.experiment.keys import KEYED_WHEN_SET, SCHEME_2_MODEL_DEFAULTS
+from mip.experiment.keys import IN_EXPERIMENT, KEYED_WHEN_SET, SCHEME_2_MODEL_DEFAULTS, SCHEME_2_STRATEGY_DEFAULTS
 
-#: Record-config fields the analysis has a column for, or that name rather than shape.
-_NAMED = {"name"}
+#: The record-config sections whose keyed fields are settings, each with its schema (a
+#: backend's or strategy's own schema extends it) and the prefix its fields go under.
+_SECTIONS = {"model": (model_schemas.ModelConfig, ""), "strategy": (StrategyConfig, "strategy.")}
 
 
 @cache
-def _not_shaping() -> frozenset[str]:
-    """Dotted names of model-config fields that shape no answer, under any backend's schema."""
-    out: set[str] = set()
-    stack = [model_schemas.ModelConfig]
-    while stack:
+def _not_shaping(group: str) -> frozenset[str]:
+    """Dotted names of a section's fields the key leaves out (declared not answer-shaping, or
+    held by the experiment), under any schema of the section."""
+    out: set[str] = set(IN_EXPERIMENT[group])
+    stack = [_SECTIONS[group][0]]
+    while stack:  # a strategy's schema is found once its module is imported; none declares such a field
         schema = stack.pop()
         out |= set(not_answer_shaping(schema))
         stack += schema.__subclasses__()
@@ -67,7 +75,9 @@ def _flat(value: Mapping, prefix: str = "") -> dict[str, Any]:
 def _old_defaults() -> dict[str, Any]:
     """Fields every config held at one value when records began to be stored: a record written
     before its schema had one (no field) and one written after (the value) are alike."""
-    return {**_flat(SCHEME_2_MODEL_DEFAULTS), **KEYED_WHEN_SET["model"]}
+    strategy = {**SCHEME_2_STRATEGY_DEFAULTS, **KEYED_WHEN_SET.get("strategy", {})}
+    strategy = {f"strategy.{k}": v for k, v in strategy.items()}
+    return {**_flat(SCHEME_2_MODEL_DEFAULTS), **KEYED_WHEN_SET["model"], **strategy}
 
 
 def _default(name: str, value: Any) -> bool:
@@ -80,10 +90,12 @@ def _default(name: str, value: Any) -> bool:
 
 def settings_of(config: Mapping[str, Any]) -> str:
     """A record's answer-shaping settings beyond its columns (``record.config``), as sorted JSON."""
-    model = config.get("model") if isinstance(config.get("model"), Mapping) else {}
-    skip = _not_shaping() | _NAMED
-    out = {k: v for k, v in _flat(model).items() if k not in skip and not any(k.startswith(f"{s}.") for s in skip)
-           and not _default(k, v)}
+    out: dict[str, Any] = {}
+    for group, (_, prefix) in _SECTIONS.items():
+        section = config.get(group) if isinstance(config.get(group), Mapping) else {}
+        skip = _not_shaping(group)
+        out.update({f"{prefix}{k}": v for k, v in _flat(section).items() if k not in skip
+                    and not any(k.startswith(f"{s}.") for s in skip) and not _default(f"{prefix}{k}", v)})
     return json.dumps(out, sort_keys=True, default=str)
 
 
