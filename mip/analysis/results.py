@@ -8,7 +8,6 @@ runs, count once. Columns: the experiment fields, ``verdict``, ``invalid_kind``,
 
 >>> frame = load_local(["results/store"])          # doctest: +SKIP
 >>> frame.groupby("pattern").correct.mean()   # doctest: +SKIP
-
 Exercised by ``pytest tests/test_analyze.py tests/test_matched.py``.
 """
 
@@ -25,8 +24,7 @@ from mip.analysis import folders, slices
 from mip.config import budgets
 from mip.experiment.identity import differences, instances_of, settings_of
 from mip.experiment.records import Record, budget_limits, counted_attempt
-from mip.experiment import spend
-from mip.experiment.spend import usage_cost
+from mip.experiment.spend import total as total_cost, usage_cost
 from mip.experiment.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, quarantined
 from mip.store.quarantine import moved_what
@@ -99,7 +97,7 @@ def record_row(record: Record) -> dict:
         "prompt_tokens": record.prompt_tokens,
         "completion_tokens": sum(s.completion_tokens or 0 for s in stages) if stages else None,
         "reasoning_tokens": stage.reasoning_tokens if stage else None,
-        "cost": spend.total(costs) if any(c is not None for c in costs) else usage_cost(usage),
+        "cost": total_cost(costs) if any(c is not None for c in costs) else usage_cost(usage),
         "attempts": len(record.attempts),
         "key_scheme": record.key_scheme,
         "scoring_rule": record.scoring_rule or 1,
