@@ -1,0 +1,77 @@
+"""analyze.py at scale: what a record costs (no composition per record, checked by count),
+record pages written again only when their record changed, and a report swapped in whole.
+
+Counts, never clocks: timings are benchmarks/analysis.py's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mip.analysis.analyze import analyze
+from mip.analysis.report import figures
+from mip.job import run_job
+from mip.tools import config_store, prompt_source
+from mip.tools.prompt_source import Rebuilder
+
+from .conftest import REPO, compose, unencoded, vary
+
+N, P = 20, 0.6
+PATTERNS = ("majority_first", "majority_last", "random")
+
+
+def _store(results: Path, model: str = "simulated_first_k", seeds=(0,), patterns=PATTERNS) -> Path:
+    base = compose(f"model={model}", "task=arith", f"n={N}", f"p={P}", "budget=smoke", "progress=false",
+                   f"paths.results_dir={results}")
+    for pattern in patterns:
+        for seed in seeds:
+            assert run_job(vary(base, pattern=pattern, seed=seed), results / "jobs" / f"{model}-{pattern}-{seed}").ok
+    return results / "store"
+
+
+def _analyze(store: Path, out: Path, *extra: str, in_hydra: bool = False) -> Path:
+    """analyze.py's work; ``in_hydra``: inside Hydra's app, as analyze.py's @hydra.main runs it."""
+    from hydra import initialize_config_dir
+
+    cfg = compose(f"results=[{store}]", f"out_dir={out}", f"core=[{N},{P}]",
+                  f"coverage.model_dir={REPO / 'conf' / 'model'}", *extra, config_name="analyze")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(figures, "save", unencoded)
+        if not in_hydra:
+            return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every Hydra composition made while analysing, counted."""
+    calls: list[tuple] = []
+    compose_conf = config_store.compose_conf
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return compose_conf(*args, **kwargs)
+
+    monkeypatch.setattr(config_store, "compose_conf", counting)
+    forget = getattr(prompt_source, "conf_tasks", None)  # the per-process memory of composed task files
+    if forget is not None:
+        forget.cache_clear()
+    yield calls
+    if forget is not None:
+        forget.cache_clear()
+
+
+def test_a_store_is_analysed_with_no_composition_per_record(tmp_path, counted):
+    """From a store (no job's own task config), inside Hydra's app as analyze.py runs: the task's
+    config is composed once, not once a record, and every record's prompt is still rebuilt."""
+    store = _store(tmp_path / "results", seeds=(0, 1))
+    report = _analyze(store, tmp_path / "out", f"paths.results_dir={tmp_path / 'results'}", in_hydra=True)
+    pages = list((report / "records").rglob("*.html"))
+    assert len(pages) == 20, len(pages)  # majority_first, majority_last: 2 each; random: 6; two seeds
+    assert len(counted) == 1, counted  # task=arith, once for 36 records
+    for page in pages:
+        assert "rebuilt from the record and its pool; hash checked" in page.read_text(encoding="utf-8"), page
