@@ -75,3 +75,28 @@ def test_a_store_is_analysed_with_no_composition_per_record(tmp_path, counted):
     assert len(counted) == 1, counted  # task=arith, once for 36 records
     for page in pages:
         assert "rebuilt from the record and its pool; hash checked" in page.read_text(encoding="utf-8"), page
+
+
+def test_a_rerun_writes_only_the_pages_of_new_records(tmp_path, monkeypatch):
+    """A second analysis of the same store writes no record page again; after one more job, only
+    that job's."""
+    from mip.analysis.report import record_pages
+
+    results = tmp_path / "results"
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    out = tmp_path / "out"
+    built: list[str] = []
+    view_of = record_pages.view_of
+    monkeypatch.setattr(record_pages, "view_of", lambda record, *a: built.append(record.key) or view_of(record, *a))
+    report = _analyze(store, out, f"paths.results_dir={results}")
+    first = {p.name: p.stat().st_mtime_ns for p in (report / "records").rglob("*.html")}
+    assert len(built) == len(first) == 4
+    built.clear()
+    _analyze(store, out, f"paths.results_dir={results}")
+    assert built == [] and {p.name: p.stat().st_mtime_ns for p in (report / "records").rglob("*.html")} == first
+    _store(results, patterns=("majority_edges",))
+    _analyze(store, out, f"paths.results_dir={results}")
+    assert len(built) == 2 and {f"{k}.html" for k in built}.isdisjoint(first)
+    listed = {k for page in (report / "lists").glob("*.html")
+              for k in re.findall(r'href="\.\./records/\w\w/(\w+)\.html"', page.read_text(encoding="utf-8"))}
+    assert len(listed) == 6 and all((report / "records" / k[:2] / f"{k}.html").is_file() for k in listed)
