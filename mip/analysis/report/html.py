@@ -207,12 +207,21 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
             continue
         path = pages.path(view.key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        for attempt in view.attempts:
-            for stage in attempt.stages:
+        for a, attempt in enumerate(view.attempts, 1):
+            for stage in attempt.stages:  # a long text shows its start; the whole of it is a file beside the page
+                stage.whole = {}  # type: ignore[attr-defined]
+                for part in ("reasoning", "output"):
+                    text = getattr(stage, part)
+                    if text and len(text) > record_pages.CLIP_CHARS:
+                        whole = path.with_name(f"{view.key}.{a}.{stage.name}.{part}.txt")
+                        whole.write_text(text, encoding="utf-8")
+                        stage.whole[part] = (whole.name, len(text))  # type: ignore[attr-defined]
+                        setattr(stage, part, text[:record_pages.CLIP_CHARS])
                 stage.marked = record_pages.marked(stage.reasoning, view.n)  # type: ignore[attr-defined]
         prompt, left_out = record_pages.clipped(view.prompt) if view.prompt else (None, 0)
         path.write_text(record.render(v=view, prompt=prompt, left_out=left_out, mentioned_set=set(view.mentioned),
-                                      shown_ids=min(view.n, SHOWN_IDS)), encoding="utf-8")
+                                      shown_ids=min(view.n, SHOWN_IDS), mentioned_ranges=_ranges(view.mentioned)),
+                        encoding="utf-8")
         written[view.key] = path.relative_to(folder).as_posix()
     pages.close(set(written))
     page = env.get_template("report.html.j2").render(header=[h for h in header if h], notes=report.notes,

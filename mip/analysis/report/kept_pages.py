@@ -53,6 +53,8 @@ class Pages:
         """Remove the pages of records no longer in the report; keep the index of those written."""
         for key in set(self.old) - written:
             self.path(key).unlink(missing_ok=True)
+            for whole in self.path(key).parent.glob(f"{key}.*.txt"):  # its long texts, kept whole
+                whole.unlink()
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.index.with_suffix(".tmp")
         tmp.write_text(json.dumps({"rules": self.rules, "pages": {k: v for k, v in self.new.items() if k in written}}),

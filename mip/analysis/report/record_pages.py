@@ -30,6 +30,8 @@ from mip.experiment.records import Record, counted_attempt
 
 #: Lines of the prompt shown at its head and at its tail (a prompt at n = 2,000 runs to ~500 KB).
 PROMPT_LINES = 60
+#: Characters of an output or a trace a record page shows; the whole text is a file beside the page, linked.
+CLIP_CHARS = 100_000
 
 
 @dataclass
