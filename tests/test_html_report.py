@@ -123,6 +123,18 @@ def test_a_record_page_shows_the_checked_prompt_every_attempt_and_the_mentioned_
     assert "Attempt 1 of 1 (counted)" in page
 
 
+def test_report_html_opens_on_its_contents_with_the_choices_folded(reports):
+    """A table of contents first, Table 2 its first table, every item linked; the Choices text folded away."""
+    local, _ = reports
+    html = (local / "report.html").read_text(encoding="utf-8")
+    toc = html[html.index('<nav id="toc">'):html.index("</nav>", html.index('<nav id="toc">'))]
+    assert html.index('<nav id="toc">') < html.index('<table class="data"')
+    items = re.findall(r'<a href="#([^"]+)">', toc)
+    assert items.index(f"table2_{TAG}") < items.index(f"reference_c4") and "choices" in items
+    assert all(f'id="{i}"' in html for i in items)
+    assert re.search(r'<details id="choices"><summary>.*?</summary><ul><li>Every table', html, flags=re.S)
+
+
 def _cells(report: Path) -> list[tuple[str, str, str]]:
     """Every linked cell of report.html: its table, its text and its list."""
     html = (report / "report.html").read_text(encoding="utf-8")
