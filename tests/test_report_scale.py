@@ -100,3 +100,43 @@ def test_a_rerun_writes_only_the_pages_of_new_records(tmp_path, monkeypatch):
     listed = {k for page in (report / "lists").glob("*.html")
               for k in re.findall(r'href="\.\./records/\w\w/(\w+)\.html"', page.read_text(encoding="utf-8"))}
     assert len(listed) == 6 and all((report / "records" / k[:2] / f"{k}.html").is_file() for k in listed)
+
+
+def _whole(report: Path) -> str:
+    """report.md, after checking that every link of report.html and of its lists leads to a file."""
+    for page in [report / "report.html", *(report / "lists").glob("*.html")]:
+        for href in re.findall(r'href="([^"#]+)', page.read_text(encoding="utf-8")):
+            if not href.startswith(("javascript:", "http", "figures/")):  # figures: not encoded here
+                assert (page.parent / href).exists(), (page, href)
+    return (report / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_report_interrupted_at_any_moment_leaves_the_previous_one_whole(tmp_path, monkeypatch):
+    """An analysis stopped at its 1st, 10th, … file written (Ctrl-C) leaves the last report as it was,
+    every link whole; a folder a kill left beside is removed by the next analysis, which swaps its report in."""
+    results = tmp_path / "results"
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    out = tmp_path / "out"
+    before = _whole(_analyze(store, out, f"paths.results_dir={results}"))
+    _store(results, patterns=("majority_edges",))
+    write_text, calls = Path.write_text, []
+
+    def stopping_at(k: int):
+        def write(self, *a, **kw):
+            calls.append(self)
+            if len(calls) == k:
+                raise KeyboardInterrupt
+            return write_text(self, *a, **kw)
+        return write
+
+    for k in (1, 3, 10, 20):
+        calls.clear()
+        monkeypatch.setattr(Path, "write_text", stopping_at(k))
+        with pytest.raises(KeyboardInterrupt):
+            _analyze(store, out, f"paths.results_dir={results}")
+        monkeypatch.setattr(Path, "write_text", write_text)
+        assert _whole(out) == before, k
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+    (tmp_path / ".out.writing-1").mkdir()  # what a kill -9 leaves beside
+    after = _whole(_analyze(store, out, f"paths.results_dir={results}"))
+    assert after != before and "8 experiments" not in after and (tmp_path / ".out.writing-1").exists() is False

@@ -16,7 +16,7 @@ import pandas as pd
 
 from mip.analysis import inference, slices
 from mip.experiment.instances import PATTERNS
-from mip.analysis.report import compared, figures, html, sections, strategy_section as strategies, metric_tables as tables
+from mip.analysis.report import compared, figures, html, sections, swap, strategy_section as strategies, metric_tables as tables
 from mip.analysis.report.model_sets import TracePool
 
 
@@ -149,6 +149,18 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
                  where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
                  pool: TracePool | None = None, source: html.Source | None = None,
                  say: Callable[[str], None] | None = None) -> Path:
+    """Write tables, figures, report.md and report.html into a folder beside ``folder`` and swap it in
+    whole (:mod:`mip.analysis.report.swap`): a kill leaves the previous report or this one. See :func:`_write`."""
+    final = Path(folder).expanduser()
+    with swap.beside(final) as new:
+        _write(frame, new, filter_dir, where, core, pool, source, say)
+    return final / "report.md"
+
+
+def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
+           where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
+           pool: TracePool | None = None, source: html.Source | None = None,
+           say: Callable[[str], None] | None = None) -> Path:
     """Write tables, figures and report.md under ``folder``; return the report's path.
 
     ``where`` restricts the records (:func:`mip.analysis.slices.restrict`); ``core`` is the core

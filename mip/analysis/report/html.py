@@ -214,11 +214,13 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
                     text = getattr(stage, part)
                     if text and len(text) > record_pages.CLIP_CHARS:
                         whole = path.with_name(f"{view.key}.{a}.{stage.name}.{part}.txt")
+                        whole.unlink(missing_ok=True)  # a kept file is the last report's too (a link): a new one
                         whole.write_text(text, encoding="utf-8")
                         stage.whole[part] = (whole.name, len(text))  # type: ignore[attr-defined]
                         setattr(stage, part, text[:record_pages.CLIP_CHARS])
                 stage.marked = record_pages.marked(stage.reasoning, view.n)  # type: ignore[attr-defined]
         prompt, left_out = record_pages.clipped(view.prompt) if view.prompt else (None, 0)
+        path.unlink(missing_ok=True)
         path.write_text(record.render(v=view, prompt=prompt, left_out=left_out, mentioned_set=set(view.mentioned),
                                       shown_ids=min(view.n, SHOWN_IDS), mentioned_ranges=_ranges(view.mentioned)),
                         encoding="utf-8")
