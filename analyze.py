@@ -12,7 +12,7 @@
 import sys
 
 if __name__ == "__main__" and not {"--help", "-h", "--cfg", "-c", "--info", "--hydra-help"} & set(sys.argv[1:]):
-    print("analyze.py: reading the records…", file=sys.stderr, flush=True)  # before the imports' seconds
+    print("analyze.py: reading the records…", flush=True)  # before the imports' seconds; stderr is for errors
 
 from pathlib import Path
 

@@ -6,7 +6,7 @@ The store: every planted model (``conf/model/simulated_*.yaml``) on the five tas
 per model the core grid (every pattern, selection seeds 0-2, the random pattern's three order
 seeds), both budgets (20k, 100k), the three other prompt variants, the (n, p) grid (seed 1) and
 the expanded orderings (six structured patterns, seeds 0-2, ``--shuffles`` shuffle seeds): about
-6,700 records a model at 20 shuffles, 20,000 in all. The n of the core and the grid is
+6,700 records a model at 21 shuffles, 20,000 and more in all. The n of the core and the grid is
 a twentieth of the paper's (core n = 100; grid n = 20, 40, 60, 80, 100), so that the store is
 written in minutes; ``--paper-n`` gives the paper's n (the same records, each longer).
 
@@ -95,7 +95,8 @@ def build(root: Path, data_dir: str, paper_n: bool, shuffles: int) -> int:
                                                             pattern=dataclasses.replace(cfg.pattern, name=pattern)))
                     summary = run_job(job, root / "jobs" / f"{jobs:05d}")
                     if not summary.ok:
-                        sys.exit(f"job {jobs} ({model} {' '.join(overrides)} {pattern} {seed}) failed: {summary.errors}")
+                        sys.exit(f"job {jobs} ({model} {' '.join(overrides)} {pattern} {seed}) failed: "
+                                 f"{summary.errors}")
                     jobs += 1
         print(f"  {model}: {jobs} jobs so far", flush=True)
     return jobs
@@ -153,7 +154,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data" / "raw"))
     parser.add_argument("--root", default="/tmp/mip-analysis-bench", help="where the store is built (kept)")
     parser.add_argument("--paper-n", action="store_true", help="the paper's n (100-2,000), not a twentieth")
-    parser.add_argument("--shuffles", type=int, default=20)
+    parser.add_argument("--shuffles", type=int, default=21)
     args = parser.parse_args()
     root = Path(args.root)
     store = root / "store"
@@ -182,7 +183,8 @@ def main() -> None:
               f"{(t['cpu'] - t['html_cpu']) / k:.2f} | {t['html_wall'] / k:.2f} / {t['html_cpu'] / k:.2f} | "
               f"{t['peak_mb']:.0f} | {t['load']:.1f} |")
     print(f"report.html: {pages / 1e6:.1f} MB over {count} records = {pages / count / 1024:.1f} KB a record; "
-          f"beyond their own output and trace text ({own / 1e6:.1f} MB): {(pages - own) / count / 1024:.1f} KB a record")
+          f"beyond their own output and trace text ({own / 1e6:.1f} MB): "
+          f"{(pages - own) / count / 1024:.1f} KB a record")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ kept from one report to the next (:class:`Pages`), and progress lines (:class:`S
 
 A record page is written again only when its record changed (its fingerprint,
 :func:`mip.analysis.report.record_pages.fingerprint`) or the report's rules did (the page's code,
-templates and the coverage rule); ``records/index.json`` keeps each page's fingerprint.
+templates and the coverage rule); ``records/.index.json`` keeps each page's fingerprint (hidden: no
+reader of a folder takes it for a record).
 
 Exercised by ``pytest tests/test_report_scale.py``.
 """
@@ -25,10 +26,11 @@ from mip.analysis.report import record_pages
 class Pages:
     """The record pages under ``records/``, kept from one report to the next: a page is written again
     only when its record or the report's rules (the writer's code and templates, the record page's
-    code, the coverage rule) changed; ``records/index.json`` keeps each page's record fingerprint."""
+    code, the coverage rule) changed; ``records/.index.json`` keeps each page's record fingerprint
+    (hidden: no reader of a folder takes it for a record)."""
 
     def __init__(self, folder: Path, makers: list[Path], keep: bool = True):
-        self.folder, self.index = folder, folder / "index.json"
+        self.folder, self.index = folder, folder / ".index.json"
         self.rules = _rules(makers)
         try:
             old = json.loads(self.index.read_text(encoding="utf-8")) if keep else {}
