@@ -149,6 +149,13 @@ def page_bytes(out: Path, store: Path) -> tuple[int, int]:
     return pages, own
 
 
+def row(name: str, n: int, t: dict) -> None:
+    k = n / 1000
+    print(f"| {name} | {n} | {t['wall']:.1f} | {t['cpu']:.1f} | {(t['wall'] - t['html_wall']) / k:.2f} / "
+          f"{(t['cpu'] - t['html_cpu']) / k:.2f} | {t['html_wall'] / k:.2f} / {t['html_cpu'] / k:.2f} | "
+          f"{t['peak_mb']:.0f} | {t['load']:.1f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data" / "raw"))
@@ -164,27 +171,20 @@ def main() -> None:
         print(f"built {jobs} jobs in {time.monotonic() - start:.0f} s", flush=True)
     count = records(store)
     print(f"{count} records in {store}", flush=True)
-    rows = []
     out = root / "report"
-    first = analyse(store, out)
+    print("| run | records | wall s | CPU s | tables+figures wall / CPU s per 1k | report.html wall / CPU s per 1k "
+          "| peak MB | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    row("whole store", count, analyse(store, out))
     pages, own = page_bytes(out, store)
-    rows.append(("whole store", count, first))
+    print(f"report.html: {pages / 1e6:.1f} MB over {count} records = {pages / count / 1024:.1f} KB a record; "
+          f"beyond their own output and trace text ({own / 1e6:.1f} MB): "
+          f"{(pages - own) / count / 1024:.1f} KB a record")
     env = {**os.environ, "MIP_RESULTS_DIR": str(root), "HF_HUB_OFFLINE": "1"}
     one = ["model=simulated_unbiased", "task=all", "pattern=majority_last", "seed=7", "n=20", "p=0.6", "budget=20k",
            "progress=false", "logger=none", f"data_dir={args.data_dir}", f"paths.results_dir={root}"]
     subprocess.run([sys.executable, "run.py", *one], cwd=REPO, env=env, capture_output=True, check=True)
-    rows.append(("after one more job", records(store), analyse(store, out)))
-    print("| run | records | wall s | CPU s | tables+figures wall / CPU s per 1k | report.html wall / CPU s per 1k "
-          "| peak MB | load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for name, n, t in rows:
-        k = n / 1000
-        print(f"| {name} | {n} | {t['wall']:.1f} | {t['cpu']:.1f} | {(t['wall'] - t['html_wall']) / k:.2f} / "
-              f"{(t['cpu'] - t['html_cpu']) / k:.2f} | {t['html_wall'] / k:.2f} / {t['html_cpu'] / k:.2f} | "
-              f"{t['peak_mb']:.0f} | {t['load']:.1f} |")
-    print(f"report.html: {pages / 1e6:.1f} MB over {count} records = {pages / count / 1024:.1f} KB a record; "
-          f"beyond their own output and trace text ({own / 1e6:.1f} MB): "
-          f"{(pages - own) / count / 1024:.1f} KB a record")
+    row("after one more job", records(store), analyse(store, out))
 
 
 if __name__ == "__main__":
