@@ -10,6 +10,10 @@
 """
 
 import sys
+
+if __name__ == "__main__" and not {"--help", "-h", "--cfg", "-c", "--info", "--hydra-help"} & set(sys.argv[1:]):
+    print("analyze.py: reading the records…", flush=True)  # before the imports' seconds; stderr is for errors
+
 from pathlib import Path
 
 import hydra
@@ -39,12 +43,19 @@ def main(cfg: DictConfig) -> None:
     except (ResultsError, SliceError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:
+        print("analyze.py: stopped (Ctrl-C); run it again to write the report.", file=sys.stderr)
+        sys.exit(130)
     print(f"Report: {path}")
 
 
 if __name__ == "__main__":
-    sys.argv[1:] = folders_as_results(sys.argv[1:], "analyze.py")  # `python analyze.py <sweep folder>`
-    check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py", conf_dir=CONF, config_name="analyze")
-    # an out_dir holding another analysis is refused before Hydra writes there; any other refusal puts it back
-    with kept(check_out_dir(sys.argv[1:], CONF, "analyze", analysis_inputs)):
-        main()
+    try:
+        sys.argv[1:] = folders_as_results(sys.argv[1:], "analyze.py")  # `python analyze.py <sweep folder>`
+        check_overrides(sys.argv[1:], AnalyzeConfig, "analyze.py", conf_dir=CONF, config_name="analyze")
+        # an out_dir holding another analysis is refused before Hydra writes there; any other refusal puts it back
+        with kept(check_out_dir(sys.argv[1:], CONF, "analyze", analysis_inputs)):
+            main()
+    except KeyboardInterrupt:
+        print("analyze.py: stopped (Ctrl-C); run it again to write the report.", file=sys.stderr)
+        sys.exit(130)

@@ -123,6 +123,18 @@ def test_a_record_page_shows_the_checked_prompt_every_attempt_and_the_mentioned_
     assert "Attempt 1 of 1 (counted)" in page
 
 
+def test_report_html_opens_on_its_contents_with_the_choices_folded(reports):
+    """A table of contents first, Table 2 its first table, every item linked; the Choices text folded away."""
+    local, _ = reports
+    html = (local / "report.html").read_text(encoding="utf-8")
+    toc = html[html.index('<nav id="toc">'):html.index("</nav>", html.index('<nav id="toc">'))]
+    assert html.index('<nav id="toc">') < html.index('<table class="data"')
+    items = re.findall(r'<a href="#([^"]+)">', toc)
+    assert items.index(f"table2_{TAG}") < items.index(f"reference_c4") and "choices" in items
+    assert all(f'id="{i}"' in html for i in items)
+    assert re.search(r'<details id="choices"><summary>.*?</summary><ul><li>Every table', html, flags=re.S)
+
+
 def _cells(report: Path) -> list[tuple[str, str, str]]:
     """Every linked cell of report.html: its table, its text and its list."""
     html = (report / "report.html").read_text(encoding="utf-8")
@@ -249,6 +261,7 @@ def _browser():
 
 def test_a_browser_clicks_from_table_2_down_to_a_record(reports, tmp_path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.expected_conditions import presence_of_element_located, text_to_be_present_in_element
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -272,6 +285,26 @@ def test_a_browser_clicks_from_table_2_down_to_a_record(reports, tmp_path):
         verdict = browser.find_element(By.CSS_SELECTOR, "select[data-col=verdict]")
         assert [o.text for o in verdict.find_elements(By.TAG_NAME, "option")] == ["all", "incorrect"]
         browser.save_screenshot(str(shots / "2-list.png"))
+        box = browser.find_element(By.ID, "list-search")  # a text search over every column
+        second = rows[1].find_element(By.TAG_NAME, "a").text
+        box.send_keys("no such text")
+        assert count.text == "0 of 2 experiments shown"
+        box.send_keys(Keys.BACKSPACE * 40)
+        box.send_keys(second)
+        assert count.text == "1 of 2 experiments shown"
+        box.send_keys(Keys.BACKSPACE * 40)
+        assert count.text == "2 of 2 experiments shown"
+
+        def keys() -> list[str]:
+            return [r.find_elements(By.TAG_NAME, "td")[11].text
+                    for r in browser.find_elements(By.CSS_SELECTOR, "#experiments tbody tr")]
+
+        head = browser.find_elements(By.CSS_SELECTOR, "#experiments th")[11]  # sort by the record's key
+        head.click()
+        assert keys() == sorted(keys())
+        head.click()  # and the other way
+        assert keys() == sorted(keys(), reverse=True)
+        rows = browser.find_elements(By.CSS_SELECTOR, "#experiments tbody tr")
         rows[0].find_element(By.TAG_NAME, "a").click()
         assert browser.find_element(By.ID, "verdict").text == "incorrect"
         browser.find_element(By.CSS_SELECTOR, "#prompt summary").click()  # the prompt, collapsed until asked
@@ -282,7 +315,13 @@ def test_a_browser_clicks_from_table_2_down_to_a_record(reports, tmp_path):
         assert marked and {int(x) for m in marked for x in re.findall(r"\d+", m)} == set(range(1, 10))
         search = browser.find_element(By.ID, "trace-search")
         search.send_keys("Instance")
+        WebDriverWait(browser, 10).until(lambda b: b.find_element(By.ID, "search-count").text)
         assert re.fullmatch(r"\d+ match(es)?", browser.find_element(By.ID, "search-count").text)
+        search.clear()
+        search.send_keys("Instance 9")  # "9" is marked as an ID, its own element: still one match
+        WebDriverWait(browser, 10).until(text_to_be_present_in_element((By.ID, "search-count"), "1 match"))
+        assert browser.find_element(By.ID, "search-count").text == "1 match"
+        assert browser.find_element(By.ID, "mentioned-ranges").text == "1-9"
         browser.find_element(By.CSS_SELECTOR, "#prompt summary").click()
         search.clear()
         search.send_keys("majority")  # the trace's own words, found and marked

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,13 +36,18 @@ def analysis_inputs(cfg: AnalyzeConfig) -> dict:
 def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None, prompts: Rebuild | None = None) -> Path:
     """Write the report; ``show`` (analyze.py: print) gets the headline table, per slice; ``prompts``
     rebuilds a record's prompt for report.html (analyze.py: :class:`mip.tools.prompt_source.Rebuilder`)."""
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if show is not None else None
+    started = time.monotonic()
     frame = load(cfg)
+    if say is not None:
+        say(f"read {len(frame)} records in {time.monotonic() - started:.0f} s")
     inputs = analysis_inputs(cfg)
     restrict(frame, cfg.where)  # a folder without records, or slices that match none, are said first
     if refusal := claim(cfg.out_dir, inputs):
         raise ResultsError(refusal)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
-    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage), source(cfg, prompts))
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage), source(cfg, prompts),
+                        say)
     if show is not None:
         show(render(headline(restrict(frame, cfg.where))))
     if cfg.wandb.log_report:

@@ -71,5 +71,16 @@ def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str 
         raise FileNotFoundError(f"No config folder at {folder} (it holds config.yaml); run from the repository "
                                 "folder or pass --conf <repository>/conf.")
     register()
-    with initialize_config_dir(config_dir=folder, version_base="1.3"):
-        return compose(config_name, overrides=list(overrides))
+    # Inside a Hydra app (analyze.py's @hydra.main) Hydra is initialized already: compose beside it
+    # and put it back after.
+    from hydra.core.global_hydra import GlobalHydra
+
+    outer = GlobalHydra.instance().hydra if GlobalHydra.instance().is_initialized() else None
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=folder, version_base="1.3"):
+            return compose(config_name, overrides=list(overrides))
+    finally:
+        if outer is not None:
+            GlobalHydra.instance().clear()
+            GlobalHydra.instance().initialize(outer)

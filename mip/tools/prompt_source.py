@@ -12,6 +12,8 @@ Exercised by ``pytest tests/test_show.py tests/test_html_report.py``.
 
 from __future__ import annotations
 
+import functools
+import json
 from pathlib import Path
 
 from mip.config import TaskConfig
@@ -23,28 +25,33 @@ class ShowError(Exception):
 
 
 def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskConfig:
-    """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name."""
+    """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name
+    (each task file composed once a process: :func:`conf_tasks`)."""
     from omegaconf import OmegaConf
 
     if name in job_tasks:
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
-    from mip.tools.config_store import compose_conf
-
     folder = conf_dir.expanduser() / "task"
     if not folder.is_dir():
         raise ShowError(f"Task {name!r}: no config folder {folder}; run from the repository folder, pass "
                         "--conf <repository>/conf, or pass the job folder instead of the key.")
     candidates = [name] + [f.stem for f in sorted(folder.glob("*.yaml")) if f.stem not in (name, "all")]
     for option in candidates:
-        if not (folder / f"{option}.yaml").is_file():
-            continue
-        try:
-            tasks = compose_conf(conf_dir, f"task={option}").task
-        except Exception:  # noqa: BLE001 - a task file that needs what this machine lacks
-            continue
-        if name in tasks:
+        if (folder / f"{option}.yaml").is_file() and name in (tasks := conf_tasks(str(conf_dir.expanduser()), option)):
             return OmegaConf.to_object(tasks[name])
     raise ShowError(f"No task config named {name!r} in {folder}; pass the job folder instead of the key.")
+
+
+@functools.lru_cache(maxsize=None)
+def conf_tasks(conf_dir: str, option: str):
+    """The tasks ``task=<option>`` composes from the config folder ``conf_dir``, composed once a
+    process (empty where it needs what this machine lacks)."""
+    from mip.tools.config_store import compose_conf
+
+    try:
+        return compose_conf(conf_dir, f"task={option}").task
+    except Exception:  # noqa: BLE001 - a task file that needs what this machine lacks
+        return {}
 
 
 def pool_for(record: Record, task: TaskConfig, results_dir: Path, cache_dir: Path):
@@ -90,27 +97,38 @@ def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path
 
 
 class Rebuilder:
-    """Prompts rebuilt as mip.show rebuilds them, with each (task, pool version) loaded once:
-    report.html's record pages (``Rebuilder.maker(cache_dir, conf_dir)`` is what
-    :func:`mip.analysis.analyze.analyze` takes as ``prompts``)."""
+    """Prompts rebuilt as mip.show rebuilds them, with each (task, pool version) loaded once —
+    or found missing once: report.html's record pages (``Rebuilder.maker(cache_dir, conf_dir)`` is
+    what :func:`mip.analysis.analyze.analyze` takes as ``prompts``; the rebuilders it makes, one
+    per folder read, share what they loaded)."""
 
     @classmethod
     def maker(cls, cache_dir: Path, conf_dir: Path):
-        return lambda tasks, results_dir: cls(tasks, Path(results_dir), Path(cache_dir), Path(conf_dir))
+        loaded: dict[tuple, tuple | str] = {}
+        return lambda tasks, results_dir: cls(tasks, Path(results_dir), Path(cache_dir), Path(conf_dir), loaded)
 
-    def __init__(self, tasks: dict[str, dict], results_dir: Path, cache_dir: Path, conf_dir: Path):
+    def __init__(self, tasks: dict[str, dict], results_dir: Path, cache_dir: Path, conf_dir: Path,
+                 loaded: dict[tuple, tuple | str] | None = None):
         self.tasks, self.results_dir, self.cache_dir, self.conf_dir = tasks, results_dir, cache_dir, conf_dir
-        self.loaded: dict[tuple[str, str], tuple] = {}
+        self.loaded = {} if loaded is None else loaded
+        """(task, pool version, where from) → (task config, pool), or why they could not be had."""
 
     def __call__(self, record: Record) -> tuple[str | None, str]:
         from mip.data import DataError
         from mip.strategies.rebuild import rebuild_prompt
 
-        try:
-            which = (record.experiment.task, record.pool_version)
-            if which not in self.loaded:
-                task = task_config(record.experiment.task, self.tasks, self.conf_dir)
+        name = record.experiment.task
+        own = json.dumps(self.tasks.get(name), sort_keys=True, default=str)  # the job's own copy, if any
+        which = (name, record.pool_version, str(self.results_dir), own)
+        if which not in self.loaded:
+            try:
+                task = task_config(name, self.tasks, self.conf_dir)
                 self.loaded[which] = (task, pool_for(record, task, self.results_dir, self.cache_dir))
+            except (ShowError, ValueError, DataError) as e:
+                self.loaded[which] = f"not rebuilt: {e}"
+        if isinstance(self.loaded[which], str):
+            return None, self.loaded[which]
+        try:
             return rebuild_prompt(record, *self.loaded[which]), "rebuilt from the record and its pool; hash checked"
         except (ShowError, ValueError, DataError) as e:
             return None, f"not rebuilt: {e}"

@@ -8,6 +8,7 @@ Choices where the paper leaves one are written into the report itself.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pandas as pd
 
 from mip.analysis import inference, slices
 from mip.experiment.instances import PATTERNS
-from mip.analysis.report import compared, figures, html, sections, strategy_section as strategies, metric_tables as tables
+from mip.analysis.report import compared, figures, html, sections, swap, strategy_section as strategies, metric_tables as tables
 from mip.analysis.report.model_sets import TracePool
 
 
@@ -146,15 +147,29 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
 
 def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
                  where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
-                 pool: TracePool | None = None, source: html.Source | None = None) -> Path:
+                 pool: TracePool | None = None, source: html.Source | None = None,
+                 say: Callable[[str], None] | None = None) -> Path:
+    """Write tables, figures, report.md and report.html into a folder beside ``folder`` and swap it in
+    whole (:mod:`mip.analysis.report.swap`): a kill leaves the previous report or this one. See :func:`_write`."""
+    final = Path(folder).expanduser()
+    with swap.beside(final) as new:
+        _write(frame, new, filter_dir, where, core, pool, source, say)
+    return final / "report.md"
+
+
+def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
+           where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
+           pool: TracePool | None = None, source: html.Source | None = None,
+           say: Callable[[str], None] | None = None) -> Path:
     """Write tables, figures and report.md under ``folder``; return the report's path.
 
     ``where`` restricts the records (:func:`mip.analysis.slices.restrict`); ``core`` is the core
     (n, p), None to take every (n, p) run with several selection seeds. With ``filter_dir``
     holding filter.py's Table 4, it joins the report. ``pool``: the models pooled trace figures
     pool (default: those whose shipped config declares full traces). The report is always
-    written: a slice without a valid experiment shows "–" and a note.
+    written: a slice without a valid experiment shows "–" and a note. ``say`` hears each step as it starts.
     """
+    say = say or (lambda line: None)
     report = Report(Path(folder), pool=pool if pool is not None else TracePool.of(None))
     report.folder.mkdir(parents=True, exist_ok=True)
     loaded = list(frame.attrs.get("notes", []))  # unreadable and quarantined records, key schemes
@@ -175,6 +190,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
         report.section = section
         records = getattr(parts, section)
         if not records.empty:
+            say(f"tables and figures: {section} ({len(records)} records)")
             run(report, records)
     report.section = "strategies"
     baseline = slices.single_call_twins(frame, parts.strategies) if not parts.strategies.empty else None
@@ -199,6 +215,7 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
               "Core setting: " + parts.core_text, *spend_lines(frame), ""]
     path = report.folder / "report.md"
     path.write_text(report.markdown(header), encoding="utf-8")
+    say("report.html: lists and record pages")
     html.write(report, header, parts, source, SECTIONS,
                [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES], baseline)
     return path

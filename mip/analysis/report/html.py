@@ -28,6 +28,7 @@ from markupsafe import Markup, escape
 from mip.analysis import stats
 from mip.analysis.report import cell_lists, record_pages, section_lists
 from mip.analysis.report.cell_lists import Lists
+from mip.analysis.report.kept_pages import Pages, Said
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: The row key of each linked table, by its name's start (the columns the table shows).
@@ -52,9 +53,10 @@ class Source:
     prompts: record_pages.Rebuild | None = None
     """How a local record's prompt is rebuilt (:class:`mip.tools.prompt_source.Rebuilder`); None: not rebuilt."""
 
-    def views(self, keys: set[str]):
+    def views(self, keys: set[str], kept=None):
+        """The record views of ``keys``; a local record ``kept`` says is unchanged comes as its key alone."""
         if self.kind == "local":
-            return record_pages.local_views(self.results, keys, self.prompts)
+            return record_pages.local_views(self.results, keys, self.prompts, kept)
         from mip.analysis.results import WANDB_DOWNLOADS, wandb_rows
 
         rows = wandb_rows([WANDB_DOWNLOADS], "**/media/table/**/*.table.json") if self.api else wandb_rows(self.results)
@@ -178,8 +180,9 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
     ``baseline``: the single-call experiments the strategies are compared with."""
     folder = report.folder
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
-    for old in ("lists", "records"):  # pages of an earlier report in this folder are not this one's
-        shutil.rmtree(folder / old, ignore_errors=True)
+    shutil.rmtree(folder / "lists", ignore_errors=True)  # lists of an earlier report in this folder are not this one's
+    local = source is not None and source.kind == "local"  # a W&B row has no fingerprint: its pages are written anew
+    pages = Pages(folder / "records", [*TEMPLATES.iterdir(), Path(__file__)], keep=local)
     (folder / "assets").mkdir(parents=True, exist_ok=True)
     for asset in ("report.css", "report.js"):
         shutil.copyfile(TEMPLATES / asset, folder / "assets" / asset)
@@ -195,16 +198,34 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
     mentioned = dict(zip(traced["key"], traced["mentioned_ids"])) if len(traced) else {}
     written: dict[str, str] = {}
     record = env.get_template("record.html.j2")
-    for view in source.views(lists.keys()) if source is not None else []:
-        path = folder / "records" / view.key[:2] / f"{view.key}.html"
+    keys = lists.keys()
+    said = Said("record pages", len(keys) if source is not None else 0)
+    for view in source.views(keys, pages.kept) if source is not None else []:
+        said.update()
+        if isinstance(view, str):  # unchanged since its page was written
+            written[view] = pages.path(view).relative_to(folder).as_posix()
+            continue
+        path = pages.path(view.key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        for attempt in view.attempts:
-            for stage in attempt.stages:
+        for a, attempt in enumerate(view.attempts, 1):
+            for stage in attempt.stages:  # a long text shows its start; the whole of it is a file beside the page
+                stage.whole = {}  # type: ignore[attr-defined]
+                for part in ("reasoning", "output"):
+                    text = getattr(stage, part)
+                    if text and len(text) > record_pages.CLIP_CHARS:
+                        whole = path.with_name(f"{view.key}.{a}.{stage.name}.{part}.txt")
+                        whole.unlink(missing_ok=True)  # a kept file is the last report's too (a link): a new one
+                        whole.write_text(text, encoding="utf-8")
+                        stage.whole[part] = (whole.name, len(text))  # type: ignore[attr-defined]
+                        setattr(stage, part, text[:record_pages.CLIP_CHARS])
                 stage.marked = record_pages.marked(stage.reasoning, view.n)  # type: ignore[attr-defined]
         prompt, left_out = record_pages.clipped(view.prompt) if view.prompt else (None, 0)
+        path.unlink(missing_ok=True)
         path.write_text(record.render(v=view, prompt=prompt, left_out=left_out, mentioned_set=set(view.mentioned),
-                                      shown_ids=min(view.n, SHOWN_IDS)), encoding="utf-8")
+                                      shown_ids=min(view.n, SHOWN_IDS), mentioned_ranges=_ranges(view.mentioned)),
+                        encoding="utf-8")
         written[view.key] = path.relative_to(folder).as_posix()
+    pages.close(set(written))
     page = env.get_template("report.html.j2").render(header=[h for h in header if h], notes=report.notes,
                                                      choices=choices, sections=_items(report, lists, sections))
     path = folder / "report.html"

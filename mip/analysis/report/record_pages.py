@@ -19,6 +19,7 @@ Exercised by ``pytest tests/test_html_report.py``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from mip.experiment.records import Record, counted_attempt
 
 #: Lines of the prompt shown at its head and at its tail (a prompt at n = 2,000 runs to ~500 KB).
 PROMPT_LINES = 60
+#: Characters of an output or a trace a record page shows; the whole text is a file beside the page, linked.
+CLIP_CHARS = 100_000
 
 
 @dataclass
@@ -119,8 +122,20 @@ def view_of(record: Record, prompt: str | None, note: str) -> RecordView:
 Rebuild = Callable[[dict, Path], Callable[[Record], tuple[str | None, str]]]
 
 
-def local_views(paths: Iterable[str | Path], keys: set[str], rebuild: Rebuild | None) -> Iterator[RecordView]:
-    """The records of ``keys`` under the folders analyze.py read, each once; prompts rebuilt with ``rebuild``."""
+def fingerprint(record: Record) -> str:
+    """What a record page is written from, as a digest: the page is written again when it changes.
+
+    >>> from mip.experiment.records import Record
+    >>> len(fingerprint(Record.model_construct(key="k")))
+    20
+    """
+    return hashlib.blake2b(record.model_dump_json().encode(), digest_size=10).hexdigest()
+
+
+def local_views(paths: Iterable[str | Path], keys: set[str], rebuild: Rebuild | None,
+                kept: Callable[[Record], bool] | None = None) -> Iterator[RecordView | str]:
+    """The records of ``keys`` under the folders analyze.py read, each once; prompts rebuilt with ``rebuild``.
+    A record ``kept`` says is unchanged since its page was written is yielded as its key alone (nothing rebuilt)."""
     import yaml
 
     seen: set[tuple[str, str, str]] = set()
@@ -136,7 +151,7 @@ def local_views(paths: Iterable[str | Path], keys: set[str], rebuild: Rebuild | 
         for record in folder.records(None, seen, quiet=True):  # read before: its damage was said then
             if record.key in keys:
                 keys = keys - {record.key}
-                yield view_of(record, *prompt(record))
+                yield record.key if kept is not None and kept(record) else view_of(record, *prompt(record))
 
 
 def wandb_views(rows: Iterable[dict], keys: set[str]) -> Iterator[RecordView]:

@@ -18,6 +18,8 @@ function setupList() {
   const selects = Array.from(document.querySelectorAll("select[data-col]"));
   const idBox = document.getElementById("mention-id");
   const count = document.getElementById("count");
+  const textBox = document.getElementById("list-search");
+  const texts = rows.map(r => r.textContent.toLowerCase());
   for (const s of selects) {
     const values = Array.from(new Set(rows.map(r => r.dataset[s.dataset.col]))).sort((a, b) => a.localeCompare(b, undefined, {numeric: true}));
     for (const v of values) s.add(new Option(v, v));
@@ -26,8 +28,9 @@ function setupList() {
   function apply() {
     const id = idBox && idBox.value ? Number(idBox.value) : null;
     let shown = 0, mention = 0;
-    for (const r of rows) {
-      const ok = selects.every(s => !s.value || r.dataset[s.dataset.col] === s.value);
+    const q = textBox ? textBox.value.toLowerCase() : "";
+    for (const [i, r] of rows.entries()) {
+      const ok = selects.every(s => !s.value || r.dataset[s.dataset.col] === s.value) && (!q || texts[i].includes(q));
       r.hidden = !ok;
       const hit = ok && id !== null && expandIds(r.dataset.ids).has(id);
       r.classList.toggle("hit", hit);
@@ -41,6 +44,7 @@ function setupList() {
   // A link from a table may choose a pattern and an ID: #pattern=majority_last&id=5
   const wanted = new URLSearchParams(location.hash.slice(1));
   for (const s of selects) if (wanted.get(s.dataset.col)) s.value = wanted.get(s.dataset.col);
+  if (textBox) textBox.addEventListener("input", apply);
   if (idBox) {
     idBox.addEventListener("input", apply);
     if (wanted.get("id")) idBox.value = wanted.get("id");
@@ -48,49 +52,82 @@ function setupList() {
   apply();
 }
 
+// The trace search reads each trace's whole text (an ID marked as its own element still matches
+// "Instance 9"), counts every match, and highlights the first MAX_SHOWN with the CSS highlight API
+// (no change to the page's elements), so a 1 MB trace stays responsive.
+const MAX_SHOWN = 500;
+
+function textIndex(pre) {
+  const nodes = [], starts = [];
+  let text = "";
+  const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) { starts.push(text.length); nodes.push(walker.currentNode); text += walker.currentNode.data; }
+  return {nodes, starts, text, low: text.toLowerCase()};
+}
+
+function nodeAt(index, at) {
+  let lo = 0, hi = index.starts.length - 1;
+  while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (index.starts[mid] <= at) lo = mid; else hi = mid - 1; }
+  return [index.nodes[lo], at - index.starts[lo]];
+}
+
 function setupSearch() {
   const box = document.getElementById("trace-search");
   if (!box) return;
-  const traces = Array.from(document.querySelectorAll("pre.trace"));
+  const indexes = Array.from(document.querySelectorAll("pre.trace, pre.output")).map(textIndex);
   const status = document.getElementById("search-count");
-  box.addEventListener("input", () => {
-    for (const old of document.querySelectorAll("mark.found")) {
-      const parent = old.parentNode;
-      parent.replaceChild(document.createTextNode(old.textContent), old);
-      parent.normalize();
-    }
-    const q = box.value;
+  let timer = null;
+  function run() {
+    const needle = box.value.toLowerCase();
+    const ranges = [];
     let found = 0;
-    if (q) {
-      for (const pre of traces) {
-        const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-        const nodes = [];
-        while (walker.nextNode()) nodes.push(walker.currentNode);
-        for (const node of nodes) {
-          const text = node.textContent, low = text.toLowerCase(), needle = q.toLowerCase();
-          let at = low.indexOf(needle);
-          if (at < 0) continue;
-          const frag = document.createDocumentFragment();
-          let last = 0;
-          while (at >= 0) {
-            frag.append(text.slice(last, at));
-            const mark = document.createElement("mark");
-            mark.className = "found";
-            mark.textContent = text.slice(at, at + q.length);
-            frag.append(mark);
-            found++;
-            last = at + q.length;
-            at = low.indexOf(needle, last);
-          }
-          frag.append(text.slice(last));
-          node.parentNode.replaceChild(frag, node);
+    if (needle) {
+      for (const index of indexes) {
+        for (let at = index.low.indexOf(needle); at >= 0; at = index.low.indexOf(needle, at + needle.length)) {
+          found++;
+          if (ranges.length >= MAX_SHOWN) continue;
+          const range = document.createRange();
+          range.setStart(...nodeAt(index, at));
+          range.setEnd(...nodeAt(index, at + needle.length));
+          ranges.push(range);
         }
       }
-      const first = document.querySelector("mark.found");
-      if (first) first.scrollIntoView({block: "center"});
     }
-    status.textContent = q ? found + " match" + (found === 1 ? "" : "es") : "";
+    if (window.CSS && CSS.highlights) {
+      CSS.highlights.delete("found");
+      if (ranges.length) CSS.highlights.set("found", new Highlight(...ranges));
+    }
+    if (ranges.length) {
+      const el = ranges[0].startContainer.parentElement;
+      if (el) el.scrollIntoView({block: "center"});
+    }
+    status.textContent = needle ? found + " match" + (found === 1 ? "" : "es") +
+      (found > ranges.length ? " (the first " + ranges.length + " highlighted)" : "") : "";
+    status.dataset.count = needle ? String(found) : "";
+  }
+  box.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(run, 150); });
+}
+
+// Sorting a list (and any table of the report) by a click on a column's head; again: the other way.
+function setupListTools() {
+  for (const table of document.querySelectorAll("table#experiments, table.data")) sortable(table);
+}
+
+function sortable(table) {
+  const rows = Array.from(table.tBodies[0].rows);
+  Array.from(table.tHead.rows[0].cells).forEach((th, col) => {
+    th.classList.add("sortable");
+    th.title = "sort by this column";
+    th.addEventListener("click", () => {
+      const down = th.dataset.sort !== "up";
+      for (const other of table.tHead.rows[0].cells) delete other.dataset.sort;
+      th.dataset.sort = down ? "up" : "down";
+      const key = r => r.cells[col].textContent.trim();
+      const sorted = rows.slice().sort((a, b) => key(a).localeCompare(key(b), undefined, {numeric: true}) * (down ? 1 : -1));
+      const body = table.tBodies[0];
+      for (const r of sorted) body.appendChild(r);
+    });
   });
 }
 
-document.addEventListener("DOMContentLoaded", () => { setupList(); setupSearch(); });
+document.addEventListener("DOMContentLoaded", () => { setupList(); setupListTools(); setupSearch(); });

@@ -1,0 +1,97 @@
+"""What makes report.html cheap to write again and easy to follow while it is written: record pages
+kept from one report to the next (:class:`Pages`), and progress lines (:class:`Said`).
+
+A record page is written again only when its record changed (its fingerprint,
+:func:`mip.analysis.report.record_pages.fingerprint`) or the report's rules did (the page's code,
+templates and the coverage rule); ``records/.index.json`` keeps each page's fingerprint (hidden: no
+reader of a folder takes it for a record).
+
+Exercised by ``pytest tests/test_report_scale.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from mip.analysis import coverage
+from mip.analysis.report import record_pages
+
+
+class Pages:
+    """The record pages under ``records/``, kept from one report to the next: a page is written again
+    only when its record or the report's rules (the writer's code and templates, the record page's
+    code, the coverage rule) changed; ``records/.index.json`` keeps each page's record fingerprint
+    (hidden: no reader of a folder takes it for a record)."""
+
+    def __init__(self, folder: Path, makers: list[Path], keep: bool = True):
+        self.folder, self.index = folder, folder / ".index.json"
+        self.rules = _rules(makers)
+        try:
+            old = json.loads(self.index.read_text(encoding="utf-8")) if keep else {}
+        except (OSError, ValueError):
+            old = {}
+        if old.get("rules") != self.rules:
+            shutil.rmtree(folder, ignore_errors=True)
+            old = {}
+        self.old: dict[str, str] = old.get("pages", {})
+        self.new: dict[str, str] = {}
+        if self.index.exists():  # a kill from here on leaves pages the index does not vouch for: none are kept
+            self.index.unlink()
+
+    def path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.html"
+
+    def kept(self, record) -> bool:
+        self.new[record.key] = fp = record_pages.fingerprint(record)
+        return self.old.get(record.key) == fp and self.path(record.key).is_file()
+
+    def close(self, written: set[str]) -> None:
+        """Remove the pages of records no longer in the report; keep the index of those written."""
+        for key in set(self.old) - written:
+            self.path(key).unlink(missing_ok=True)
+            for whole in self.path(key).parent.glob(f"{key}.*.txt"):  # its long texts, kept whole
+                whole.unlink()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.index.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"rules": self.rules, "pages": {k: v for k, v in self.new.items() if k in written}}),
+                       encoding="utf-8")
+        os.replace(tmp, self.index)
+
+
+def _rules(makers: list[Path]) -> str:
+    """A digest of what a record page's look is made by: ``makers`` (the writer's code and templates),
+    the record page's code and the coverage rule."""
+    digest = hashlib.blake2b(digest_size=10)
+    for path in sorted([*makers, Path(record_pages.__file__), Path(coverage.__file__)]):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class Said:
+    """Progress of a long step as lines on stderr: one at least every ``every`` seconds, with done/total and ETA.
+
+    >>> said = Said("record pages", 10, every=0.0, out=sys.stdout)
+    >>> said.update(5)  # doctest: +ELLIPSIS
+    report.html: record pages 5/10 (..., ETA ...)
+    """
+
+    def __init__(self, what: str, total: int, every: float = 10.0, out=None):
+        self.what, self.total, self.every, self.out = what, total, every, out
+        self.start = self.last = time.monotonic()
+        self.done = 0
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            spent = now - self.start
+            eta = (self.total - self.done) * spent / self.done if self.done else float("nan")
+            print(f"report.html: {self.what} {self.done}/{self.total} ({spent:.0f} s, ETA {eta:.0f} s)",
+                  file=self.out or sys.stderr, flush=True)

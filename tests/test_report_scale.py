@@ -1,0 +1,142 @@
+"""analyze.py at scale: what a record costs (no composition per record, checked by count),
+record pages written again only when their record changed, and a report swapped in whole.
+
+Counts, never clocks: timings are benchmarks/analysis.py's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mip.analysis.analyze import analyze
+from mip.analysis.report import figures
+from mip.job import run_job
+from mip.tools import config_store, prompt_source
+from mip.tools.prompt_source import Rebuilder
+
+from .conftest import REPO, compose, unencoded, vary
+
+N, P = 20, 0.6
+PATTERNS = ("majority_first", "majority_last", "random")
+
+
+def _store(results: Path, model: str = "simulated_first_k", seeds=(0,), patterns=PATTERNS) -> Path:
+    base = compose(f"model={model}", "task=arith", f"n={N}", f"p={P}", "budget=smoke", "progress=false",
+                   f"paths.results_dir={results}")
+    for pattern in patterns:
+        for seed in seeds:
+            assert run_job(vary(base, pattern=pattern, seed=seed), results / "jobs" / f"{model}-{pattern}-{seed}").ok
+    return results / "store"
+
+
+def _analyze(store: Path, out: Path, *extra: str, in_hydra: bool = False) -> Path:
+    """analyze.py's work; ``in_hydra``: inside Hydra's app, as analyze.py's @hydra.main runs it."""
+    from hydra import initialize_config_dir
+
+    cfg = compose(f"results=[{store}]", f"out_dir={out}", f"core=[{N},{P}]",
+                  f"coverage.model_dir={REPO / 'conf' / 'model'}", *extra, config_name="analyze")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(figures, "save", unencoded)
+        if not in_hydra:
+            return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+            return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every Hydra composition made while analysing, counted."""
+    calls: list[tuple] = []
+    compose_conf = config_store.compose_conf
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return compose_conf(*args, **kwargs)
+
+    monkeypatch.setattr(config_store, "compose_conf", counting)
+    forget = getattr(prompt_source, "conf_tasks", None)  # the per-process memory of composed task files
+    if forget is not None:
+        forget.cache_clear()
+    yield calls
+    if forget is not None:
+        forget.cache_clear()
+
+
+def test_a_store_is_analysed_with_no_composition_per_record(tmp_path, counted):
+    """From a store (no job's own task config), inside Hydra's app as analyze.py runs: the task's
+    config is composed once, not once a record, and every record's prompt is still rebuilt."""
+    store = _store(tmp_path / "results", seeds=(0, 1))
+    report = _analyze(store, tmp_path / "out", f"paths.results_dir={tmp_path / 'results'}", in_hydra=True)
+    pages = list((report / "records").rglob("*.html"))
+    assert len(pages) == 20, len(pages)  # majority_first, majority_last: 2 each; random: 6; two seeds
+    assert len(counted) == 1, counted  # task=arith, once for 36 records
+    for page in pages:
+        assert "rebuilt from the record and its pool; hash checked" in page.read_text(encoding="utf-8"), page
+
+
+def test_a_rerun_writes_only_the_pages_of_new_records(tmp_path, monkeypatch):
+    """A second analysis of the same store writes no record page again; after one more job, only
+    that job's."""
+    from mip.analysis.report import record_pages
+
+    results = tmp_path / "results"
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    out = tmp_path / "out"
+    built: list[str] = []
+    view_of = record_pages.view_of
+    monkeypatch.setattr(record_pages, "view_of", lambda record, *a: built.append(record.key) or view_of(record, *a))
+    report = _analyze(store, out, f"paths.results_dir={results}")
+    first = {p.name: p.stat().st_mtime_ns for p in (report / "records").rglob("*.html")}
+    assert len(built) == len(first) == 4
+    built.clear()
+    _analyze(store, out, f"paths.results_dir={results}")
+    assert built == [] and {p.name: p.stat().st_mtime_ns for p in (report / "records").rglob("*.html")} == first
+    _store(results, patterns=("majority_edges",))
+    _analyze(store, out, f"paths.results_dir={results}")
+    assert len(built) == 2 and {f"{k}.html" for k in built}.isdisjoint(first)
+    listed = {k for page in (report / "lists").glob("*.html")
+              for k in re.findall(r'href="\.\./records/\w\w/(\w+)\.html"', page.read_text(encoding="utf-8"))}
+    assert len(listed) == 6 and all((report / "records" / k[:2] / f"{k}.html").is_file() for k in listed)
+
+
+def _whole(report: Path) -> str:
+    """report.md, after checking that every link of report.html and of its lists leads to a file."""
+    for page in [report / "report.html", *(report / "lists").glob("*.html")]:
+        for href in re.findall(r'href="([^"#]+)', page.read_text(encoding="utf-8")):
+            if not href.startswith(("javascript:", "http", "figures/")):  # figures: not encoded here
+                assert (page.parent / href).exists(), (page, href)
+    return (report / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_report_interrupted_at_any_moment_leaves_the_previous_one_whole(tmp_path, monkeypatch):
+    """An analysis stopped at its 1st, 10th, … file written (Ctrl-C) leaves the last report as it was,
+    every link whole; a folder a kill left beside is removed by the next analysis, which swaps its report in."""
+    results = tmp_path / "results"
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    out = tmp_path / "out"
+    before = _whole(_analyze(store, out, f"paths.results_dir={results}"))
+    _store(results, patterns=("majority_edges",))
+    write_text, calls = Path.write_text, []
+
+    def stopping_at(k: int):
+        def write(self, *a, **kw):
+            calls.append(self)
+            if len(calls) == k:
+                raise KeyboardInterrupt
+            return write_text(self, *a, **kw)
+        return write
+
+    for k in (1, 3, 10, 20):
+        calls.clear()
+        monkeypatch.setattr(Path, "write_text", stopping_at(k))
+        with pytest.raises(KeyboardInterrupt):
+            _analyze(store, out, f"paths.results_dir={results}")
+        monkeypatch.setattr(Path, "write_text", write_text)
+        assert _whole(out) == before, k
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+    (tmp_path / ".out.writing-1").mkdir()  # what a kill -9 leaves beside
+    after = _whole(_analyze(store, out, f"paths.results_dir={results}"))
+    assert after != before and "8 experiments" not in after and (tmp_path / ".out.writing-1").exists() is False
