@@ -222,8 +222,8 @@ def test_a_reply_holding_terminal_control_codes_prints_none_raw(job, results):
 
 def test_five_thousand_empty_files_cost_one_line_per_folder(job, results):
     """Odd files in a store (5,000 empty ``.json`` files beside a job's pack, 50 in a folder of
-    their own) are counted and summarised in one line per folder by mip.show and analyze.py;
-    the valid records are read as ever."""
+    their own) are counted and summarised in one line per folder by mip.show, mip.summary and
+    analyze.py; the valid records are read as ever."""
     store = results / "store"
     (task,) = {p.parent for p in store.rglob("pack-*.jsonl")}
     other = task.parent / "other_task"
@@ -236,7 +236,9 @@ def test_five_thousand_empty_files_cost_one_line_per_folder(job, results):
     report = subprocess.run([sys.executable, str(REPO / "analyze.py"), f"results=[{store}]",
                              f"out_dir={results / 'report'}"], cwd=REPO, env=os.environ.copy(), capture_output=True,
                             text=True, timeout=600)
-    for ran in (shown, report):
+    summary = subprocess.run([sys.executable, "-m", "mip.summary", str(store)], cwd=REPO, env=os.environ.copy(),
+                             capture_output=True, text=True, timeout=600)
+    for ran in (shown, report, summary):
         assert ran.returncode == 0, ran.stderr[-2000:]
         said = [line for line in (ran.stdout + ran.stderr).splitlines() if "unreadable" in line or ".json" in line]
         assert len(said) == 2, said[:5]

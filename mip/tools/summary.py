@@ -30,6 +30,7 @@ from mip.experiment.records import Record
 from mip.experiment.scoring import OUTCOMES, VALID_VERDICTS, Verdict, outcome
 from mip.store import QUARANTINE, quarantined
 from mip.store.quarantine import moved_what
+from mip.store.reading import by_folder
 
 if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py (~0.6 s of each start)
     import pandas as pd
@@ -156,7 +157,7 @@ def describe(folder: Path, took_s: float | None = None, sweep_s: float | None = 
 def summarise(opened: Folder, took_s: float | None = None, sweep_s: float | None = None) -> str:
     jobs = [_with_backend(j) for j in opened.jobs]
     damaged: list[tuple[Path, str]] = []  # listed, never moved: a reader writes nothing
-    records = list(opened.records(damaged))
+    records = list(opened.records(damaged, quiet=True))  # said below, a line a folder
     lines = []
     if jobs:
         experiments = sum(j["experiments"] for j in jobs)
@@ -187,11 +188,19 @@ def summarise(opened: Folder, took_s: float | None = None, sweep_s: float | None
         stores = sorted({str(s) for s in opened.stores})
         lines.append(f"Records: {', '.join(stores)}")
         lines += quarantine_lines(stores)
-        lines += [f"Unreadable record {path} ({why}): not counted; the next run of its job moves it aside and asks "
-                  "it again." for path, why in damaged[:20]]
+        lines += unreadable_lines(damaged)
     if jobs:
         lines.append(f"Job folders: {opened.path}")
     return "\n".join(lines)
+
+
+def unreadable_lines(damaged: list[tuple[Path, str]]) -> list[str]:
+    """The records that could not be read, one line a folder however many files it holds."""
+    alone = {path.parent: (path, why) for path, why in damaged}
+    return [f"Unreadable record {alone[folder][0]} ({alone[folder][1]}): not counted; the next run of its job moves it "
+            "aside and asks it again." if said.startswith("Skipping unreadable record ") else
+            said.replace(" here:", f" in {folder}:", 1) + "; not counted: the next run of its job moves them aside "
+            "and asks them again." for folder, said in by_folder(damaged).items()]
 
 
 def main(argv: list[str]) -> int:
