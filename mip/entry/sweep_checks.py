@@ -77,6 +77,17 @@ def _launcher(config: DictConfig) -> str:
     return str(config.hydra.launcher.get("_target_", ""))
 
 
+def _grouped(jobs: list[list[str]]) -> tuple[dict[tuple[str, ...], dict[str | None, list[str]]], dict[tuple, int]]:
+    """The jobs grouped by :func:`combination` (the first job of each), and how many jobs each stands for."""
+    combinations: dict[tuple[str, ...], dict[str | None, list[str]]] = {}
+    count: dict[tuple, int] = {}
+    for job in jobs:
+        rest, pattern = combination(job)
+        combinations.setdefault(rest, {}).setdefault(pattern, job)
+        count[rest, pattern] = count.get((rest, pattern), 0) + 1
+    return combinations, count
+
+
 def check_sweep(config: DictConfig, jobs: list[list[str]] | None, seen: list | None = None) -> str | None:
     """Why a job of the sweep would be refused, asked of every distinct combination of settings
     its jobs get (:func:`sweep_jobs`) by the check each job would make of itself
@@ -106,12 +117,7 @@ def check_sweep(config: DictConfig, jobs: list[list[str]] | None, seen: list | N
         jobs = [[o.input_line for o in parsed if not o.is_sweep_override()]]
     here = not _launcher(config).endswith("SlurmLauncher")  # elsewhere: the engine and key are the node's
     in_process = _launcher(config).endswith("BasicLauncher")  # the jobs can run with these checks
-    combinations: dict[tuple[str, ...], dict[str | None, list[str]]] = {}
-    count: dict[tuple, int] = {}
-    for job in jobs:
-        rest, pattern = combination(job)
-        combinations.setdefault(rest, {}).setdefault(pattern, job)
-        count[rest, pattern] = count.get((rest, pattern), 0) + 1
+    combinations, count = _grouped(jobs)
     said = time.monotonic()
     for done, (rest, patterns) in enumerate(combinations.items()):
         if time.monotonic() - said >= CHECK_LINE_EVERY_S:  # a long check says how far it is
