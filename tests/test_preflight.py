@@ -132,6 +132,43 @@ def test_required_lets_a_job_run_after_a_pass_and_refuses_a_changed_body(results
     assert dry.returncode == 0  # a dry run spends nothing
 
 
+def test_a_preflight_records_its_endpoint_and_model_settings_and_is_used_only_while_young(results):
+    """The file records the (masked) base URL and the answer-shaping model settings; an older
+    one than ``preflight_max_age_days`` lets no job run, and the refusal says why."""
+    from mip.job.preflight_match import model_settings
+
+    with OpenRouterServer({"DeepInfra": Provider(ALL)}) as server:
+        args = ("model=gpt_oss_120b", f"model.base_url={server.base_url}", "budget=smoke", "task=arith",
+                "setting=smoke", "progress=false")
+        assert run_entry("run.py", *args, "preflight=only", env=KEY).returncode == 0
+        sent = len(server.bodies)
+        stale = run_entry("run.py", *args, "preflight=required", "preflight_max_age_days=0", env=KEY)
+    found, = _stored(results, "gpt_oss_120b")
+    assert found["base_url"] == server.base_url
+    assert found["settings"] == model_settings(compose(*args[:3])) and found["settings"]
+    assert stale.returncode == 2 and len(server.bodies) == sent, stale.stderr  # nothing sent
+    assert "older than preflight_max_age_days=0" in stale.stderr and stale.stderr.count("error:") == 1
+
+
+def test_a_preflight_of_an_older_mip_or_another_endpoint_is_not_used(results):
+    """A preflight file without recorded settings lets no job run; a dry run does not take its
+    measured price from a preflight sent to another endpoint, and says so."""
+    with OpenRouterServer({"Alibaba": Provider(ALL)}, model="qwen/qwen3.6-plus") as server:
+        args = ("model=qwen36_plus", "budget=smoke", "task=arith", "setting=smoke", "progress=false")
+        here = f"model.base_url={server.base_url}"
+        assert run_entry("run.py", *args, here, "preflight=only", env=KEY).returncode == 0
+        path, = (results / "preflight" / "qwen36_plus").glob("*.json")
+        dry = run_entry("run.py", *args, "model.base_url=http://127.0.0.1:9/v1", "dry_run=true", env=KEY)
+        old = json.loads(path.read_text())
+        del old["settings"]
+        path.write_text(json.dumps(old))
+        gate = run_entry("run.py", *args, here, "preflight=required", env=KEY)
+    said = dry.stdout + dry.stderr
+    assert dry.returncode == 0 and "measured by the preflight" not in said and "cost unknown" in said, said
+    assert f"sent to {server.base_url}, not http://127.0.0.1:9/v1" in said
+    assert gate.returncode == 2 and "recorded no model settings" in gate.stderr, gate.stderr
+
+
 def test_a_missing_key_is_one_line(results):
     ran = run_entry("run.py", "model=gpt_oss_120b", "preflight=only", env={"OPENROUTER_API_KEY": ""})
     assert ran.returncode == 2 and ran.stderr.strip().count("\n") == 0 and "OPENROUTER_API_KEY" in ran.stderr
