@@ -88,6 +88,25 @@ def test_a_split_budget_is_bounded_as_app_c2_says_where_the_provider_does_not_co
     assert counts.returncode == 1 and "counts reasoning in max_tokens" in counts.stdout
 
 
+def test_a_smoke_preflight_settles_the_split_budget_for_a_larger_budget(results):
+    """At 20K the model stops on its own (undecided: the 20K preflight fails and says which
+    preflight settles it); a smoke preflight is cut at max_tokens, and the 20K preflight after it
+    takes that verdict, passes, and lets the 20K job run under preflight=required."""
+    with OpenRouterServer({"Alibaba": Provider(ALL)}, model="qwen/qwen3.6-plus") as server:
+        args = ("model=qwen36_plus", f"model.base_url={server.base_url}", "task=arith", "setting=smoke",
+                "progress=false")
+        alone = run_entry("run.py", *args, "budget=20k", "preflight=only", env=KEY)
+        both = run_entry("run.py", "-m", *args, "budget=smoke,20k", "preflight=only", env=KEY)
+        ran = run_entry("run.py", *args, "budget=20k", "preflight=required", env=KEY)
+    assert alone.returncode == 1 and "run -m budget=smoke,20k preflight=only" in alone.stdout, alone.stdout
+    assert both.returncode == 0, both.stdout + both.stderr
+    smoke, large = sorted((f for f in _stored(results, "qwen36_plus") if f["passed"]), key=lambda f: f["max_tokens"])
+    assert smoke["max_tokens"] == 320 and smoke["max_tokens_counts_reasoning"] == "yes"
+    assert large["max_tokens"] == 20000 and large["max_tokens_counts_reasoning"] == "yes"
+    assert "settled by the preflight" in large["counting"]
+    assert ran.returncode == 0, ran.stderr
+
+
 def test_a_trace_model_fails_the_preflight_when_no_reasoning_comes_back(results):
     with OpenRouterServer({"DeepSeek": Provider(ALL, reasoning=False)}, model="deepseek/deepseek-v4-flash") as server:
         ran = run_entry("run.py", "model=deepseek_v4_flash", f"model.base_url={server.base_url}", "budget=smoke",

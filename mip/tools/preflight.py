@@ -42,7 +42,7 @@ from mip.config import Config
 from mip.models import BackendContext, api_key
 from mip.models.chat_api import completion_from, error_message, request_body
 from mip.models.safe_http import SameOrigin, read_capped, with_deadline
-from mip.tools.preflight_checks import REASONING_FIELDS, split_error, trace_error
+from mip.tools.preflight_checks import REASONING_FIELDS, settle, split_error, trace_error
 
 MODES = ("off", "only", "required")
 PROMPT = ("Think step by step, at length, before you answer: go through the whole numbers from 2 to 1000 one by "
@@ -223,6 +223,7 @@ def _read_reply(cfg: Config, found: Preflight, raw: bytes) -> None:
     if found.completion_tokens is not None and found.reasoning_tokens is not None:
         found.answer_tokens = found.completion_tokens - found.reasoning_tokens
     _counting(cfg, found)
+    settle(cfg, found, folder(cfg))  # undecided here: a smaller budget's preflight may have settled it
     _cost(cfg, found, completion.usage or {}, completion.prompt_tokens)
     found.why = _pinning_error(cfg, found.provider) or split_error(cfg, found) or trace_error(cfg, found)
     found.passed = not found.why
