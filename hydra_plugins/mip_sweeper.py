@@ -46,6 +46,7 @@ class MipSweeper(Sweeper):
 
     def sweep(self, arguments: list[str]) -> Any:
         from mip.entry.compositions import split_jobs
+        from mip.entry.launch_failure import refused_launch
 
         assert self.config is not None and self.hydra_context is not None
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
@@ -57,7 +58,8 @@ class MipSweeper(Sweeper):
         returns, first = [], 0
         for batch in batches:
             self.validate_batch_is_legal(batch)
-            results = self.launcher.launch(batch, initial_job_idx=first)
+            with refused_launch(sweep_dir, submitted=first):  # a launcher that cannot start: one line
+                results = self.launcher.launch(batch, initial_job_idx=first)
             for r in results:
                 _ = r.return_value  # a failed job raises here, as with Hydra's basic sweeper
             first += len(batch)

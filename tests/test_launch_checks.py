@@ -32,7 +32,7 @@ def test_a_vllm_sweep_for_slurm_is_submitted_from_a_machine_without_vllm(results
     env, log = _failing_sbatch(tmp_path)
     ran = run_entry("run.py", "-m", "hydra/launcher=slurm_gpu", "model=qwen36_35b", *SWEEP, env=env)
     assert log.exists(), ran.stderr[-2000:]  # handed to sbatch: not refused for the missing vLLM
-    assert "vLLM installed" not in ran.stderr and "Nothing was launched" not in ran.stderr
+    assert "vLLM installed" not in ran.stderr and "SLURM cannot take jobs" in ran.stderr  # refused by sbatch only
 
 
 def test_an_api_sweep_for_slurm_is_submitted_without_the_key_here(results, tmp_path, monkeypatch):
@@ -171,3 +171,16 @@ def test_a_sweeps_jobs_run_with_the_sweeps_check(results, monkeypatch):
     read.clear()
     ran = run_entry("run.py", "model=simulated_first_k", "task=arith", "setting=smoke", "pattern=majority_first")
     assert ran.returncode == 0 and read == [("arith",)], ran.stderr[-2000:]  # a job alone checks itself, once
+
+
+@pytest.mark.parametrize("mode", ["dry_run=true", "preflight=off"])
+def test_a_launcher_that_cannot_start_is_one_line_and_leaves_no_folder(results, tmp_path, mode):
+    """SLURM refuses the submission here (an sbatch that cannot reach a cluster): one line that
+    says what to do, exit 2, no traceback, and no sweep folder left behind."""
+    env, log = _failing_sbatch(tmp_path)
+    ran = run_entry("run.py", "-m", "hydra/launcher=slurm_cpu", "model=mock", mode, *SWEEP, env=env)
+    assert log.exists(), ran.stderr[-2000:]  # it did try to submit
+    assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+    assert ran.stderr.startswith("error: ") and "Traceback" not in ran.stderr and "sbatch: error: no cluster" in ran.stderr
+    assert "login node" in ran.stderr and "hydra/launcher=local" in ran.stderr
+    assert not (results / "sweeps").exists() or not any((results / "sweeps").iterdir())

@@ -88,6 +88,25 @@ def test_a_split_budget_is_bounded_as_app_c2_says_where_the_provider_does_not_co
     assert counts.returncode == 1 and "counts reasoning in max_tokens" in counts.stdout
 
 
+def test_a_smoke_preflight_settles_the_split_budget_for_a_larger_budget(results):
+    """At 20K the model stops on its own (undecided: the 20K preflight fails and says which
+    preflight settles it); a smoke preflight is cut at max_tokens, and the 20K preflight after it
+    takes that verdict, passes, and lets the 20K job run under preflight=required."""
+    with OpenRouterServer({"Alibaba": Provider(ALL)}, model="qwen/qwen3.6-plus") as server:
+        args = ("model=qwen36_plus", f"model.base_url={server.base_url}", "task=arith", "setting=smoke",
+                "progress=false")
+        alone = run_entry("run.py", *args, "budget=20k", "preflight=only", env=KEY)
+        both = run_entry("run.py", "-m", *args, "budget=smoke,20k", "preflight=only", env=KEY)
+        ran = run_entry("run.py", *args, "budget=20k", "preflight=required", env=KEY)
+    assert alone.returncode == 1 and "run -m budget=smoke,20k preflight=only" in alone.stdout, alone.stdout
+    assert both.returncode == 0, both.stdout + both.stderr
+    smoke, large = sorted((f for f in _stored(results, "qwen36_plus") if f["passed"]), key=lambda f: f["max_tokens"])
+    assert smoke["max_tokens"] == 320 and smoke["max_tokens_counts_reasoning"] == "yes"
+    assert large["max_tokens"] == 20000 and large["max_tokens_counts_reasoning"] == "yes"
+    assert "settled by the preflight" in large["counting"]
+    assert ran.returncode == 0, ran.stderr
+
+
 def test_a_trace_model_fails_the_preflight_when_no_reasoning_comes_back(results):
     with OpenRouterServer({"DeepSeek": Provider(ALL, reasoning=False)}, model="deepseek/deepseek-v4-flash") as server:
         ran = run_entry("run.py", "model=deepseek_v4_flash", f"model.base_url={server.base_url}", "budget=smoke",
@@ -130,6 +149,43 @@ def test_required_lets_a_job_run_after_a_pass_and_refuses_a_changed_body(results
     assert any("Instance" in b["messages"][-1]["content"] for b in server.bodies)  # the job ran
     assert changed.returncode == 2 and "no passing preflight" in changed.stderr
     assert dry.returncode == 0  # a dry run spends nothing
+
+
+def test_a_preflight_records_its_endpoint_and_model_settings_and_is_used_only_while_young(results):
+    """The file records the (masked) base URL and the answer-shaping model settings; an older
+    one than ``preflight_max_age_days`` lets no job run, and the refusal says why."""
+    from mip.job.preflight_match import model_settings
+
+    with OpenRouterServer({"DeepInfra": Provider(ALL)}) as server:
+        args = ("model=gpt_oss_120b", f"model.base_url={server.base_url}", "budget=smoke", "task=arith",
+                "setting=smoke", "progress=false")
+        assert run_entry("run.py", *args, "preflight=only", env=KEY).returncode == 0
+        sent = len(server.bodies)
+        stale = run_entry("run.py", *args, "preflight=required", "preflight_max_age_days=0", env=KEY)
+    found, = _stored(results, "gpt_oss_120b")
+    assert found["base_url"] == server.base_url
+    assert found["settings"] == model_settings(compose(*args[:3])) and found["settings"]
+    assert stale.returncode == 2 and len(server.bodies) == sent, stale.stderr  # nothing sent
+    assert "older than preflight_max_age_days=0" in stale.stderr and stale.stderr.count("error:") == 1
+
+
+def test_a_preflight_of_an_older_mip_or_another_endpoint_is_not_used(results):
+    """A preflight file without recorded settings lets no job run; a dry run does not take its
+    measured price from a preflight sent to another endpoint, and says so."""
+    with OpenRouterServer({"Alibaba": Provider(ALL)}, model="qwen/qwen3.6-plus") as server:
+        args = ("model=qwen36_plus", "budget=smoke", "task=arith", "setting=smoke", "progress=false")
+        here = f"model.base_url={server.base_url}"
+        assert run_entry("run.py", *args, here, "preflight=only", env=KEY).returncode == 0
+        path, = (results / "preflight" / "qwen36_plus").glob("*.json")
+        dry = run_entry("run.py", *args, "model.base_url=http://127.0.0.1:9/v1", "dry_run=true", env=KEY)
+        old = json.loads(path.read_text())
+        del old["settings"]
+        path.write_text(json.dumps(old))
+        gate = run_entry("run.py", *args, here, "preflight=required", env=KEY)
+    said = dry.stdout + dry.stderr
+    assert dry.returncode == 0 and "measured by the preflight" not in said and "cost unknown" in said, said
+    assert f"sent to {server.base_url}, not http://127.0.0.1:9/v1" in said
+    assert gate.returncode == 2 and "recorded no model settings" in gate.stderr, gate.stderr
 
 
 def test_a_missing_key_is_one_line(results):

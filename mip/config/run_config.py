@@ -113,6 +113,9 @@ class Config:
     """off | only (one request per model and body of the command, reported and kept under
     results/preflight/; no job runs) | required (refuse, exit 2, unless a passing preflight of
     each model's body is on file); see mip.tools.preflight."""
+    preflight_max_age_days: float = shaping.setting(7.0, why="which stored preflight is trusted; it sends nothing")
+    """A stored preflight older than this many days is not used (by preflight=required, or for a
+    dry run's measured price and characters a token); run preflight=only again."""
     max_cost: Optional[float] = shaping.setting(None, why="a cap on what a sweep may cost, in USD; no answer changes")
     """USD a sweep (or a single run) may cost at most: a sweep expected to cost more (the dry run's
     expected cost, at the model's prices) is refused before any request, and one whose

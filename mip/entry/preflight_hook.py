@@ -44,7 +44,7 @@ def sweep_configs(config: DictConfig) -> Iterator[Config]:
                 else [override.get_value_element_as_str()]
     models = choices.get("model") or [config.hydra.runtime.choices.model]
     budgets = choices.get("budget") or [config.hydra.runtime.choices.budget]
-    fixed = [o for o in task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget.", "paths."))]
+    fixed = [o for o in task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget.", "paths.", "preflight_"))]
     # the command's own hydra overrides: the user's model files (searchpath) and the launcher it
     # chose, so a site file that sets hydra.launcher.partition composes here as it does for the sweep
     fixed += list(config.hydra.overrides.hydra)
@@ -71,8 +71,10 @@ def check(configs: list[Config], mode: str) -> int | None:
             continue
         seen.add((cfg.model.name, key))
         if mode == "required":
-            if not cfg.dry_run and preflight.passing_on_file(cfg) is None:
-                missing.append(f"{cfg.model.name} (budget {cfg.budget.name}, body {key})")
+            path, why = (None, "") if cfg.dry_run else preflight.passing_on_file(cfg)
+            if not cfg.dry_run and path is None:
+                missing.append(f"{cfg.model.name} (budget {cfg.budget.name}, body {key}"
+                               + (f"; not used: {why}" if why else "") + ")")
             continue
         try:
             found = preflight.run_preflight(cfg)

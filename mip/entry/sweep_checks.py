@@ -88,6 +88,17 @@ def _launcher(config: DictConfig) -> str:
     return str(config.hydra.launcher.get("_target_", ""))
 
 
+def _grouped(jobs: list[list[str]]) -> tuple[dict[tuple[str, ...], dict[str | None, list[str]]], dict[tuple, int]]:
+    """The jobs grouped by :func:`combination` (the first job of each), and how many jobs each stands for."""
+    combinations: dict[tuple[str, ...], dict[str | None, list[str]]] = {}
+    count: dict[tuple, int] = {}
+    for job in jobs:
+        rest, pattern = combination(job)
+        combinations.setdefault(rest, {}).setdefault(pattern, job)
+        count[rest, pattern] = count.get((rest, pattern), 0) + 1
+    return combinations, count
+
+
 def check_sweep(config: DictConfig, jobs: list[list[str]] | None, seen: list | None = None) -> str | None:
     """Why a job of the sweep would be refused, asked of every distinct combination of settings
     its jobs get (:func:`sweep_jobs`) by the check each job would make of itself

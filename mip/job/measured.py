@@ -31,29 +31,42 @@ if TYPE_CHECKING:
     from mip.job.job_summary import JobSummary
 
 
-def newest(results_dir: str | Path, model: str) -> tuple[Path, dict[str, Any]] | None:
-    """The newest passing preflight of ``model`` that carries the provider's counts.
+def newest(results_dir: str | Path, model: str, cfg: Config | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The newest passing preflight of ``model`` that carries the provider's counts (and, given
+    ``cfg``, speaks for it: :func:`mip.job.preflight_match.why_not_for`).
 
     >>> newest("/nonexistent/results", "qwen36_plus") is None
     True
     """
+    hit, _ = _newest(results_dir, model, cfg)
+    return hit
+
+
+def _newest(results_dir: str | Path, model: str, cfg: Config | None) -> tuple[tuple[Path, dict] | None, str]:
+    """:func:`newest`, and why the newest passing preflight it passed over is not used."""
+    from mip.job.preflight_match import why_not_for
+
     folder = Path(results_dir).expanduser() / "preflight" / model
+    why = ""
     for path in sorted(folder.glob("*.json"), reverse=True):  # named <date>T<time>-<key>.json
         try:
             found = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             continue
         if isinstance(found, dict) and found.get("passed") is True and found.get("prompt_tokens"):
-            return path, found
-    return None
+            if cfg is None or (not_used := why_not_for(cfg, found)) is None:
+                return (path, found), ""
+            why = why or f"not using the preflight {path} ({not_used}): run preflight=only again to measure"
+    return None, why
 
 
 def fill_in(cfg: Config, summary: JobSummary) -> None:
     """Put the preflight's measured price and characters per token into a dry run's ``cfg``
     and ``summary`` where the config has none, and say which numbers are measured and when
     (``summary.measured``)."""
-    hit = newest(cfg.paths.results_dir, cfg.model.name)
+    hit, why = _newest(cfg.paths.results_dir, cfg.model.name, cfg)
     if hit is None:
+        summary.measured = why
         return
     path, found = hit
     said = []

@@ -210,8 +210,9 @@ def _cost(model: str, g: pd.DataFrame, prompt: int, output: int) -> str:
     if first["cost"] == "time":
         return (f"{device} time unknown (set model.prompt_tokens_per_s and model.output_tokens_per_s: tokens per "
                 f"second on one {device})")
+    unused = f"; {first['measured']}" if first["measured"] else ""  # a preflight not used, and why
     return (f"cost unknown: no public price shipped in conf/model/{model}.yaml; set model.price_input_per_mtok and "
-            "model.price_output_per_mtok (USD per million tokens)")
+            f"model.price_output_per_mtok (USD per million tokens){unused}")
 
 
 def dry_tables(jobs: list[dict]) -> list[str]:

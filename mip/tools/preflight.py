@@ -42,7 +42,7 @@ from mip.config import Config
 from mip.models import BackendContext, api_key
 from mip.models.chat_api import completion_from, error_message, request_body
 from mip.models.safe_http import SameOrigin, read_capped, with_deadline
-from mip.tools.preflight_checks import REASONING_FIELDS, split_error, trace_error
+from mip.tools.preflight_checks import REASONING_FIELDS, settle, split_error, trace_error
 
 MODES = ("off", "only", "required")
 PROMPT = ("Think step by step, at length, before you answer: go through the whole numbers from 2 to 1000 one by "
@@ -61,6 +61,8 @@ class Preflight:
     base_url: str
     body: dict[str, Any]
     """The body sent, without its messages: what the key hashes."""
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The model's answer-shaping settings (:func:`mip.job.preflight_match.model_settings`)."""
     passed: bool = False
     status: Optional[int] = None
     why: str = ""
@@ -110,23 +112,33 @@ def folder(cfg: Config) -> Path:
     return Path(cfg.paths.results_dir).expanduser() / "preflight" / cfg.model.name
 
 
-def passing_on_file(cfg: Config) -> Optional[Path]:
-    """The newest stored preflight of this model and body that passed, if any."""
+def passing_on_file(cfg: Config) -> tuple[Optional[Path], str]:
+    """The newest stored preflight of this model and body that passed and speaks for ``cfg``
+    (:func:`mip.job.preflight_match.why_not_for`), if any; else why the newest passing one does not."""
+    from mip.job.preflight_match import why_not_for
+
     _, key = body_key(cfg)
+    why = ""
     for path in sorted(folder(cfg).glob(f"*-{key}.json"), reverse=True):
         try:
-            if orjson.loads(path.read_bytes()).get("passed") is True:
-                return path
+            found = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             continue
-    return None
+        if found.get("passed") is True:
+            if (not_used := why_not_for(cfg, found)) is None:
+                return path, ""
+            why = why or f"{path.name}: {not_used}"
+    return None, why
 
 
 def run_preflight(cfg: Config) -> Preflight:
     """Send the one request and read what came back."""
     body, key = body_key(cfg)
+    from mip.job.preflight_match import masked_url, model_settings
+
     found = Preflight(cfg.model.name, key, datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S"),
-                      cfg.model.base_url or "", body, pinned=list(cfg.model.provider.order))
+                      masked_url(cfg.model.base_url or ""), body, model_settings(cfg),
+                      pinned=list(cfg.model.provider.order))
     full = sent_body(cfg)
     if cfg.model.model_id == "auto":  # the one model a local server lists, as the job would take it
         full["model"] = _served_model(cfg)
@@ -211,6 +223,7 @@ def _read_reply(cfg: Config, found: Preflight, raw: bytes) -> None:
     if found.completion_tokens is not None and found.reasoning_tokens is not None:
         found.answer_tokens = found.completion_tokens - found.reasoning_tokens
     _counting(cfg, found)
+    settle(cfg, found, folder(cfg))  # undecided here: a smaller budget's preflight may have settled it
     _cost(cfg, found, completion.usage or {}, completion.prompt_tokens)
     found.why = _pinning_error(cfg, found.provider) or split_error(cfg, found) or trace_error(cfg, found)
     found.passed = not found.why

@@ -9,6 +9,7 @@ Exercised by ``pytest tests/test_preflight.py -k "split or trace"``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,3 +49,29 @@ def trace_error(cfg: Config, found: Preflight) -> str:
                 f"{', '.join(REASONING_FIELDS)} or inline in the content): request it in model.reasoning "
                 "(e.g. {enabled: true}) or check that the pinned provider returns it")
     return ""
+
+
+def settle(cfg: Config, found: Preflight, folder: Path) -> None:
+    """Whether ``max_tokens`` counts reasoning is the provider's rule, not the budget's: where this
+    reply leaves it undecided (the model stopped on its own), take the verdict of the newest
+    preflight on file that settled it for the same endpoint and model settings, young enough
+    (:func:`mip.job.preflight_match.why_not_for`), e.g. a ``budget=smoke`` one."""
+    import orjson
+
+    from mip.job.preflight_match import why_not_for
+
+    if found.max_tokens_counts_reasoning != "undecided" or found.completion_tokens is None:
+        return
+    for path in sorted(folder.glob("*.json"), reverse=True):
+        try:
+            other = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        verdict = other.get("max_tokens_counts_reasoning") if isinstance(other, dict) else None
+        if verdict in ("yes", "no") and why_not_for(cfg, other) is None:
+            found.max_tokens_counts_reasoning = verdict
+            found.counting += (f"; settled by the preflight {path.name} (max_tokens {other.get('max_tokens')}): "
+                               f"{other.get('counting')}")
+            return
+    found.counting += (f"; a smoke preflight's verdict holds for this budget too: run -m budget=smoke,{cfg.budget.name} "
+                       "preflight=only")
