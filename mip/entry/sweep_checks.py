@@ -73,17 +73,6 @@ def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
         return None
 
 
-def _grouped(jobs: list[list[str]]) -> tuple[dict[tuple[str, ...], dict[str | None, list[str]]], dict[tuple, int]]:
-    """The jobs by combination (:func:`combination`): one job standing for each, and how many jobs each stands for."""
-    combinations: dict[tuple[str, ...], dict[str | None, list[str]]] = {}
-    count: dict[tuple, int] = {}
-    for job in jobs:
-        rest, pattern = combination(job)
-        combinations.setdefault(rest, {}).setdefault(pattern, job)
-        count[rest, pattern] = count.get((rest, pattern), 0) + 1
-    return combinations, count
-
-
 def _launcher(config: DictConfig) -> str:
     return str(config.hydra.launcher.get("_target_", ""))
 
