@@ -32,14 +32,15 @@ def _store(results: Path, model: str = "simulated_first_k", seeds=(0,), patterns
     return results / "store"
 
 
-def _analyze(store: Path, out: Path, *extra: str, in_hydra: bool = False) -> Path:
-    """analyze.py's work; ``in_hydra``: inside Hydra's app, as analyze.py's @hydra.main runs it."""
+def _analyze(store: Path, out: Path, *extra: str, in_hydra: bool = False, save=unencoded) -> Path:
+    """analyze.py's work; ``in_hydra``: inside Hydra's app, as analyze.py's @hydra.main runs it;
+    ``save`` in place of figures.save (default: no encoding)."""
     from hydra import initialize_config_dir
 
     cfg = compose(f"results=[{store}]", f"out_dir={out}", f"core=[{N},{P}]",
                   f"coverage.model_dir={REPO / 'conf' / 'model'}", *extra, config_name="analyze")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(figures, "save", unencoded)
+        patch.setattr(figures, "save", save)
         if not in_hydra:
             return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
@@ -140,3 +141,45 @@ def test_a_report_interrupted_at_any_moment_leaves_the_previous_one_whole(tmp_pa
     (tmp_path / ".out.writing-1").mkdir()  # what a kill -9 leaves beside
     after = _whole(_analyze(store, out, f"paths.results_dir={results}"))
     assert after != before and "8 experiments" not in after and (tmp_path / ".out.writing-1").exists() is False
+
+
+def test_a_rerun_of_an_unchanged_store_encodes_no_figure(tmp_path, monkeypatch):
+    """A second analysis of the same store keeps every figure of the last report (none encoded again);
+    one more record, or a new FIGURE_RULES, draws every figure again: none is ever kept stale."""
+    encoded: list[str] = []
+
+    def encoding(fig, folder: Path, name: str) -> list[Path]:  # unencoded, but files that say which run drew them
+        paths = unencoded(fig, folder, name)
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in paths:
+            path.write_bytes(f"run {run}".encode())
+        encoded.append(name)
+        return paths
+
+    results, out = tmp_path / "results", tmp_path / "out"
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    run = 1
+    report = _analyze(store, out, f"paths.results_dir={results}", save=encoding)
+    drawn = sorted(encoded)
+    shown = sorted(p.name for p in (report / "figures").glob("*.p*"))
+    assert len(drawn) > 5 and shown == sorted(f"{n}.{e}" for n in drawn for e in ("pdf", "png"))
+    encoded.clear()
+    run = 2
+    _analyze(store, out, f"paths.results_dir={results}", save=encoding)
+    assert encoded == []
+    assert sorted(p.name for p in (report / "figures").glob("*.p*")) == shown
+    assert {p.read_bytes() for p in (report / "figures").glob("*.p*")} == {b"run 1"}
+    assert f"figures/{drawn[0]}.png" in (report / "report.md").read_text(encoding="utf-8")
+    from mip.analysis.report import kept_figures
+
+    monkeypatch.setattr(kept_figures, "FIGURE_RULES", kept_figures.FIGURE_RULES + 1)
+    run = 3
+    _analyze(store, out, f"paths.results_dir={results}", save=encoding)
+    assert sorted(encoded) == drawn
+    assert {p.read_bytes() for p in (report / "figures").glob("*.p*")} == {b"run 3"}
+    encoded.clear()
+    _store(results, patterns=("majority_edges",))
+    run = 4
+    _analyze(store, out, f"paths.results_dir={results}", save=encoding)
+    assert len(encoded) >= len(drawn)
+    assert {p.read_bytes() for p in (report / "figures").glob("*.p*")} == {b"run 4"}

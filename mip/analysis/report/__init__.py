@@ -16,7 +16,8 @@ import pandas as pd
 
 from mip.analysis import inference, slices
 from mip.experiment.instances import PATTERNS
-from mip.analysis.report import compared, figures, html, sections, swap, strategy_section as strategies, metric_tables as tables
+from mip.analysis.report import compared, figures, html, kept_figures, sections, swap, strategy_section as strategies, \
+    metric_tables as tables
 from mip.analysis.report.model_sets import TracePool
 
 
@@ -81,6 +82,8 @@ class Report:
     """The models pooled trace figures pool (mip.analysis.report.model_sets)."""
     shown: dict[str, pd.DataFrame] = field(default_factory=dict)
     """Each table's and data file's frame by name, for report.html (mip.analysis.report.html)."""
+    kept: kept_figures.Kept | None = None
+    """The last report's figures, kept where nothing they are drawn from changed; None: draw every one."""
 
     def table(self, frame: pd.DataFrame, name: str, how: str) -> None:
         self.shown[name] = frame
@@ -100,7 +103,19 @@ class Report:
             self.items.append((self.section, "missing", [self.folder / "figures" / f"{name}.png"], f"{how}\n\n"
                                f"**Not drawn**: {fig.reason}"))
             return
+        if self.kept is not None and self.kept.kept(name):
+            figures.plt.close(fig)
+            self.items.append((self.section, "figure", self.kept.paths(name), how))
+            return
         self.items.append((self.section, "figure", figures.save(fig, self.folder / "figures", name), how))
+
+    def finish(self, header: list[str]) -> Path:
+        """After the last table and figure: the index of the figures kept for the next report, and report.md."""
+        if self.kept is not None:
+            self.kept.close()
+        path = self.folder / "report.md"
+        path.write_text(self.markdown(header), encoding="utf-8")
+        return path
 
     def markdown(self, header: list[str]) -> str:
         lines = ["# MIP order-effects report", "", *header]
@@ -174,13 +189,11 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     report.folder.mkdir(parents=True, exist_ok=True)
     loaded = list(frame.attrs.get("notes", []))  # unreadable and quarantined records, key schemes
     frame = slices.restrict(frame, where)
+    report.kept = kept_figures.Kept(report.folder / "figures", kept_figures.key(frame, core, report.pool))
     report.notes = [*loaded, *coverage_notes(frame)]
     parts = slices.sections(frame, core)
     report.notes += parts.notes
-    if parts.core_setting is not None and parts.core.empty:
-        held = sorted({(int(n), float(p)) for n, p in frame[["n", "p"]].drop_duplicates().itertuples(index=False)})
-        report.notes.append(f"No standard-prompt record is at the core setting n = {core[0]}, p = {core[1]} (the records "
-                            f"hold (n, p) = {held[:10]}): pass core=[n,p] or core=null to analyse another as the core.")
+    report.notes += core_notes(frame, parts, core)
     simulated = report.pool.planted(frame["base_model"].astype(str))
     if simulated:
         report.notes.append(f"Simulated models (a planted, known positional rule, not an LLM): {', '.join(simulated)}.")
@@ -213,12 +226,20 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
               + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
               "Core setting: " + parts.core_text, *spend_lines(frame), ""]
-    path = report.folder / "report.md"
-    path.write_text(report.markdown(header), encoding="utf-8")
+    path = report.finish(header)
     say("report.html: lists and record pages")
     html.write(report, header, parts, source, SECTIONS,
                [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES], baseline)
     return path
+
+
+def core_notes(frame: pd.DataFrame, parts: slices.Sections, core: tuple[int, float] | None) -> list[str]:
+    """The note that no standard-prompt record is at the core (n, p), naming the (n, p) the records hold."""
+    if parts.core_setting is None or not parts.core.empty:
+        return []
+    held = sorted({(int(n), float(p)) for n, p in frame[["n", "p"]].drop_duplicates().itertuples(index=False)})
+    return [f"No standard-prompt record is at the core setting n = {core[0]}, p = {core[1]} (the records hold (n, p) = "
+            f"{held[:10]}): pass core=[n,p] or core=null to analyse another as the core."]
 
 
 def spend_lines(frame: pd.DataFrame) -> list[str]:

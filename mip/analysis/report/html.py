@@ -173,6 +173,22 @@ def _list_rows(cell, info: pd.DataFrame, mentioned: dict[str, set[int]], written
     return rows
 
 
+def _clip_long_texts(view, path: Path) -> None:
+    """A long output or trace of ``view`` shows its start; the whole of it is a file beside the page ``path``."""
+    for a, attempt in enumerate(view.attempts, 1):
+        for stage in attempt.stages:
+            stage.whole = {}  # type: ignore[attr-defined]
+            for part in ("reasoning", "output"):
+                text = getattr(stage, part)
+                if text and len(text) > record_pages.CLIP_CHARS:
+                    whole = path.with_name(f"{view.key}.{a}.{stage.name}.{part}.txt")
+                    whole.unlink(missing_ok=True)  # a kept file is the last report's too (a link): a new one
+                    whole.write_text(text, encoding="utf-8")
+                    stage.whole[part] = (whole.name, len(text))  # type: ignore[attr-defined]
+                    setattr(stage, part, text[:record_pages.CLIP_CHARS])
+            stage.marked = record_pages.marked(stage.reasoning, view.n)  # type: ignore[attr-defined]
+
+
 def write(report, header: list[str], parts, source: Source | None, sections: list[tuple[str, str]],
           choices: list[str], baseline: pd.DataFrame | None = None) -> Path:
     """Write report.html, its lists and record pages under ``report.folder``; return report.html's path.
@@ -207,18 +223,7 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
             continue
         path = pages.path(view.key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        for a, attempt in enumerate(view.attempts, 1):
-            for stage in attempt.stages:  # a long text shows its start; the whole of it is a file beside the page
-                stage.whole = {}  # type: ignore[attr-defined]
-                for part in ("reasoning", "output"):
-                    text = getattr(stage, part)
-                    if text and len(text) > record_pages.CLIP_CHARS:
-                        whole = path.with_name(f"{view.key}.{a}.{stage.name}.{part}.txt")
-                        whole.unlink(missing_ok=True)  # a kept file is the last report's too (a link): a new one
-                        whole.write_text(text, encoding="utf-8")
-                        stage.whole[part] = (whole.name, len(text))  # type: ignore[attr-defined]
-                        setattr(stage, part, text[:record_pages.CLIP_CHARS])
-                stage.marked = record_pages.marked(stage.reasoning, view.n)  # type: ignore[attr-defined]
+        _clip_long_texts(view, path)
         prompt, left_out = record_pages.clipped(view.prompt) if view.prompt else (None, 0)
         path.unlink(missing_ok=True)
         path.write_text(record.render(v=view, prompt=prompt, left_out=left_out, mentioned_set=set(view.mentioned),
