@@ -27,6 +27,8 @@ from pathlib import Path
 import matplotlib
 import pandas as pd
 
+from mip.analysis.results import TEXT_COLUMNS
+
 #: Raise to draw every figure again (a change in how figures look that no code digest sees).
 FIGURE_RULES = 1
 #: The package whose code the figures are made by: any change in it draws every figure again.
@@ -40,11 +42,19 @@ def key(frame: pd.DataFrame, *options: object) -> str:
     >>> a = pd.DataFrame({"x": [1, 2]})
     >>> key(a, 1) == key(a.copy(), 1), key(a, 1) == key(a, 2), key(a, 1) == key(a.assign(x=[1, 3]), 1)
     (True, False, False)
+    >>> t = pd.DataFrame({"reasoning": ["a", None]})   # traces are hashed as they are, not as CSV
+    >>> key(t) == key(t.assign(reasoning=["b", None])), key(t) == key(t.assign(reasoning=["a", "a"]))
+    (False, False)
     """
     digest = hashlib.blake2b(digest_size=16)
     digest.update(f"{FIGURE_RULES} {matplotlib.__version__} {options!r}".encode())
     digest.update(repr(list(frame.columns)).encode())
-    digest.update(frame.to_csv(index=True).encode())  # every value as written: lists and dicts too
+    texts = [c for c in TEXT_COLUMNS if c in frame.columns]
+    digest.update(frame.drop(columns=texts).to_csv(index=True).encode())  # every value as written: lists, dicts
+    for column in texts:  # traces run to 100 KB a record: fed as they are, not copied into one CSV text
+        for value in frame[column]:
+            digest.update(b"\x00" if value is None or value != value else str(value).encode("utf-8", "surrogatepass"))
+            digest.update(b"\x1e")
     for path in sorted(PACKAGE.rglob("*.py")):
         digest.update(str(path.relative_to(PACKAGE)).encode())
         digest.update(path.read_bytes())
