@@ -29,16 +29,16 @@ import pandas as pd
 #: What makes two experiments the same but for the compared factor (``base_model``: a strategy
 #: row's model is shown as ``m [strategy]``; the model asked is the same).
 IDENTITY = ["base_model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "shuffle_seed",
-            "budget", "prompt_variant", "strategy", "pool", "family", "settings", "instances"]
+            "budget", "prompt_variant", "strategy", "pool", "family", "settings", "strategy_settings", "instances"]
 
 #: Identity fields a compared factor sets by itself: another (n, p) cell or another pool draws
-#: other instances, so those are compared on the rest of the identity.
-DRAWN_BY = {"n": "instances", "p": "instances", "pool": "instances"}
+#: other instances, a strategy has settings of its own, so those are compared on the rest of the identity.
+DRAWN_BY = {"n": "instances", "p": "instances", "pool": "instances", "strategy": "strategy_settings"}
 
 #: How the note names the identity fields.
 WORDS = {"base_model": "model", "majority_label": "majority label", "seed": "selection seed", "order_seed": "order seed",
          "shuffle_seed": "shuffle seed", "prompt_variant": "prompt variant", "family": "ordering family",
-         "instances": "instance set"}
+         "instances": "instance set", "strategy_settings": "strategy settings"}
 
 
 @dataclass

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from mip.analysis import folders, slices
+from mip.analysis import folders, setting_slices, slices
 from mip.config import budgets
-from mip.experiment.identity import differences, instances_of, settings_of
+from mip.experiment.identity import instances_of, settings_of
 from mip.experiment.records import Record, budget_limits, counted_attempt
 from mip.experiment.spend import total as total_cost, usage_cost
 from mip.experiment.scoring import VALID_VERDICTS, Verdict
@@ -31,9 +31,10 @@ from mip.store.quarantine import moved_what
 
 EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
 COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
-           "family", "budget_name", "budget_tokens", "settings", "instances", "verdict", "invalid_kind", "answer", "valid",
-           "correct", "reasoning", "output", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cost", "attempts",
-           "calls", "count_error_majority", "count_error_minority", "instance_accuracy", "missing_share", "position_errors"]
+           "family", "budget_name", "budget_tokens", "settings", "strategy_settings", "instances", "verdict",
+           "invalid_kind", "answer", "valid", "correct", "reasoning", "output", "prompt_tokens", "completion_tokens",
+           "reasoning_tokens", "cost", "attempts", "calls", "count_error_majority", "count_error_minority",
+           "instance_accuracy", "missing_share", "position_errors"]
 
 
 class ResultsError(ValueError):
@@ -129,9 +130,9 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     # Strategies other than the paper's single call show as their own rows in every table, and so
     # does a model run under a changed setting (mip.experiment.identity): "m [read_first=5]".
     frame["strategy"] = frame["strategy"].fillna("single_call")
-    frame["settings"] = frame["settings"].fillna("{}")
+    frame["settings"], frame["strategy_settings"] = setting_slices.split(frame["settings"].fillna("{}"))
     frame["base_model"] = frame["model"]
-    frame["model"] = frame["model"] + _setting_names(frame)
+    frame["model"] = frame["model"] + setting_slices.suffixes(frame)
     other = frame["strategy"] != "single_call"
     frame.loc[other, "model"] = frame.loc[other, "model"] + " [" + frame.loc[other, "strategy"] + "]"
     frame["valid"] = frame["verdict"].isin(VALID_VERDICTS)
@@ -146,20 +147,6 @@ def _frame(rows: Iterable[dict], source: str) -> pd.DataFrame:
     frame = frame[COLUMNS]
     frame.attrs["notes"] = [*dropped, *notes]
     return frame
-
-
-def _setting_names(frame: pd.DataFrame) -> pd.Series:
-    """Each row's model-name suffix: empty for the settings most of its model's records ran
-    under (on a tie, those that set fewest fields), else what its settings change, ``" [read_first=5]"``."""
-    out = pd.Series("", index=frame.index, dtype=object)
-    for _, group in frame.groupby("base_model", sort=False):
-        counts = group["settings"].value_counts()
-        if len(counts) < 2:
-            continue
-        reference = sorted(counts.index, key=lambda s: (-counts[s], len(json.loads(s)), s))[0]
-        for value in counts.index.drop(reference):
-            out[group.index[group["settings"] == value]] = f" [{differences(reference, value) or value}]"
-    return out
 
 
 def frame_of(records: Iterable[Record], source: str) -> pd.DataFrame:
