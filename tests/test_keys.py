@@ -247,10 +247,11 @@ def test_the_key_is_the_hash_of_the_sorted_json_of_its_parts():
 #: as they are. Only a deliberate key change (a new template version, a new key scheme)
 #: updates this table, with a README note on what reruns cost.
 SHIPPED_KEYS = {
-    # the DeepSeek V4 configs now ask for reasoning and GPT-5.4 nano leaves temperature
-    # out (its provider refuses 0): other bodies, so other experiments, on purpose.
-    "deepseek_v4_flash": "21ebd6ef2e9f8d038100fcbf",
-    "deepseek_v4_pro": "07467ec4bec46ce2d5f8d97d",
+    # the DeepSeek V4 configs ask for reasoning and leave temperature out (thinking mode ignores
+    # it), GPT-5.4 nano leaves it out (its provider refuses 0) and MiniMax M2.7 sends 0.01 (MiniMax
+    # refuses 0): other bodies, so other experiments, on purpose (CHANGELOG).
+    "deepseek_v4_flash": "27d2b36f14300522549b6ad0",
+    "deepseek_v4_pro": "165d8f8076f435dc1be1bfde",
     "gemini31_flash_lite": "556e24e37f4adda87bb0bd7d",
     "gemini31_pro": "0206abd4b1b91e56b8f80fe3",
     "gemma4_26b_a4b": "270e4c3c1a66906fa484f96c",
@@ -260,7 +261,7 @@ SHIPPED_KEYS = {
     "grok41_fast": "0fa678b266d6fc3eafec51dc",
     "llama4_maverick": "2d3c959f354d5899568ca928",
     "llama4_scout": "13c6ee65da7ed03f540928ed",
-    "minimax_m27": "0ecd3a3ce6cf2e060b9415eb",
+    "minimax_m27": "136519155f24f89c3343d614",
     "mock": "1de4736a4cf63cba9f908c6e",
     "qwen36_35b": "00fc85f7df741c3dfd9897c2",
     "qwen36_plus": "4dc93473c2c20928d8deff44",

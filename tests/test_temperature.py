@@ -55,6 +55,22 @@ def test_the_gpt5_family_sends_what_openai_accepts():
             assert _sent(path) == "null" and "default" in _stated(path)["accepts"]
 
 
+def test_minimax_sends_a_temperature_it_takes():
+    """MiniMax takes (0, 1] only: 0 is refused (https://platform.minimax.io/docs/api-reference/text-chat)."""
+    path = REPO / "conf" / "model" / "minimax_m27.yaml"
+    assert 0 < float(_sent(path)) <= 1 and "(0, 1]" in _stated(path)["accepts"]
+
+
+def test_deepseek_in_thinking_mode_sends_no_temperature_it_would_ignore():
+    """DeepSeek's thinking mode ignores temperature without an error
+    (https://api-docs.deepseek.com/guides/thinking_mode): the body leaves it out."""
+    for stem in ("deepseek_v4_flash", "deepseek_v4_pro"):
+        path = REPO / "conf" / "model" / f"{stem}.yaml"
+        conf = yaml.safe_load(path.read_text())
+        assert conf["reasoning"] == {"enabled": True} and _sent(path) == "null"
+        assert "ignores" in _stated(path)["accepts"]
+
+
 def test_docs_list_what_the_configs_state():
     rows = {m["model"]: {k: m[k] for k in ("paper", "sends", "accepts", "url", "date")}
             for m in ROW.finditer((REPO / "docs" / "models.md").read_text())}
