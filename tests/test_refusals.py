@@ -95,6 +95,14 @@ def test_wsd_without_data_dir_says_to_set_it(results):
     assert folders(results) == []
 
 
+def test_wsd_files_missing_under_data_dir_say_where_to_get_them_not_a_hub_copy(results, tmp_path):
+    """CoarseWSD-20 has no hub copy: its missing files point at the repository that has them."""
+    ran = run_entry("run.py", "model=mock", "task=wsd", f"data_dir={tmp_path}")
+    said = one_line_refusal(ran, "classes_map.txt", "danlou/bert-disambiguation")
+    assert "read the hub copy" not in said
+    assert folders(results) == []
+
+
 def test_a_paper_grid_without_data_dir_is_refused_before_any_job_reads_the_hub(results):
     """The five tasks without data_dir: WSD has no hub copy, so the sweep stops before any job
     (the other four tasks would have been fetched first)."""

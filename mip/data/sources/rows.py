@@ -62,13 +62,14 @@ def one_line(text: str | None) -> str:
     return " ".join(text.replace("\r", "\n").split("\n")).strip()
 
 
-def require(paths: Iterable[Path], what: str) -> None:
-    """Raise a DataError naming every file of ``paths`` that is missing."""
+def require(paths: Iterable[Path], what: str, otherwise: str = "or drop data_dir=… to read the hub copy") -> None:
+    """Raise a DataError naming every file of ``paths`` that is missing; ``otherwise``: where else
+    the source can come from (a source with no hub copy says where to get its files)."""
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise DataError(
             f"{what}: expected files are missing under the data folder: {', '.join(missing)}. "
-            "Lay the source files out as in shared/data/raw (see its README), or drop data_dir=… to read the hub copy."
+            f"Lay the source files out as in shared/data/raw (see its README), {otherwise}."
         )
 
 
