@@ -83,6 +83,23 @@ def test_fig35_compares_prompt_variants_on_the_replays_both_hold():
     assert set(made["fig35"]["replays"]) == {1}
 
 
+def test_fig35_compares_each_variant_with_the_standard_prompt_where_they_hold_different_replays():
+    """Standard on seeds 0 and 1, hint on seed 0, strategy on seed 1: no seed holds all three, so
+    one figure of them all compared nothing; each variant against the standard prompt keeps its pair."""
+    rows = [{**replay("ner", 20, 0.6, 4.0, True, variant="standard"), "seed": 0},
+            {**replay("ner", 20, 0.6, 6.0, True, variant="standard"), "seed": 1},
+            {**replay("ner", 20, 0.6, 4.0, True, variant="hint"), "seed": 0},
+            {**replay("ner", 20, 0.6, 6.0, True, variant="strategy"), "seed": 1}]
+    made = {name: pd.DataFrame(r) for name, _, r in pooled_figures(pd.DataFrame(rows), bins=2)}
+    assert sorted(made) == [n for n in sorted(made) if n.startswith("fig35_")] and len(made) == 2
+    hint, strategy = (next(t for n, t in made.items() if n.endswith(f"_{v}")) for v in ("hint", "strategy"))
+    assert set(hint["prompt_variant"]) == {"hint", "standard"}
+    assert set(strategy["prompt_variant"]) == {"strategy", "standard"}
+    for table, share in ((hint, 4.0), (strategy, 6.0)):  # each pair on the seed both hold
+        curves = table.pivot(index="prompt_variant", columns="bin", values="share")
+        assert curves[1].tolist() == pytest.approx([share, share]) and set(table["replays"]) == {1}
+
+
 def test_attribute_writes_the_pooled_figures_and_their_numbers(tmp_path):
     from collections import Counter
 

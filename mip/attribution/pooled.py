@@ -66,35 +66,54 @@ def _inset(replays: pd.DataFrame, pooling: Pooling) -> pd.DataFrame:
     return table
 
 
+def _comparisons(group: pd.DataFrame, compare: str) -> list[tuple[str, pd.DataFrame, int]]:
+    """The replays a figure compares, as the report compares conditions (:func:`mip.analysis.pairs.variant_sets`):
+    ``[(file-name suffix, replays, left out)]``. Where every value holds the replays its comparison with the
+    reference holds, one figure of them all; else each value against the reference (the standard prompt,
+    else the first value) on what those two hold, so a value replayed on other seeds costs only its own curve."""
+    values = sorted(group[compare].unique(), key=lambda v: (str(type(v)), v))
+    reference = "standard" if "standard" in values else values[0]
+    every = pairs.matched(group, compare, within=())
+    each = pairs.against(group, compare, reference, within=())
+    kept = {i for m in each.values() for i in m.frame.index}
+    if len(each) < 2 or (not every.empty and kept <= set(every.frame.index)):
+        return [("", every.frame, int(every.counts["dropped"].sum()))]
+    return [(f"_{v}", m.frame, int(m.counts["dropped"].sum())) for v, m in each.items()]
+
+
 def pooled_figures(replays: pd.DataFrame, bins: int = 20, weights: str | None = None) -> list[tuple[str, plt.Figure, list[dict]]]:
     """Each (figure name, figure, curve rows) of Figs. 33–35 the replays support: a group of
-    fixed conditions with at least two values of the compared one. Titles name the records'
-    model and, where given, the model whose ``weights`` attributed them."""
+    fixed conditions with at least two values of the compared one, compared on the replays
+    both hold (:func:`_comparisons`). Titles name the records' model and, where given, the
+    model whose ``weights`` attributed them."""
     out = []
     frame = slices.add_columns(replays)
     for pooling in POOLINGS:
-        for setting, group in slices.of(frame, _fixed(pooling)):
-            if group[pooling.compare].nunique() < 2:
+        for setting, whole in slices.of(frame, _fixed(pooling)):
+            if whole[pooling.compare].nunique() < 2:
                 continue
-            # The compared values on the replays each of them holds (the report's rule): hint on
-            # seeds 0-1 against standard on seed 0 compares seed 0.
-            both = pairs.matched(group, pooling.compare, within=())
-            group, dropped = both.frame, int(both.counts["dropped"].sum())
-            values = sorted(group[pooling.compare].unique(), key=lambda v: (str(type(v)), v))
-            if len(values) < 2:
-                continue
-            curves = {v: profile(group[group[pooling.compare] == v], "relative", bins=bins) for v in values}
-            tag = slices.file_tag(setting, _fixed(pooling))
-            rows = [{**setting, pooling.compare: v, "bin": b + 1, "share": float(s), "replays": int((group[pooling.compare] == v).sum())}
-                    for v, curve in curves.items() for b, s in enumerate(curve)]
-            fixed = [c for c in _fixed(pooling) if c != "model"]
-            who = f"{setting['model']} records" + (f", attributed with {weights}'s weights" if weights else "")
-            title = (f"IxG profiles {pooling.words} (Fig. {pooling.figure[3:]}): {who}; {slices.label(setting, fixed)}; "
-                     f"tasks {', '.join(sorted(group['task'].unique()))} averaged equally; patterns "
-                     f"{', '.join(p for p in PATTERNS if p in set(group['pattern']))}; {plural(len(group), 'replay')}"
-                     + (f", matched ({plural(dropped, 'replay')} without a twin left out)" if dropped else ""))
-            out.append((f"{pooling.figure}_profiles_{tag}", _draw(curves, group, pooling, title), rows))
+            for suffix, group, dropped in _comparisons(whole, pooling.compare):
+                values = sorted(group[pooling.compare].unique(), key=lambda v: (str(type(v)), v))
+                if len(values) < 2:
+                    continue
+                out.append(_figure(pooling, setting, group, values, dropped, suffix, bins, weights))
     return out
+
+
+def _figure(pooling: Pooling, setting: dict, group: pd.DataFrame, values: list, dropped: int, suffix: str,
+            bins: int, weights: str | None) -> tuple[str, plt.Figure, list[dict]]:
+    curves = {v: profile(group[group[pooling.compare] == v], "relative", bins=bins) for v in values}
+    tag = slices.file_tag(setting, _fixed(pooling))
+    held = group[pooling.compare].value_counts()
+    rows = [{**setting, pooling.compare: v, "bin": b + 1, "share": float(s), "replays": int(held[v])}
+            for v, curve in curves.items() for b, s in enumerate(curve)]
+    fixed = [c for c in _fixed(pooling) if c != "model"]
+    who = f"{setting['model']} records" + (f", attributed with {weights}'s weights" if weights else "")
+    title = (f"IxG profiles {pooling.words} (Fig. {pooling.figure[3:]}): {who}; {slices.label(setting, fixed)}; "
+             f"tasks {', '.join(sorted(group['task'].unique()))} averaged equally; patterns "
+             f"{', '.join(p for p in PATTERNS if p in set(group['pattern']))}; {plural(len(group), 'replay')}"
+             + (f", matched ({plural(dropped, 'replay')} without a twin left out)" if dropped else ""))
+    return f"{pooling.figure}_profiles_{tag}{suffix}", _draw(curves, group, pooling, title), rows
 
 
 def _draw(curves: dict, group: pd.DataFrame, pooling: Pooling, title: str) -> plt.Figure:
