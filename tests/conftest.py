@@ -164,6 +164,17 @@ def run_entry(program: str, *args: str, env: dict | None = None) -> Ran:
     return Ran(code, out.getvalue(), err.getvalue())
 
 
+def local_models(tmp_path: Path, url: str, *models: str) -> str:
+    """A config folder with ``<model>_local``: the paper's model file, pointed at ``url`` (a
+    sweep over models cannot override ``model.base_url`` on the command line); returns the
+    override that puts it on Hydra's search path."""
+    (tmp_path / "conf" / "model").mkdir(parents=True)
+    for model in models:
+        (tmp_path / "conf" / "model" / f"{model}_local.yaml").write_text(
+            f"defaults:\n  - /model/{model}@_here_\n  - _self_\nbase_url: {url}\n")
+    return f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
+
+
 def free_port() -> int:
     import socket
 

@@ -10,7 +10,7 @@ import pytest
 from mip.job.tokens import context_for
 from mip.models.chat_api import request_body
 
-from .conftest import compose, run_entry
+from .conftest import compose, local_models, run_entry
 from .openrouter_server import OpenRouterServer, Provider
 
 KEY = {"OPENROUTER_API_KEY": "sk-or-test"}
@@ -30,20 +30,11 @@ def _without_messages(body: dict) -> dict:
     return {k: v for k, v in body.items() if k != "messages"}
 
 
-def _local_copies(tmp_path, url: str, *models: str) -> str:
-    """A config folder with ``<model>_local``: the paper's model file, pointed at ``url``."""
-    (tmp_path / "conf" / "model").mkdir(parents=True)
-    for model in models:
-        (tmp_path / "conf" / "model" / f"{model}_local.yaml").write_text(
-            f"defaults:\n  - /model/{model}@_here_\n  - _self_\nbase_url: {url}\n")
-    return f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
-
-
 def test_one_request_per_model_with_the_sweeps_body_and_what_it_tells(results, tmp_path):
     providers = {"DeepInfra": Provider({"temperature", "max_tokens"}),
                  "Alibaba": Provider(ALL, counts_reasoning=False)}
     with OpenRouterServer(providers, think_tokens=30000) as server:
-        searchpath = _local_copies(tmp_path, server.base_url, "gpt_oss_120b", "qwen36_plus")
+        searchpath = local_models(tmp_path, server.base_url, "gpt_oss_120b", "qwen36_plus")
         ran = run_entry("run.py", "-m", "model=gpt_oss_120b_local,qwen36_plus_local", "pattern=random,majority_first",
                         "seed=0,1", "budget=20k", searchpath, "preflight=only", env=KEY)
     assert ran.returncode == 1, ran.stderr  # Qwen3.6-Plus's split budget, unbounded there: below

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mip.models.fail_fast import LIMIT
 
-from .conftest import run_entry
+from .conftest import local_models, run_entry
 from .openrouter_server import OpenRouterServer, Provider
 
 KEY = {"OPENROUTER_API_KEY": "sk-or-test"}
@@ -17,21 +17,11 @@ DEEPINFRA = {"DeepInfra": Provider({"temperature", "max_tokens"})}
 FORBIDDEN = "Forbidden (insufficient permissions, guardrail block, or moderation flag)"
 
 
-def local_copies(tmp_path, url: str, *models: str) -> str:
-    """A config folder with ``<model>_local``: the paper's model file, pointed at ``url``
-    (a sweep over models cannot override ``model.base_url`` on the command line)."""
-    (tmp_path / "conf" / "model").mkdir(parents=True)
-    for model in models:
-        (tmp_path / "conf" / "model" / f"{model}_local.yaml").write_text(
-            f"defaults:\n  - /model/{model}@_here_\n  - _self_\nbase_url: {url}\n")
-    return f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
-
-
 def test_one_models_403_stops_only_that_model_and_the_other_runs_every_job(results, tmp_path):
     with OpenRouterServer(DEEPINFRA, also_list=("meta-llama/llama-4-scout",),
                           refuse_models={"openai/gpt-oss-120b": (403, FORBIDDEN)}) as server:
         ran = run_entry("run.py", "-m", "model=gpt_oss_120b_local,llama4_scout_local",
-                        local_copies(tmp_path, server.base_url, "gpt_oss_120b", "llama4_scout"),
+                        local_models(tmp_path, server.base_url, "gpt_oss_120b", "llama4_scout"),
                         *SMALL, "pattern=random,majority_first,majority_last", env=KEY)
     assert server.chats_by_model["openai/gpt-oss-120b"] == LIMIT, server.chats_by_model
     scout = server.chats_by_model.get("meta-llama/llama-4-scout", 0)
