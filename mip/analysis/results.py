@@ -76,9 +76,7 @@ def budget_labels(records: Iterable[Record]) -> dict[str, str]:
 def record_row(record: Record) -> dict:
     counted = counted_attempt(record.attempts)
     stage = counted.stages[-1] if counted and counted.stages else None
-    usage = stage.usage if stage else {}
     stages = [s for a in record.attempts for s in a.stages]
-    costs = [usage_cost(s.usage) for s in stages]  # usage.cost as the server sent it: a number, or text
     return {
         **_strategy_columns(record),
         "calls": len(stages),
@@ -98,7 +96,7 @@ def record_row(record: Record) -> dict:
         "prompt_tokens": record.prompt_tokens,
         "completion_tokens": sum(s.completion_tokens or 0 for s in stages) if stages else None,
         "reasoning_tokens": stage.reasoning_tokens if stage else None,
-        "cost": total_cost(costs) if any(c is not None for c in costs) else usage_cost(usage),
+        "cost": total_cost(usage_cost(s.usage) for s in stages),  # usage.cost as sent: a number, or text
         "attempts": len(record.attempts),
         "key_scheme": record.key_scheme,
         "scoring_rule": record.scoring_rule or 1,

@@ -114,7 +114,6 @@ def iter_records(paths: Iterable[str | Path], damaged: list[tuple[Path, str]] | 
             say_unreadable(unreadable)
 
 
-
 def say_unreadable(unreadable: list[tuple[Path, str]]) -> None:
     """One warning line per folder for the records that could not be read (5,000 empty files
     are one line, not 5,000), once per process: the file itself where it is alone, else how
