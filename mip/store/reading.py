@@ -120,29 +120,30 @@ def say_unreadable(unreadable: list[tuple[Path, str]]) -> None:
     many, by reason. Nothing is moved (:mod:`mip.store.quarantine` moves them).
 
     >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as said:
+    >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     say_unreadable([(Path(f"s/m/t/e{i}.json"), "ValidationError: Invalid JSON: EOF") for i in range(3)])
-    >>> [(w.filename, str(w.message)) for w in said]
+    >>> [(w.filename, str(w.message)) for w in caught]
     [('s/m/t', 'Skipping 3 unreadable records here: 3 × ValidationError: Invalid JSON: EOF (the first: e0.json)')]
     """
-    for folder, message in by_folder(unreadable).items():
+    for folder, found in by_folder(unreadable).items():
         # The folder names the warning; line 0: no source line under it, so one line in all.
-        warnings.warn_explicit(message, UserWarning, str(folder), 0)
+        warnings.warn_explicit(said(found), UserWarning, str(folder), 0)
 
 
-def by_folder(unreadable: list[tuple[Path, str]]) -> dict[Path, str]:
-    """One line per folder for the records that could not be read: the file itself where it is
-    alone, else how many, by reason (at most three reasons shown)."""
+def by_folder(unreadable: list[tuple[Path, str]]) -> dict[Path, list[tuple[Path, str]]]:
+    """The records that could not be read, by the folder they are in."""
     folders: dict[Path, list[tuple[Path, str]]] = {}
     for path, why in unreadable:
         folders.setdefault(path.parent, []).append((path, why))
-    lines = {}
-    for folder, found in folders.items():
-        if len(found) == 1:
-            lines[folder] = f"Skipping unreadable record {found[0][0]}: {found[0][1]}"
-        else:
-            reasons = Counter(re.sub(r"at byte \d+", "at byte …", why) for _, why in found).most_common()
-            shown = "; ".join(f"{n:,} × {why[:200]}" for why, n in reasons[:3]) + ("; …" if len(reasons) > 3 else "")
-            lines[folder] = f"Skipping {len(found):,} unreadable records here: {shown} (the first: {found[0][0].name})"
-    return lines
+    return folders
+
+
+def said(found: list[tuple[Path, str]]) -> str:
+    """One line for a folder's unreadable records: the file itself where it is alone, else how
+    many, by reason (at most three reasons shown)."""
+    if len(found) == 1:
+        return f"Skipping unreadable record {found[0][0]}: {found[0][1]}"
+    reasons = Counter(re.sub(r"at byte \d+", "at byte …", why) for _, why in found).most_common()
+    shown = "; ".join(f"{n:,} × {why[:200]}" for why, n in reasons[:3]) + ("; …" if len(reasons) > 3 else "")
+    return f"Skipping {len(found):,} unreadable records here: {shown} (the first: {found[0][0].name})"

@@ -30,7 +30,7 @@ from mip.experiment.records import Record
 from mip.experiment.scoring import OUTCOMES, VALID_VERDICTS, Verdict, outcome
 from mip.store import QUARANTINE, quarantined
 from mip.store.quarantine import moved_what
-from mip.store.reading import by_folder
+from mip.store.reading import by_folder, said
 
 if TYPE_CHECKING:  # pandas loads when a summary is printed, not with run.py (~0.6 s of each start)
     import pandas as pd
@@ -196,11 +196,10 @@ def summarise(opened: Folder, took_s: float | None = None, sweep_s: float | None
 
 def unreadable_lines(damaged: list[tuple[Path, str]]) -> list[str]:
     """The records that could not be read, one line a folder however many files it holds."""
-    alone = {path.parent: (path, why) for path, why in damaged}
-    return [f"Unreadable record {alone[folder][0]} ({alone[folder][1]}): not counted; the next run of its job moves it "
-            "aside and asks it again." if said.startswith("Skipping unreadable record ") else
-            said.replace(" here:", f" in {folder}:", 1) + "; not counted: the next run of its job moves them aside "
-            "and asks them again." for folder, said in by_folder(damaged).items()]
+    return [f"Unreadable record {found[0][0]} ({found[0][1]}): not counted; the next run of its job moves it aside "
+            "and asks it again." if len(found) == 1 else
+            said(found).replace(" here:", f" in {folder}:", 1) + "; not counted: the next run of its job moves them "
+            "aside and asks them again." for folder, found in by_folder(damaged).items()]
 
 
 def main(argv: list[str]) -> int:
