@@ -75,6 +75,8 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.models.transports": _MODEL,
     "mip.tools.preflight": _MODEL,
     "mip.entry.preflight_hook": _HYDRA,
+    "mip.analysis.report.coverage_section": _FIGURE,
+    "mip.analysis.report.grid_section": _FIGURE,
     "mip.analysis.report.strategy_section": _FIGURE,
     "mip.analysis.report.trace_figures": _FIGURE,
     "mip.analysis.report.variant_figures": _FIGURE,

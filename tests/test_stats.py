@@ -202,5 +202,5 @@ def test_an_exact_mcnemar_p_keeps_its_significant_digits():
     rows = []
     for seed in range(31):
         rows += cell(seed, "majority_first", [C]) + cell(seed, "majority_last", [I])
-    table = intervals(slices.add_columns(frame(rows)))
+    table, _ = intervals(slices.add_columns(frame(rows)), "n1_p0.6")  # the table and its cells' experiments
     assert table.loc[0, "test"] == "exact McNemar" and table.loc[0, "p_value"] == float(f"{2 / 2**31:.3g}") > 0

@@ -11,6 +11,7 @@ from mip.config import AnalyzeConfig, to_plain
 from mip.analysis.out_dirs import claim, inputs_of
 from mip.analysis.headline import headline, render
 from mip.analysis.report import html, write_report
+from mip.analysis.report.cells import Table
 from mip.analysis.report.model_sets import TracePool
 from mip.analysis.report.record_pages import Rebuild
 from mip.analysis.results import ResultsError, load_local, load_wandb_api, load_wandb_offline
@@ -46,12 +47,11 @@ def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None, promp
     if refusal := claim(cfg.out_dir, inputs):
         raise ResultsError(refusal)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
+    logged = (lambda folder, tables, images: log_report(folder, cfg, tables, images)) if cfg.wandb.log_report else None
     path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage), source(cfg, prompts),
-                        say)
+                        say, logged)
     if show is not None:
         show(render(headline(restrict(frame, cfg.where))))
-    if cfg.wandb.log_report:
-        log_report(path.parent, cfg)
     return path
 
 
@@ -60,9 +60,10 @@ def source(cfg: AnalyzeConfig, prompts: Rebuild | None = None) -> html.Source:
     return html.Source(cfg.source, tuple(map(str, cfg.results)), bool(cfg.wandb.project), prompts)
 
 
-def log_report(folder: Path, cfg: AnalyzeConfig) -> None:
-    """The report's figures and tables as a W&B run in the sweep's group, in the mode the user
-    set (mip.tracking.tracker.wandb_mode: WANDB_MODE, else online with WANDB_API_KEY, else offline)."""
+def log_report(folder: Path, cfg: AnalyzeConfig, tables: list[Table], images: list[Path]) -> None:
+    """The report's figures and tables (the structure report.md and report.html render,
+    :mod:`mip.analysis.report.cells`) as a W&B run in the sweep's group, in the mode the user set
+    (mip.tracking.tracker.wandb_mode: WANDB_MODE, else online with WANDB_API_KEY, else offline)."""
     import wandb
 
     from mip.tracking.tracker import wandb_mode
@@ -73,10 +74,8 @@ def log_report(folder: Path, cfg: AnalyzeConfig) -> None:
     run = wandb.init(project=cfg.wandb.project or "mip", entity=cfg.wandb.entity, group=cfg.wandb.group,
                      job_type="analysis", dir=str(folder), mode=mode,
                      settings=wandb.Settings(silent=True, x_disable_meta=True, console="off"))
-    for png in sorted((folder / "figures").glob("*.png")):
+    for png in images:
         run.log({f"figures/{png.stem}": wandb.Image(str(png))})
-    import pandas as pd
-
-    for csv in sorted((folder / "tables").glob("*.csv")):
-        run.log({f"tables/{csv.stem}": wandb.Table(dataframe=pd.read_csv(csv))})
+    for table in tables:
+        run.log({f"tables/{table.name}": wandb.Table(dataframe=table.frame)})
     run.finish()

@@ -100,10 +100,9 @@ def paired_test(frame: pd.DataFrame, a: str, b: str, n_perm: int = 10000, seed: 
     :data:`MIN_PAIRS` pairs the test is ``"not testable"`` (p = NaN): no outcome of so few
     pairs could be significant, so none is reported.
     """
-    both, key = _matched(frame, a, b)
-    valid = both[both["valid"]]
-    per_set = valid.groupby([*key, "pattern"], dropna=False)["correct"].agg(["mean", "size"]).unstack("pattern")
-    per_set = per_set.dropna()
+    valid = pairs.valid_pairs(frame, a, b)  # the one pairing rule, also report.html's list behind the test
+    per_set = valid.groupby([*pairs.pair_key(valid), "pattern"], dropna=False)["correct"].agg(["mean", "size"])
+    per_set = per_set.unstack("pattern").dropna()
     if per_set.empty or a not in per_set["mean"].columns or b not in per_set["mean"].columns:
         return PairedTest("none", 0, float("nan"), float("nan"))
     xa, xb = per_set[("mean", a)].to_numpy(), per_set[("mean", b)].to_numpy()

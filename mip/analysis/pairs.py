@@ -97,6 +97,14 @@ def condition_label(factor: Sequence[str], values: Sequence) -> str:
     return "(" + ", ".join(f"{c}={v:g}" if isinstance(v, float) else f"{c}={v}" for c, v in zip(factor, values)) + ")"
 
 
+def identity_key(columns: Sequence[str], factor: Sequence[str], free: Sequence[str] = ()) -> list[str]:
+    """The columns of :data:`IDENTITY` among ``columns`` that match two experiments compared on
+    ``factor`` (less ``free`` and what the factor draws by itself, :data:`DRAWN_BY`)."""
+    identity = [("model" if c == "base_model" and "base_model" not in columns else c) for c in IDENTITY]
+    drawn = {DRAWN_BY[c] for c in factor if c in DRAWN_BY}
+    return [c for c in identity if c in columns and c not in factor and c not in free and c not in drawn]
+
+
 def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[str] = ("base_model",),
             order: Sequence[str] = (), free: Sequence[str] = ()) -> Matched:
     """The rows of ``frame`` whose experiment every value of ``factor`` present in its ``within``
@@ -107,9 +115,7 @@ def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[s
     factor, within, free = [factor] if isinstance(factor, str) else list(factor), list(within), list(free)
     if "base_model" not in frame.columns:  # a table built without results.py's columns: its model is the model asked
         within = ["model" if c == "base_model" else c for c in within]
-    identity = [("model" if c == "base_model" and "base_model" not in frame.columns else c) for c in IDENTITY]
-    drawn = {DRAWN_BY[c] for c in factor if c in DRAWN_BY}
-    key = [c for c in identity if c in frame.columns and c not in factor and c not in free and c not in drawn]
+    key = identity_key(frame.columns, factor, free)
     if frame.empty:
         return Matched(frame, pd.DataFrame(columns=[*within, *factor, "task", "held", "matched", "dropped"]), factor, within,
                        list(order), key, free)
@@ -168,8 +174,15 @@ def two_patterns(frame: pd.DataFrame, a: str, b: str) -> Matched:
 
 
 def valid_pairs(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """The valid experiments of ``a`` and ``b`` (:func:`two_patterns`) whose matched experiment
-    holds a valid one of each: what :func:`mip.analysis.inference.paired_test` compares."""
+    """The pairing rule of patterns ``a`` and ``b``: their valid experiments (:func:`two_patterns`)
+    whose matched experiment holds a valid one of each. :func:`mip.analysis.inference.paired_test`
+    tests these (grouped by :func:`pair_key`), and report.html lists these behind the test.
+
+    >>> rows = pd.DataFrame({"base_model": "m", "task": "t", "seed": [0, 0, 1, 1], "valid": [True, True, True, False],
+    ...                      "pattern": ["majority_first", "majority_last"] * 2})
+    >>> valid_pairs(rows, "majority_first", "majority_last")["seed"].tolist()
+    [0, 0]
+    """
     both = two_patterns(frame, a, b)
     valid = both.frame[both.frame["valid"]]
     if valid.empty:
@@ -177,6 +190,12 @@ def valid_pairs(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     held = valid.groupby(both.key, dropna=False)["pattern"].transform("nunique") == 2 if both.key else \
         pd.Series(valid["pattern"].nunique() == 2, index=valid.index)
     return valid[held]
+
+
+def pair_key(frame: pd.DataFrame) -> list[str]:
+    """The identity columns that make one pair of :func:`valid_pairs` (every one but the pattern and
+    its replicates): ``pairs.groupby(pair_key(pairs))`` gives one group per pair."""
+    return identity_key(frame.columns, ["pattern"], PATTERN_REPLICATES)
 
 
 def against(frame: pd.DataFrame, factor: str, reference: str, within: Sequence[str] = ("base_model",)) -> dict[str, Matched]:

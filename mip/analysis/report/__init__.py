@@ -16,19 +16,35 @@ import pandas as pd
 
 from mip.analysis import inference, slices
 from mip.experiment.instances import PATTERNS
-from mip.analysis.report import compared, figures, html, kept_figures, sections, swap, strategy_section as strategies, \
-    metric_tables as tables
+from mip.analysis.report import compared, figures, grid_section, html, kept_figures, sections, swap, \
+    strategy_section as strategies, metric_tables as tables
+from mip.analysis.report.cells import Item, Links, Table
 from mip.analysis.report.model_sets import TracePool
 
 
+@dataclass(frozen=True)
+class Section:
+    """One section of the report: its name, its heading and what computes its tables and figures
+    from its records (``records``: the part of :func:`mip.analysis.slices.sections` it reads; ``run``
+    None: the report fills it itself). Adding one here adds it to report.md, report.html and W&B."""
+
+    name: str
+    title: str
+    run: Callable[["Report", pd.DataFrame], None] | None = None
+    records: str | None = None
+
+    def of(self, parts: slices.Sections) -> pd.DataFrame:
+        return getattr(parts, self.records or self.name)
+
+
 SECTIONS = [
-    ("core", "Core setting (§4.1): Tables 2, 6, 3; Figs. 2, 5, 14–18, 21"),
-    ("budgets", "Budget comparison (App. C.5): Table 6, Fig. 9, Table 7"),
-    ("generalisability", "Generalisability (§4.2): Fig. 3, Figs. 10, 11, 22, 23"),
-    ("prompt_variants", "Prompt variants (§4.3): Table 5, Fig. 4, Fig. 20"),
-    ("strategies", "Strategies (beyond the paper)"),
-    ("expanded", "Expanded orderings (§5.2.1)"),
-    ("other", "Records in no section, and the reference calculation"),
+    Section("core", "Core setting (§4.1): Tables 2, 6, 3; Figs. 2, 5, 14–18, 21", sections.core),
+    Section("budgets", "Budget comparison (App. C.5): Table 6, Fig. 9, Table 7", compared.budgets),
+    Section("generalisability", "Generalisability (§4.2): Fig. 3, Figs. 10, 11, 22, 23", grid_section.generalisability),
+    Section("prompt_variants", "Prompt variants (§4.3): Table 5, Fig. 4, Fig. 20", compared.prompt_variants),
+    Section("strategies", "Strategies (beyond the paper)"),
+    Section("expanded", "Expanded orderings (§5.2.1)", sections.expanded),
+    Section("other", "Records in no section, and the reference calculation"),
 ]
 
 CHOICES = [
@@ -75,39 +91,51 @@ CHOICES = [
 @dataclass
 class Report:
     folder: Path
-    items: list[tuple[str, str, list[Path], str]] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     section: str = "core"
     pool: TracePool = field(default_factory=TracePool)
     """The models pooled trace figures pool (mip.analysis.report.model_sets)."""
-    shown: dict[str, pd.DataFrame] = field(default_factory=dict)
-    """Each table's and data file's frame by name, for report.html (mip.analysis.report.html)."""
+    mentioned: dict[str, list[int]] = field(default_factory=dict)
+    """The IDs each traced experiment of the core section mentions, for report.html's mention-rate lists."""
     kept: kept_figures.Kept | None = None
     """The last report's figures, kept where nothing they are drawn from changed; None: draw every one."""
 
-    def table(self, frame: pd.DataFrame, name: str, how: str) -> None:
-        self.shown[name] = frame
-        self.items.append((self.section, "table", tables.write_table(frame, self.folder / "tables", name), how))
+    def table(self, frame: pd.DataFrame, name: str, how: str, links: Links = ()) -> None:
+        """A table: its values and, per row, the experiments behind its cells (:mod:`mip.analysis.report.cells`)."""
+        paths = tables.write_table(frame, self.folder / "tables", name)
+        self.items.append(Item(self.section, "table", paths, how, Table(name, frame, how, links)))
 
-    def data(self, frame: pd.DataFrame, name: str, how: str) -> None:
-        """A long table kept as CSV only, under ``data/`` (not printed into report.md)."""
+    def data(self, frame: pd.DataFrame, name: str, how: str, shown: tuple[pd.DataFrame, Links] | None = None) -> None:
+        """A long table kept as CSV only, under ``data/`` (not printed into report.md); report.html
+        shows ``shown`` of it (a summary table and its links), if given."""
         path = self.folder / "data" / f"{name}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(path, index=False)
-        self.shown[name] = frame
-        self.items.append((self.section, "data", [path], how))
+        self.items.append(Item(self.section, "data", [path], how, Table(name, *shown[:1], how, shown[1])
+                               if shown is not None else None))
 
-    def figure(self, fig, name: str, how: str) -> None:
-        """Save ``fig``; a :class:`mip.analysis.report.figures.Missing` is not drawn, and the report says why."""
+    def figure(self, fig, name: str, how: str, numbers: tuple[pd.DataFrame, Links] | None = None) -> None:
+        """Save ``fig``; a :class:`mip.analysis.report.figures.Missing` is not drawn, and the report says why.
+        ``numbers``: the table of what the figure plots and its links, shown under it in report.html."""
         if isinstance(fig, figures.Missing):
-            self.items.append((self.section, "missing", [self.folder / "figures" / f"{name}.png"], f"{how}\n\n"
-                               f"**Not drawn**: {fig.reason}"))
+            self.items.append(Item(self.section, "missing", [self.folder / "figures" / f"{name}.png"], f"{how}\n\n"
+                                   f"**Not drawn**: {fig.reason}"))
             return
+        table = Table(name, *numbers[:1], how, numbers[1]) if numbers is not None else None
         if self.kept is not None and self.kept.kept(name):
             figures.plt.close(fig)
-            self.items.append((self.section, "figure", self.kept.paths(name), how))
+            self.items.append(Item(self.section, "figure", self.kept.paths(name), how, table))
             return
-        self.items.append((self.section, "figure", figures.save(fig, self.folder / "figures", name), how))
+        self.items.append(Item(self.section, "figure", figures.save(fig, self.folder / "figures", name), how, table))
+
+    def tables(self) -> list[Table]:
+        """Every table of the report, in its order (W&B logs these)."""
+        return [i.table for i in self.items if i.kind == "table" and i.table is not None]
+
+    def images(self) -> list[Path]:
+        """Every drawn figure's PNG, relative to the report's folder."""
+        return [p.relative_to(self.folder) for i in self.items if i.kind == "figure" for p in i.paths if p.suffix == ".png"]
 
     def finish(self, header: list[str]) -> Path:
         """After the last table and figure: the index of the figures kept for the next report, and report.md."""
@@ -122,13 +150,13 @@ class Report:
         if self.notes:
             lines += ["## Data notes", ""] + [f"- {n}" for n in self.notes] + [""]
         lines += ["## Choices", ""] + [f"- {c.format(min_pairs=inference.MIN_PAIRS)}" for c in CHOICES] + [""]
-        for section, title in SECTIONS:
-            items = [i for i in self.items if i[0] == section]
-            lines += [f"## {title}", ""]
+        for section in SECTIONS:
+            items = [i for i in self.items if i.section == section.name]
+            lines += [f"## {section.title}", ""]
             if not items:
                 lines += ["No records fit this section.", ""]
-            for _, kind, paths, how in items:
-                main = paths[0]
+            for item in items:
+                kind, paths, how, main = item.kind, item.paths, item.how, item.paths[0]
                 lines += [f"### {main.stem} ({'figure not drawn' if kind == 'missing' else kind})", "", how, ""]
                 if kind == "missing":
                     continue
@@ -163,20 +191,25 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
 def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
                  where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
                  pool: TracePool | None = None, source: html.Source | None = None,
-                 say: Callable[[str], None] | None = None) -> Path:
+                 say: Callable[[str], None] | None = None,
+                 logged: Callable[[Path, list[Table], list[Path]], None] | None = None) -> Path:
     """Write tables, figures, report.md and report.html into a folder beside ``folder`` and swap it in
-    whole (:mod:`mip.analysis.report.swap`): a kill leaves the previous report or this one. See :func:`_write`."""
+    whole (:mod:`mip.analysis.report.swap`): a kill leaves the previous report or this one. See :func:`_write`.
+    ``logged`` (W&B: :func:`mip.analysis.analyze.log_report`) then gets the report's folder, its tables
+    (the structure report.md and report.html render) and its figures' images."""
     final = Path(folder).expanduser()
     with swap.beside(final) as new:
-        _write(frame, new, filter_dir, where, core, pool, source, say)
+        report = _write(frame, new, filter_dir, where, core, pool, source, say)
+    if logged is not None:
+        logged(final, report.tables(), [final / p for p in report.images()])
     return final / "report.md"
 
 
 def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
            where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
            pool: TracePool | None = None, source: html.Source | None = None,
-           say: Callable[[str], None] | None = None) -> Path:
-    """Write tables, figures and report.md under ``folder``; return the report's path.
+           say: Callable[[str], None] | None = None) -> "Report":
+    """Write tables, figures and report.md under ``folder``; return the report.
 
     ``where`` restricts the records (:func:`mip.analysis.slices.restrict`); ``core`` is the core
     (n, p), None to take every (n, p) run with several selection seeds. With ``filter_dir``
@@ -197,14 +230,12 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     simulated = report.pool.planted(frame["base_model"].astype(str))
     if simulated:
         report.notes.append(f"Simulated models (a planted, known positional rule, not an LLM): {', '.join(simulated)}.")
-    for section, run in [("core", sections.core), ("budgets", compared.budgets),
-                         ("generalisability", sections.generalisability), ("prompt_variants", compared.prompt_variants),
-                         ("expanded", sections.expanded)]:
-        report.section = section
-        records = getattr(parts, section)
-        if not records.empty:
-            say(f"tables and figures: {section} ({len(records)} records)")
-            run(report, records)
+    for section in SECTIONS:
+        report.section = section.name
+        records = section.of(parts) if section.run is not None else None
+        if records is not None and not records.empty:
+            say(f"tables and figures: {section.name} ({len(records)} records)")
+            section.run(report, records)
     report.section = "strategies"
     baseline = slices.single_call_twins(frame, parts.strategies) if not parts.strategies.empty else None
     if not parts.strategies.empty:
@@ -226,11 +257,10 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
               + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
               "Core setting: " + parts.core_text, *spend_lines(frame), ""]
-    path = report.finish(header)
+    report.finish(header)
     say("report.html: lists and record pages")
-    html.write(report, header, parts, source, SECTIONS,
-               [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES], baseline)
-    return path
+    html.write(report, header, frame, source, SECTIONS, [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES])
+    return report
 
 
 def core_notes(frame: pd.DataFrame, parts: slices.Sections, core: tuple[int, float] | None) -> list[str]:

@@ -14,7 +14,8 @@ import pandas as pd
 from mip.config.budgets import slug as budget_slug
 
 from mip.analysis import coverage, pairs, slices, stats
-from mip.analysis.report import figures, metric_tables as tables, variant_figures
+from mip.analysis.report import behind, figures, metric_tables as tables, variant_figures
+from mip.analysis.report.cells import Experiments, Links, aligned, groups
 from mip.analysis.report.sections import holds, model_rows
 from mip.analysis.report.titles import tasks_of
 
@@ -40,22 +41,30 @@ def _budget_pair(report, both, tag: str, name: str) -> None:
         return
     group = both.frame
     table = model_rows(group, ["model", "budget"])
-    report.table(tables.side_by_side(table, "budget", slices.budget_order(table["budget"])), f"budgets_{tag}",
-                 f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric at each budget and its "
-                 f"change from the smallest (pp; accuracy mean ± sd over selection seeds). {both.note()}")
-    report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and budget.")
+    order = slices.budget_order(table["budget"])
+    shown = tables.side_by_side(table, "budget", order)
+    report.table(shown, f"budgets_{tag}", f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric "
+                 f"at each budget and its change from the smallest (pp; accuracy mean ± sd over selection seeds). "
+                 f"{both.note()}", behind.side_by_side(shown, group, "budget", order, tag))
+    links = behind.model_rows(table, group, ["model", "budget"], tag)
+    report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and "
+                 "budget.", links)
     report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
-                  f"Budgets compared per model at {name}, on the matched experiments of the table above.")
+                  f"Budgets compared per model at {name}, on the matched experiments of the table above.",
+                  (table.round(4), links))
     for model, sub in group.groupby("model"):
         acc = stats.accuracy(sub, ["budget", "pattern"])
         title = f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"
         report.figure(figures.budget_outcomes(sub, acc, title),
                       f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
-                      "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
-    by_budget = slices.by_budget(coverage.coverage_table(group, ["model", "budget"]))
+                      "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.",
+                      behind.numbers(acc, sub, ["budget", "pattern"], behind.ACCURACY, f"{model} at {name}"))
+    traced = coverage.with_coverage(group)
+    by_budget = slices.by_budget(coverage.coverage_table(group, ["model", "budget"], traced))
     if not by_budget.empty:
-        report.table(by_budget.assign(bin=by_budget["bin"].astype(str)).round(4), f"table7_coverage_by_budget_{tag}",
-                     f"Coverage bins per model and budget at {name} (Table 7).")
+        shown = by_budget.assign(bin=by_budget["bin"].astype(str)).round(4)
+        report.table(shown, f"table7_coverage_by_budget_{tag}", f"Coverage bins per model and budget at {name} (Table 7).",
+                     behind.coverage_bins(shown, group, traced, ["model", "budget"], f"Table 7, {tag}"))
 
 
 def prompt_variants(report, frame: pd.DataFrame) -> None:
@@ -79,13 +88,15 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
                                               f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                               f"Fig. 20 at {where}.")
                 continue
-            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus the standard "
-                         f"prompt's per model, variant and pattern ('overall': all patterns), per selection seed on the "
-                         f"experiments both prompts hold, at {where}. {notes}")
+            links = _delta_links(deltas, both, where)
+            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus the "
+                         f"standard prompt's per model, variant and pattern ('overall': all patterns), per selection seed "
+                         f"on the experiments both prompts hold, at {where}. {notes}", links)
             report.figure(variant_figures.variant_deltas(deltas, f"{where}; {tasks_of(kept)}"),
                           f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
-                          "selection seeds, on matched experiments (counts under the table above).")
+                          "selection seeds, on matched experiments (counts under the table above).",
+                          (deltas.round(4), links))
 
 
 def _variant_table(report, every, tag: str, name: str) -> None:
@@ -94,11 +105,27 @@ def _variant_table(report, every, tag: str, name: str) -> None:
         report.figure(figures.Missing(f"Prompt variants at {name}: no experiment was run under every variant. "
                                       f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
         return
-    table = model_rows(every.frame, ["model", "prompt_variant", "budget"])
+    by = ["model", "prompt_variant", "budget"]
+    table = model_rows(every.frame, by)
+    links = behind.model_rows(table, every.frame, by, tag)
     report.table(table.round(4), f"table5_prompt_variants_{tag}",
                  f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
-                 + every.note())
+                 + every.note(), links)
     report.figure(variant_figures.variant_panels(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
                   f"fig4_prompt_variants_{tag}",
                   f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
-                  "matched experiments of Table 5.")
+                  "matched experiments of Table 5.", (table.round(4), links))
+
+
+def _delta_links(deltas: pd.DataFrame, both: dict[str, pairs.Matched], where: str) -> Links:
+    """Each prompt-variant Δ (:func:`mip.analysis.stats.variant_deltas`) on the matched pairs of its
+    variant and the standard prompt (:func:`mip.analysis.pairs.against`) of its model and pattern."""
+    by = ["model", "pattern", "prompt_variant"]
+    found = {}
+    for variant, matched in both.items():
+        shown = matched.frame.assign(prompt_variant=variant)  # the row's variant: its own and the standard's
+        for key, rows in groups(pd.concat([shown, shown.assign(pattern=variant_figures.OVERALL)]), by):
+            every = Experiments.of(f"{' · '.join(map(str, key))} against the standard prompt, {where}: the matched pairs",
+                                   rows)
+            found[key] = {c: every for c in ("delta_mean", "delta_sd", "seeds", "matched")}
+    return aligned(deltas, by, found)

@@ -182,11 +182,15 @@ def _shown(value: float, fmt: str, scale: float) -> str:
     return fmt.format(value)
 
 
+def error_kinds(frame: pd.DataFrame) -> dict[str, pd.Series]:
+    """Fig. 14's kinds: which experiments of ``frame`` are mistakes, and which invalid by each kind."""
+    return {Verdict.INCORRECT: frame["verdict"] == Verdict.INCORRECT,
+            **{k: frame["invalid_kind"] == k for k in (InvalidKind.PARSE, InvalidKind.TRUNCATED, InvalidKind.INPUT_OVERFLOW)}}
+
+
 def error_types(frame: pd.DataFrame, title: str = "Error types per model (mistakes and invalid outputs by kind)") -> plt.Figure:
     """Fig. 14: share of experiments per model that are mistakes or invalid, by kind."""
-    kinds = {Verdict.INCORRECT: frame["verdict"] == Verdict.INCORRECT,
-             **{k: frame["invalid_kind"] == k for k in (InvalidKind.PARSE, InvalidKind.TRUNCATED, InvalidKind.INPUT_OVERFLOW)}}
-    shares = pd.DataFrame({k: v for k, v in kinds.items()}).groupby(frame["model"]).mean()
+    shares = pd.DataFrame(error_kinds(frame)).groupby(frame["model"]).mean()
     counts = frame.groupby("model").size()
     fig, ax = plt.subplots(figsize=(max(5, 0.7 * len(shares)), 4))
     bottom = np.zeros(len(shares))

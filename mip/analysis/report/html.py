@@ -16,9 +16,10 @@ Exercised by ``pytest tests/test_html_report.py``.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -26,19 +27,16 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from mip.analysis import stats
-from mip.analysis.report import cell_lists, record_pages, section_lists
-from mip.analysis.report.cell_lists import Lists
+from mip.analysis.report import record_pages
 from mip.analysis.report.kept_pages import Pages, Said
+from mip.analysis.report.cells import Experiments, Table
 
 TEMPLATES = Path(__file__).parent / "templates"
-#: The row key of each linked table, by its name's start (the columns the table shows).
-KEYS = {"table2_numbers_": ("model", "budget", "pool"), "table2_": ("Model", "Budget", "Pool"),
-        "budgets_numbers_": ("model", "budget"), "budgets_": ("model", "metric"), "table5_prompt_variants_": ("model", "prompt_variant", "budget"), "patterns_by_model_": ("model", "pattern"),
-        "table3_coverage_": ("model", "budget", "pool", "bin"), "mention_rates_": ("model", "pattern")}
 #: Instance IDs a record page and a mention-rate table show one by one (the rest: counted).
 SHOWN_IDS = 100
-#: Mention-rate tables show the rate of every ID up to this n, else of the first and last ten.
-ALL_IDS = 30
+#: The columns a list shows (model, task, pattern, n, p, seed, order seed, verdict, answer).
+LIST_COLUMNS = ["key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "verdict",
+                "invalid_kind", "answer"]
 
 
 @dataclass(frozen=True)
@@ -86,77 +84,87 @@ def _ranges(ids) -> str:
     return " ".join(out)
 
 
-def _keys_of(name: str) -> tuple[str, ...] | None:
-    return next((cols for start, cols in KEYS.items() if name.startswith(start)), None)
+@dataclass
+class CellList:
+    name: str
+    """The file under ``lists/``."""
+    experiments: Experiments
+    value: str = ""
+    """The number the list stands behind, as the table shows it (the first cell that links to it)."""
+
+    @property
+    def title(self) -> str:
+        return self.experiments.title
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.experiments.keys
+
+    @property
+    def mention(self) -> bool:
+        return self.experiments.mention
 
 
-def table_html(frame: pd.DataFrame, name: str, lists: Lists) -> Markup:
-    """The table with each linked cell an anchor to its list (the list learns the number it stands behind)."""
-    keys, linked = lists.columns.get(name) or _keys_of(name), lists.cells.get(name, {})
-    head = "".join(f"<th>{escape(c)}</th>" for c in frame.columns)
+@dataclass
+class Lists:
+    """The list pages of a report: one per table and set of experiments its cells link to."""
+
+    pages: dict[tuple[str, Experiments], CellList] = field(default_factory=dict)
+
+    def href(self, table: str, experiments: Experiments, value: str) -> str:
+        """The link of a cell showing ``value`` to its experiments' list (the list learns the value)."""
+        page = experiments.page
+        cell = self.pages.get((table, page))
+        if cell is None:
+            digest = hashlib.sha1(repr((table, page)).encode()).hexdigest()[:12]
+            cell = self.pages[(table, page)] = CellList(f"{table[:40]}-{digest}.html".replace("/", "-"), page)
+        cell.value = cell.value or value
+        return f"lists/{cell.name}" + (f"#{experiments.fragment}" if experiments.fragment else "")
+
+    def keys(self) -> set[str]:
+        return {k for cell in self.pages.values() for k in cell.keys}
+
+
+def table_html(table: Table, lists: Lists) -> Markup:
+    """The table with each linked cell an anchor to its list (:class:`mip.analysis.report.cells.Table`)."""
+    head = "".join(f"<th>{escape(c)}</th>" for c in table.frame.columns)
     body = []
-    for _, row in frame.iterrows():
-        links = linked.get(tuple(str(row[c]) for c in keys), {}) if keys else {}
+    for row in table.rows():
         cells = []
-        for column in frame.columns:
-            text, link = _text(row[column]), links.get(column)
-            if isinstance(link, str):
-                cell = lists.lists[link.split("#")[0][6:]]
-                cell.value = cell.value or f"{column} = {text}"
-                cells.append(f'<td><a href="{link}">{escape(text)}</a></td>')
+        for column, cell in zip(table.frame.columns, row):
+            text, link = _text(cell.value), cell.experiments
+            if isinstance(link, Experiments):
+                cells.append(f'<td><a href="{lists.href(table.name, link, f"{column} = {text}")}">{escape(text)}</a></td>')
             elif isinstance(link, dict):  # π⁺ / π⁻: each pattern named links to its experiments
-                for word, href in link.items():
-                    lists.lists[href[6:]].value = f"{column}: {word}"
+                hrefs = {word: lists.href(table.name, e, f"{column}: {word}") for word, e in link.items()}
                 # report.md's cells name patterns by short names (stats.SHORT); the link keeps the full one
                 full = {stats.SHORT.get(p, p): p for p in link}
-                words = [f'<a href="{link[full[w]]}" title="{escape(full[w])}">{escape(w)}</a>' if w in full
-                         else f'<a href="{link[w]}">{escape(w)}</a>' if w in link else str(escape(w))
+                words = [f'<a href="{hrefs[full[w]]}" title="{escape(full[w])}">{escape(w)}</a>' if w in full
+                         else f'<a href="{hrefs[w]}">{escape(w)}</a>' if w in hrefs else str(escape(w))
                          for w in text.split(" ")]
                 cells.append(f"<td>{' '.join(words)}</td>")
             else:
                 cells.append(f"<td>{escape(text)}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return Markup(f'<div class="scroll"><table class="data" id="t-{escape(name)}"><thead><tr>{head}</tr></thead>'
+    return Markup(f'<div class="scroll"><table class="data" id="t-{escape(table.name)}"><thead><tr>{head}</tr></thead>'
                   f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
-def mention_table(rates: pd.DataFrame, name: str, lists: Lists) -> pd.DataFrame | None:
-    """Figs. 5 and 21's numbers as a table: per model and pattern, the rate of each ID (every ID
-    up to :data:`ALL_IDS`, else the first and last ten); each rate links to its list at that ID."""
-    if rates.empty:
-        return None
-    n = int(rates["position"].max())
-    shown = list(range(1, n + 1)) if n <= ALL_IDS else [*range(1, 11), *range(n - 9, n + 1)]
-    rows = []
-    for (model, pattern), group in rates.groupby(["model", "pattern"], sort=False):
-        by = group.set_index("position")["rate"]
-        rows.append({"model": model, "pattern": pattern, "experiments": int(group["experiments"].iloc[0]),
-                     **{f"ID {i}": round(float(by.get(i, float("nan"))), 4) for i in shown}})
-        url = lists.cells.get(name, {}).get((str(model), str(pattern)), {}).get("experiments")
-        if isinstance(url, str):
-            for i in shown:
-                lists.cells[name][(str(model), str(pattern))][f"ID {i}"] = f"{url}{'&' if '#' in url else '#'}id={i}"
-    return pd.DataFrame(rows)
-
-
-def _items(report, lists: Lists, sections: list[tuple[str, str]]) -> list[tuple[str, list[dict]]]:
+def _items(report, lists: Lists, sections) -> list[tuple[str, list[dict]]]:
+    """Each section's items as the page shows them: every table (a data file: the table report.html
+    shows of it, if any) with its cells linked, every figure."""
     out = []
-    for section, title in sections:
+    for section in sections:
         items = []
-        for _, kind, paths, how in [i for i in report.items if i[0] == section]:
-            main, name = paths[0], paths[0].stem
-            item = {"name": name, "how": how.replace("**", ""), "image": None, "table": None,
-                    "kind": "figure not drawn" if kind == "missing" else kind,
-                    "files": [] if kind == "missing" else [p.relative_to(report.folder).as_posix() for p in paths]}
-            if kind == "figure":
-                item["image"] = main.relative_to(report.folder).as_posix()
-            frame = report.shown.get(name)
-            if kind == "data" and name.startswith("mention_rates_") and frame is not None:
-                frame = mention_table(frame, name, lists)
-            if frame is not None and kind in ("table", "data") and (kind == "table" or name.startswith("mention_rates_")):
-                item["table"] = table_html(frame, name, lists)
-            items.append(item)
-        out.append((title, items))
+        for item in [i for i in report.items if i.section == section.name]:
+            main = item.paths[0]
+            items.append({"name": item.name, "how": item.how.replace("**", ""),
+                          "kind": "figure not drawn" if item.kind == "missing" else item.kind,
+                          "image": main.relative_to(report.folder).as_posix() if item.kind == "figure" else None,
+                          "table": table_html(item.table, lists) if item.table is not None else None,
+                          "files": [] if item.kind == "missing" else
+                          [p.relative_to(report.folder).as_posix() for p in item.paths]})
+        out.append((section.title, items))
     return out
 
 
@@ -166,7 +174,7 @@ def _list_rows(cell, info: pd.DataFrame, mentioned: dict[str, set[int]], written
     for key in cell.keys:
         r = info.loc[key]
         ids = mentioned.get(key)
-        rows.append({**{c: _text(r[c]) for c in cell_lists.LIST_COLUMNS if c != "key"}, "key": key,
+        rows.append({**{c: _text(r[c]) for c in LIST_COLUMNS if c != "key"}, "key": key,
                      "invalid_kind": r["invalid_kind"] if isinstance(r["invalid_kind"], str) else "",
                      "ids": _ranges(ids) if ids and cell.mention else "", "mentioned": "–" if ids is None else len(ids),
                      "href": f"../{written[key]}" if key in written else None})
@@ -189,11 +197,11 @@ def _clip_long_texts(view, path: Path) -> None:
             stage.marked = record_pages.marked(stage.reasoning, view.n)  # type: ignore[attr-defined]
 
 
-def write(report, header: list[str], parts, source: Source | None, sections: list[tuple[str, str]],
-          choices: list[str], baseline: pd.DataFrame | None = None) -> Path:
+def write(report, header: list[str], frame: pd.DataFrame, source: Source | None, sections,
+          choices: list[str]) -> Path:
     """Write report.html, its lists and record pages under ``report.folder``; return report.html's path.
-    ``parts``: the report's sections (:func:`mip.analysis.slices.sections`), whose tables' numbers link down;
-    ``baseline``: the single-call experiments the strategies are compared with."""
+    ``frame``: the report's records (a list shows their fields); ``sections``: the report's
+    (:data:`mip.analysis.report.SECTIONS`), whose items' tables link each cell to its list."""
     folder = report.folder
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     shutil.rmtree(folder / "lists", ignore_errors=True)  # lists of an earlier report in this folder are not this one's
@@ -203,18 +211,27 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
     for asset in ("report.css", "report.js"):
         shutil.copyfile(TEMPLATES / asset, folder / "assets" / asset)
     lists = Lists()
-    core = parts.core
-    traced = cell_lists.core(lists, core) if not core.empty else pd.DataFrame(columns=["key", "mentioned_ids"])
-    cell_lists.budgets(lists, parts.budgets)
-    cell_lists.prompt_variants(lists, parts.prompt_variants)
-    section_lists.intervals(lists, core)
-    section_lists.generalisability(lists, parts.generalisability)
-    section_lists.strategies(lists, parts.strategies, baseline)
-    section_lists.expanded(lists, parts.expanded)
-    mentioned = dict(zip(traced["key"], traced["mentioned_ids"])) if len(traced) else {}
+    shown = _items(report, lists, sections)  # registers every cell's list
+    written = _record_pages(env, folder, pages, source, lists.keys())
+    page = env.get_template("report.html.j2").render(header=[h for h in header if h], notes=report.notes,
+                                                     choices=choices, sections=shown)
+    path = folder / "report.html"
+    path.write_text(page, encoding="utf-8")
+    info = frame.drop_duplicates("key").set_index("key")
+    listing = env.get_template("list.html.j2")
+    filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]
+    for cell in lists.pages.values():
+        (folder / "lists").mkdir(exist_ok=True)
+        (folder / "lists" / cell.name).write_text(listing.render(cell=cell, filters=filters, rows=_list_rows(
+            cell, info, report.mentioned, written)), encoding="utf-8")
+    return path
+
+
+def _record_pages(env, folder: Path, pages: Pages, source: Source | None, keys: set[str]) -> dict[str, str]:
+    """A page per listed record (one kept unchanged since the last report is not written again):
+    each record's page path by its key."""
     written: dict[str, str] = {}
     record = env.get_template("record.html.j2")
-    keys = lists.keys()
     said = Said("record pages", len(keys) if source is not None else 0)
     for view in source.views(keys, pages.kept) if source is not None else []:
         said.update()
@@ -231,17 +248,4 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
                         encoding="utf-8")
         written[view.key] = path.relative_to(folder).as_posix()
     pages.close(set(written))
-    page = env.get_template("report.html.j2").render(header=[h for h in header if h], notes=report.notes,
-                                                     choices=choices, sections=_items(report, lists, sections))
-    path = folder / "report.html"
-    path.write_text(page, encoding="utf-8")
-    shown = [f for f in (core, parts.budgets, parts.prompt_variants, parts.generalisability, parts.strategies, baseline,
-                         parts.expanded) if f is not None and not f.empty]
-    info = (pd.concat(shown) if shown else core).drop_duplicates("key").set_index("key")
-    listing = env.get_template("list.html.j2")
-    filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]
-    for cell in lists.lists.values():
-        (folder / "lists").mkdir(exist_ok=True)
-        (folder / "lists" / cell.name).write_text(listing.render(cell=cell, filters=filters, rows=_list_rows(
-            cell, info, mentioned, written)), encoding="utf-8")
-    return path
+    return written

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mip.config.budgets import slug as budget_slug
-
 from mip.analysis import coverage, inference, pairs, slices, stats
 from mip.experiment.instances import PATTERNS
-from mip.analysis.report import figures, metric_tables as tables, trace_figures
-from mip.analysis.report.titles import plural, tasks_of
+from mip.analysis.report import behind, coverage_section, figures, metric_tables as tables
+from mip.analysis.report.behind import numbers
+from mip.analysis.report.cells import Experiments, Links, grouped
+from mip.analysis.report.titles import holds, plural
 
 #: What a core-section table row is: one slice of the setting (model × budget × pool).
-ROW = ["model", "budget", "pool"]
+ROW = coverage_section.ROW
+ACCURACY = behind.ACCURACY
 
 
 def _rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -42,11 +43,6 @@ def in_row_order(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """``table`` (one or more rows per :func:`_rows` label) with its labels in :func:`row_order`, stably."""
     rank = {m: i for i, m in enumerate(row_order(rows))}
     return table.sort_values("model", kind="stable", key=lambda c: c.map(rank)).reset_index(drop=True)
-
-
-def holds(frame: pd.DataFrame) -> str:
-    """What a figure's records are, for its title: ``task ner, 36 experiments`` or ``tasks a, b pooled, …``."""
-    return f"{tasks_of(frame)}, {plural(len(frame), 'experiment')}"
 
 
 def rests_on(sets: int, paired_seeds: int, dropped: int = 0) -> str:
@@ -87,58 +83,86 @@ def core(report, frame: pd.DataFrame) -> None:
     for setting, group in slices.of(frame, ["n", "p"]):
         tag = slices.file_tag(setting, ["n", "p"])
         name = slices.label(setting, ["n", "p"]) + " (standard prompt, single call, core orderings)"
-        models = model_rows(group, ROW)
-        report.table(tables.table2(models), f"table2_{tag}",
-                     f"Tables 2 and 6 at {name}: one row per slice (model × budget × pool). Valid-only and "
-                     "all-experiment accuracy (mean ± sd over selection seeds), Δ with π⁺/π⁻ († one paired seed, ‡ "
-                     "two), invalid rate; 'Sets' is the instance sets with a valid experiment behind each row. π⁺ / π⁻ by "
-                     f"short names, every tie named (a = b), π⁻ '–' where no pattern is worse: {stats.legend()}. "
-                     "π⁺, π⁻, Δ and the tests below compare patterns on the experiments every pattern holds."
-                     + "".join(f" {note}" for note in pattern_notes(group, ROW)))
-        report.table(models.round(6), f"table2_numbers_{tag}", "The numbers behind the table above, unrounded for reuse.")
-        report.table(intervals(group), f"intervals_and_tests_{tag}",
-                     f"Beyond the paper, at {name}: 95 % bootstrap intervals of accuracy and Δ and a paired test of π⁺ "
-                     f"against π⁻ on matched instance sets. With fewer than {inference.MIN_PAIRS} pairs they read "
-                     "'not testable': no outcome of so few sets could be significant.")
         rows = _rows(group)
         patterns = in_row_order(stats.pattern_table(rows), rows)
-        report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), f"patterns_by_model_{tag}",
-                     f"Valid-only accuracy per slice and pattern at {name}, mean and sd over selection seeds.")
-        report.figure(figures.pattern_bars(patterns, _representative(patterns),
-                                           f"Representative patterns, {name}; {holds(group)}"),
-                      f"fig2_representative_patterns_{tag}", f"Fig. 2 at {name}; error bars: sd over seeds; n/a: no "
-                      "valid experiment.")
-        report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"), f"fig17_all_patterns_{tag}",
-                      f"All seven patterns per slice (Fig. 17) at {name}.")
-        by_task = in_row_order(stats.pattern_table(rows, ["model", "task"]), rows)
-        report.figure(figures.counterpart_pairs(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
-                                                         f"{name}; {holds(group)}"), f"fig18_counterparts_{tag}",
-                      f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
-                      "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
-                      "error bars: sd over selection seeds.")
-        report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
-                      f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.")
-        cell = rows.assign(cell=rows["task"] + " / " + rows["pattern"])
-        order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))]
-        invalid = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc=lambda v: int((~v).sum()))
-        total = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc="size")
-        order = [c for c in order if c in invalid.columns]
-        # Task × pattern cells as rows (35 on the paper's grid), slices as columns: a figure as tall as it needs, never too wide.
-        columns = [c for c in row_order(rows) if c in invalid.index]  # 20k before 100k, not by the label's text
-        invalid, total = invalid.loc[columns, order].T, total.loc[columns, order].T
-        report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
-                                      "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
-                      f"fig15_invalid_counts_{tag}",
-                      "Invalid experiments per task × pattern (rows) and slice (columns); under each count, (n=…) the "
-                      "experiments of that cell.")
-        per_task = stats.accuracy(rows, ["model", "task"])
-        shown = [c for c in columns if c in set(per_task["model"])]
-        report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
-                                      f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
-                                      counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
-                      f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and labels.")
+        core_tables(report, group, rows, patterns, tag, name)
+        core_figures(report, group, rows, patterns, tag, name)
+        cell_figures(report, group, rows, tag, name)
         pools(report, group, tag, name)
-        coverage_of(report, group, setting, tag, name)
+        coverage_section.coverage_of(report, group, setting, tag, name)
+
+
+def core_tables(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.DataFrame, tag: str, name: str) -> None:
+    """Table 2 and its numbers, the intervals and tests, and accuracy per pattern of one core setting."""
+    models = model_rows(group, ROW)
+    raw = behind.model_rows(models, group, ROW, tag)
+    report.table(tables.table2(models), f"table2_{tag}",
+                 f"Tables 2 and 6 at {name}: one row per slice (model × budget × pool). Valid-only and "
+                 "all-experiment accuracy (mean ± sd over selection seeds), Δ with π⁺/π⁻ († one paired seed, ‡ "
+                 "two), invalid rate; 'Sets' is the instance sets with a valid experiment behind each row. π⁺ / π⁻ by "
+                 f"short names, every tie named (a = b), π⁻ '–' where no pattern is worse: {stats.legend()}. "
+                 "π⁺, π⁻, Δ and the tests below compare patterns on the experiments every pattern holds."
+                 + "".join(f" {note}" for note in pattern_notes(group, ROW)), behind.table2(raw))
+    report.table(models.round(6), f"table2_numbers_{tag}", "The numbers behind the table above, unrounded for reuse.",
+                 raw)
+    table, links = intervals(group, tag)
+    report.table(table, f"intervals_and_tests_{tag}",
+                 f"Beyond the paper, at {name}: 95 % bootstrap intervals of accuracy and Δ and a paired test of π⁺ "
+                 f"against π⁻ on matched instance sets. With fewer than {inference.MIN_PAIRS} pairs they read "
+                 "'not testable': no outcome of so few sets could be significant.", links)
+    shown, links = numbers(patterns, rows, ["model", "pattern"], ACCURACY, f"Accuracy per pattern, {tag}")
+    report.table(shown, f"patterns_by_model_{tag}", f"Valid-only accuracy per slice and pattern at {name}, mean and sd "
+                 "over selection seeds.", links)
+
+
+def core_figures(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.DataFrame, tag: str, name: str) -> None:
+    """Figs. 2, 17, 18 and 14 of one core setting, each with the table of its numbers."""
+    chosen = _representative(patterns)
+    what = f"Accuracy per pattern, {tag}"
+    report.figure(figures.pattern_bars(patterns, chosen, f"Representative patterns, {name}; {holds(group)}"),
+                  f"fig2_representative_patterns_{tag}", f"Fig. 2 at {name}; error bars: sd over seeds; n/a: no "
+                  "valid experiment.", numbers(patterns[patterns["pattern"].astype(str).isin(chosen or ())], rows,
+                                               ["model", "pattern"], ACCURACY, what) if chosen else None)
+    report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"), f"fig17_all_patterns_{tag}",
+                  f"All seven patterns per slice (Fig. 17) at {name}.",
+                  numbers(patterns, rows, ["model", "pattern"], ACCURACY, what))
+    by_task = in_row_order(stats.pattern_table(rows, ["model", "task"]), rows)
+    report.figure(figures.counterpart_pairs(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
+                                                     f"{name}; {holds(group)}"), f"fig18_counterparts_{tag}",
+                  f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
+                  "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
+                  "error bars: sd over selection seeds.",
+                  numbers(by_task, rows, ["model", "task", "pattern"], ACCURACY, f"Accuracy per task and pattern, {tag}"))
+    report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
+                  f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.",
+                  behind.error_kinds(rows, tag))
+
+
+def cell_figures(report, group: pd.DataFrame, rows: pd.DataFrame, tag: str, name: str) -> None:
+    """Figs. 15 and 16 of one core setting (task × pattern and task cells per slice), with their numbers."""
+    cell = rows.assign(cell=rows["task"] + " / " + rows["pattern"])
+    order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))]
+    invalid = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc=lambda v: int((~v).sum()))
+    total = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc="size")
+    order = [c for c in order if c in invalid.columns]
+    # Task × pattern cells as rows (35 on the paper's grid), slices as columns: a figure as tall as it needs, never too wide.
+    columns = [c for c in row_order(rows) if c in invalid.index]  # 20k before 100k, not by the label's text
+    counts = in_row_order(rows.groupby(["model", "task", "pattern"]).agg(
+        invalid=("valid", lambda v: int((~v).sum())), experiments=("valid", "size")).reset_index(), rows)
+    invalid, total = invalid.loc[columns, order].T, total.loc[columns, order].T
+    report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
+                                  "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
+                  f"fig15_invalid_counts_{tag}",
+                  "Invalid experiments per task × pattern (rows) and slice (columns); under each count, (n=…) the "
+                  "experiments of that cell.", numbers(counts, rows, ["model", "task", "pattern"], ("invalid", "experiments"),
+                                                       f"Experiments per task and pattern, {tag}"))
+    per_task = stats.accuracy(rows, ["model", "task"])
+    shown = [c for c in columns if c in set(per_task["model"])]
+    report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
+                                  f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
+                                  counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
+                  f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and labels.",
+                  numbers(in_row_order(per_task, rows), rows, ["model", "task"], ACCURACY, f"Accuracy per task, {tag}"))
 
 
 def pool_rows(group: pd.DataFrame) -> tuple[pairs.Matched | None, pd.DataFrame, list[str]]:
@@ -162,23 +186,35 @@ def pools(report, group: pd.DataFrame, tag: str, name: str) -> None:
     if both.empty:
         report.notes.append(f"Filtered and unfiltered pools at {name} are not compared: {both.note()}")
         return
-    report.table(tables.side_by_side(model_rows(rows, ["model", "pool"]), "pool", order), f"pools_{tag}",
-                 f"The filtered pool beside the unfiltered one at {name} (App. C.1), per model and budget, each "
-                 f"metric and its change. {both.note()}")
+    table = tables.side_by_side(model_rows(rows, ["model", "pool"]), "pool", order)
+    report.table(table, f"pools_{tag}", f"The filtered pool beside the unfiltered one at {name} (App. C.1), per model "
+                 f"and budget, each metric and its change. {both.note()}", behind.side_by_side(table, rows, "pool", order, tag))
 
 
-def intervals(group: pd.DataFrame) -> pd.DataFrame:
-    rows = []
+def intervals(group: pd.DataFrame, tag: str) -> tuple[pd.DataFrame, Links]:
+    """Per slice: the accuracy interval on its experiments, the Δ interval on the experiments of π⁺
+    and π⁻ every pattern holds, and the paired test on their valid pairs (:func:`mip.analysis.pairs.valid_pairs`)."""
+    rows, links = [], []
     for row, sub in slices.of(group, ROW):
+        where = f"{' · '.join(str(row[c]) for c in ROW)} ({tag})"
         gap = stats.best_worst_gap(sub)
         low, high = inference.bootstrap_accuracy(sub)
         out = {**row, "sets": inference.sets_of(sub), "acc_ci_low": low, "acc_ci_high": high, "delta_ci_low": None,
                "delta_ci_high": None, "test": "not testable", "pairs": 0, "p_value": None}
+        every = Experiments.of(f"Intervals, {where}: every experiment", sub)
+        links.append({"sets": every, "acc_ci_low": every, "acc_ci_high": every})
         if gap.best and gap.worst and gap.best != gap.worst:
             kept = gap.compared.frame  # Δ's experiments: those every pattern holds (mip.analysis.pairs.patterns)
             out["delta_ci_low"], out["delta_ci_high"] = inference.bootstrap_gap(kept, gap.best, gap.worst)
             test = inference.paired_test(kept, gap.best, gap.worst)
             out.update({"test": test.test, "pairs": test.pairs, "p_value": test.p_value})
+            resampled = Experiments.of(f"Intervals, {where}: the Δ interval's experiments ({gap.best} and {gap.worst} "
+                                       "in the instance sets every pattern holds)",
+                                       pairs.two_patterns(kept, gap.best, gap.worst).frame)
+            paired = Experiments.of(f"Intervals, {where}: the paired test's experiments ({gap.best} against {gap.worst}, "
+                                    "valid, in the instance sets holding both)", pairs.valid_pairs(kept, gap.best, gap.worst))
+            links[-1] |= {"delta_ci_low": resampled, "delta_ci_high": resampled,
+                          "test": paired, "pairs": paired, "p_value": paired}
         if out["test"] in ("not testable", "none"):
             out["test"] = f"not testable ({out['pairs']} pairs < {inference.MIN_PAIRS})"
         rows.append(out)
@@ -187,109 +223,19 @@ def intervals(group: pd.DataFrame) -> pd.DataFrame:
     table = table.round(4)
     # An exact p of 1.9e-9 is not 0: p-values keep three significant digits.
     table["p_value"] = [None if pd.isna(v) else float(f"{v:.3g}") for v in p_values]
-    return table
-
-
-def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str) -> None:
-    """Table 3 per slice over every valid run; Fig. 5 pooled over the report's trace pool
-    (:mod:`mip.analysis.report.model_sets`) per budget and pool, per model, and per pattern (Fig. 21)."""
-    traced = coverage.with_coverage(group)  # the trace scan, once for the table and the curves
-    cov = slices.by_budget(coverage.coverage_table(group, ROW, traced))
-    if cov.empty:
-        report.notes.append(f"{name}: no valid experiment, so no coverage table.")
-        return
-    report.table(cov.assign(bin=cov["bin"].astype(str)).round(4), f"table3_coverage_{tag}",
-                 f"Table 3 at {name}: valid experiments per coverage bin with their share and accuracy; the bins "
-                 f"add up to every valid experiment, those without a reasoning trace in '{coverage.NO_TRACE}'.")
-    n, p = int(setting["n"]), float(setting["p"])
-    for (budget, pool), sub in sorted(traced.groupby(["budget", "pool"]), key=lambda item: (
-            slices.budget_order(traced["budget"]).index(str(item[0][0])), str(item[0][1]))):
-        suffix, where = f"{tag}_{budget_slug(budget)}_{pool}", f"{name}, budget {budget}, {pool} pool"
-        members, who = report.pool.select(sub)
-        rates = coverage.mention_rates(sub, n, sub)
-        pooled = coverage.mention_rates(members, n, members.assign(model="pooled")) if not members.empty else rates.iloc[0:0]
-        report.figure(trace_figures.mention_rates(pooled[pooled["pattern"] == coverage.POOLED], n, p, who)
-                      if not members.empty else figures.Missing(f"Fig. 5 at {where}: {who}"),
-                      f"fig5_mention_rates_{suffix}", f"Fig. 5 at {where}: per-ID mention rate over the valid experiments "
-                      "with a trace, all patterns, over the models its title names (§5.1: full reasoning traces).")
-        report.figure(trace_figures.mention_rates(rates[rates["pattern"] == coverage.POOLED], n, p, f"per model, {holds(sub)}"),
-                      f"fig5_mention_rates_per_model_{suffix}", f"Fig. 5 per model at {where}: each model's own curve, "
-                      "never averaged with another's.")
-        report.data(pd.concat([pooled, rates]), f"mention_rates_{suffix}", "Per-ID mention rates behind Figs. 5 and "
-                    f"21: per model ('pooled': {who}) and pattern ('all patterns' pooled), per position.")
-        report.figure(trace_figures.mention_rates(rates[rates["pattern"] != coverage.POOLED], n, p, f"per model, {holds(sub)}"),
-                      f"fig21_mention_rates_{suffix}", "Per pattern with block boundaries (Fig. 21), one curve per model.")
-
-
-def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
-    """Fig. 22 (mean coverage per (n, p) cell, pooled over the report's trace pool) and Fig. 23 (per model)."""
-    traced = coverage.with_coverage(group)
-    if traced.empty:
-        return
-    members, who = report.pool.select(traced)
-    if members.empty:
-        report.figure(figures.Missing(f"Fig. 22 at {name}: {who}"), f"fig22_coverage_pooled_{tag}",
-                      "Mean coverage per (n, p) cell, pooled over models (Fig. 22).")
-    for label, sub in [("pooled", members), *traced.groupby("model")]:
-        if sub.empty:
-            continue
-        cell = sub.groupby(["n", "p"]).agg(coverage=("coverage", "mean"), mentioned=("mentioned", "mean"),
-                                           size=("coverage", "size")).reset_index()
-        fig = "fig22" if label == "pooled" else "fig23"
-        title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]}); {holds(sub)}"
-        report.figure(figures.heatmap(cell.pivot(index="p", columns="n", values="coverage"), title, "coverage (%)",
-                                      counts=cell.pivot(index="p", columns="n", values="size"),
-                                      extra=cell.pivot(index="p", columns="n", values="mentioned")),
-                      f"{fig}_coverage_{label.replace(' ', '_')}_{tag}",
-                      "Mean coverage (% of IDs mentioned) per cell over valid experiments with a trace, (mean count of "
-                      "mentioned IDs) below." + (f" {who[0].upper()}{who[1:]}." if label == "pooled" else ""))
-
-
-def generalisability(report, frame: pd.DataFrame) -> None:
-    """Fig. 3 (accuracy over n × p, random with its sd over order seeds), Figs. 10/11 and 22/23."""
-    for setting, group in slices.of(frame, ["budget", "pool"]):
-        tag, name = slices.file_tag(setting, ["budget", "pool"]), slices.label(setting, ["budget", "pool"])
-        cells = stats.accuracy(group, ["model", "pattern", "n", "p"])
-        report.table(cells.round(4), f"generalisability_cells_{tag}",
-                     f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds. "
-                     + frame.attrs.get("matched", ""))
-        order_sd = stats.random_order_sd(group, ["model", "n", "p"])
-        for (model, pattern), sub in cells.groupby(["model", "pattern"]):
-            if pattern not in figures.REPRESENTATIVE:
-                continue
-            sd = None
-            if pattern == "random":
-                sd = order_sd[order_sd["model"] == model].pivot(index="p", columns="n", values="order_sd")
-            report.figure(figures.heatmap(sub.pivot(index="p", columns="n", values="acc_mean"),
-                                          f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p; "
-                                          f"{holds(group[(group['model'] == model) & (group['pattern'] == pattern)])}",
-                                          "accuracy (%)",
-                                          counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
-                          f"fig3_np_{model}_{pattern}_{tag}", f"Fig. 3 for {model} under {pattern}; random shows ± sd "
-                          "over order seeds (the paper's), the structured patterns none.")
-        for model, sub in group.groupby("model"):
-            acc = stats.accuracy(sub, ["n", "p"])
-            inv = stats.invalid_rates(sub, ["n", "p"])
-            report.figure(figures.heatmap(acc.pivot(index="p", columns="n", values="acc_mean"),
-                                          f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10); {holds(sub)}",
-                                          "accuracy (%)",
-                                          counts=acc.pivot(index="p", columns="n", values="valid")),
-                          f"fig10_np_accuracy_{model}_{tag}", "Valid-only accuracy pooled over patterns (Fig. 10).")
-            report.figure(figures.heatmap(inv.pivot(index="p", columns="n", values="invalid_rate"),
-                                          f"{model}, {name}: invalid rate over n × p (Fig. 11); {holds(sub)}", "invalid (%)",
-                                          counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
-                          f"fig11_np_invalid_{model}_{tag}", "Invalid rate pooled over patterns (Fig. 11).")
-        coverage_grids(report, group, name, tag)
+    return table, tuple(links)
 
 
 def expanded(report, frame: pd.DataFrame) -> None:
     """§5.2.1's expanded orderings (records with a shuffle seed): per slice, not with the core."""
     table = model_rows(frame, slices.SLICE)
     report.table(table.round(4), "expanded_orderings", "Expanded orderings (structured patterns over 50 within-label "
-                 "shuffles, §5.2.1), one row per slice; kept apart from the core orderings.")
+                 "shuffles, §5.2.1), one row per slice; kept apart from the core orderings.",
+                 behind.model_rows(table, frame, slices.SLICE, "expanded orderings"))
     patterns = stats.pattern_table(frame, slices.SLICE)
     report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), "expanded_orderings_patterns",
-                 "Accuracy per pattern within each expanded-orderings slice.")
+                 "Accuracy per pattern within each expanded-orderings slice.",
+                 grouped(patterns, frame, [*slices.SLICE, "pattern"], ACCURACY, "Expanded orderings, accuracy per pattern"))
 
 
 def _representative(patterns: pd.DataFrame) -> tuple[str, ...] | None:

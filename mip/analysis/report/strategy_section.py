@@ -17,13 +17,16 @@ import pandas as pd  # noqa: E402
 
 from mip.analysis import pairs, slices  # noqa: E402
 from mip.experiment.instances import PATTERNS  # noqa: E402
-from mip.analysis.report import sections  # noqa: E402
+from mip.analysis.report import behind, sections  # noqa: E402
 from mip.analysis.report.figures import Missing  # noqa: E402
+from mip.analysis.report.cells import Links, grouped  # noqa: E402
 
 
 #: The cost table's columns (each opens the slice's experiments in report.html).
 COST_COLUMNS = ("experiments", "calls per experiment", "prompt tokens per experiment", "completion tokens per experiment",
                 "cost per experiment (USD)", "total cost (USD)")
+#: What a strategy's cost and count tables stand on (:func:`compared`).
+MATCHED = "matched with the single call"
 
 
 def slice_keys(frame: pd.DataFrame) -> list[str]:
@@ -33,9 +36,9 @@ def slice_keys(frame: pd.DataFrame) -> list[str]:
     return ["model", *[c for c in rest if frame[c].nunique(dropna=False) > 1]]
 
 
-def strategy_tables(frame: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str]]:
+def strategy_tables(frame: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, Links]]:
     """Cost and tokens per experiment for every slice row; count errors and instance-level
-    results where strategies recorded them."""
+    results where strategies recorded them; each row's numbers on its experiments of ``frame``."""
     out = []
     keys = slice_keys(frame)
     shared = [c for c in slices.SLICE if c not in keys and c != "strategy"]
@@ -49,21 +52,26 @@ def strategy_tables(frame: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str]]:
         "cost per experiment (USD)": g["cost"].mean(), "total cost (USD)": g["cost"].sum(min_count=1),
     }).reset_index().round(6)
     out.append((cost, "cost_and_tokens", "What each slice (strategies as their own rows) costs per experiment: calls, "
-                "prompt and completion tokens, and cost where the server reported it — the price of robustness." + where))
+                "prompt and completion tokens, and cost where the server reported it — the price of robustness." + where,
+                grouped(cost, frame, keys, COST_COLUMNS, f"Cost and tokens ({MATCHED})")))
     counted = frame.dropna(subset=["count_error_majority"])
     if not counted.empty:
         c = counted.groupby([*keys, "pattern"], dropna=False)["count_error_majority"]
         table = pd.DataFrame({"experiments": c.size(), "mean error": c.mean(), "sd": c.std(ddof=1),
                               "mean |error|": c.apply(lambda e: e.abs().mean())}).reset_index().round(3)
         out.append((table, "count_errors", "Reported (count_report) or tallied (decomposed) majority-label count minus "
-                    "the true count, per slice and pattern: negative means majority instances were dropped." + where))
+                    "the true count, per slice and pattern: negative means majority instances were dropped." + where,
+                    grouped(table, counted, [*keys, "pattern"], ("experiments", "mean error", "sd", "mean |error|"),
+                            f"Count errors ({MATCHED})")))
     decomposed = frame.dropna(subset=["instance_accuracy"])
     if not decomposed.empty:
         d = decomposed.groupby([*keys, "pattern"], dropna=False)
         table = pd.DataFrame({"experiments": d.size(), "instance accuracy": d["instance_accuracy"].mean(),
                               "missing share": d["missing_share"].mean()}).reset_index().round(4)
         out.append((table, "decomposed_instances", "Decomposed strategy: accuracy of the per-instance labels and the share "
-                    "of instances left without a label, per slice and pattern." + where))
+                    "of instances left without a label, per slice and pattern." + where,
+                    grouped(table, decomposed, [*keys, "pattern"], ("experiments", "instance accuracy", "missing share"),
+                            f"Decomposed instances ({MATCHED})")))
     return out
 
 
@@ -118,10 +126,11 @@ def strategies(report, frame: pd.DataFrame, baseline: pd.DataFrame | None = None
     """Beyond the paper: each strategy slice's accuracy and Δ, cost, count errors. The cost
     table also shows the single call on the same slices (``baseline``): the price of robustness."""
     table = sections.model_rows(frame, slices.SLICE)
-    report.table(table.round(4), "strategies", "Strategies other than the single call, one row per slice.")
+    report.table(table.round(4), "strategies", "Strategies other than the single call, one row per slice.",
+                 behind.model_rows(table, frame, slices.SLICE, "strategies"))
     both, note = compared(frame, baseline)
-    for table, name, how in strategy_tables(both):
-        report.table(table, name, how + note)
+    for table, name, how, links in strategy_tables(both):
+        report.table(table, name, how + note, links)
     errors = frame.dropna(subset=["position_errors"])
     for setting, group in slices.of(errors, slices.SLICE):
         tag = slices.file_tag(setting, slices.SLICE)

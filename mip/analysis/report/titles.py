@@ -4,7 +4,7 @@ then the layout is tightened again, so that no title is cut off at the figure's 
 >>> fit(fig)    # what mip.analysis.report.figures.save does before it writes   # doctest: +SKIP
 
 Also the words titles share: a count with its noun (:func:`plural`), the tasks a figure holds
-(:func:`tasks_of`).
+(:func:`tasks_of`), with its count of experiments (:func:`holds`).
 
 Checked for every figure of a report by tests/test_figures.py.
 """
@@ -36,6 +36,11 @@ def tasks_of(frame) -> str:
     if len(tasks) == 1:
         return f"task {tasks[0]}"
     return f"tasks {', '.join(tasks)} pooled" if tasks else "no task"
+
+
+def holds(frame) -> str:
+    """What a figure's records are, for its title: ``task ner, 36 experiments`` or ``tasks a, b pooled, …``."""
+    return f"{tasks_of(frame)}, {plural(len(frame), 'experiment')}"
 
 
 def titles(fig: plt.Figure) -> list[Text]:
