@@ -12,7 +12,7 @@ A section calls these beside the table they describe, on the records it computed
 - side-by-side comparisons (pools, budgets): each condition's column on the model's matched
   experiments under it, each change on those of both conditions compared;
 - mention rates (Figs. 5, 21): the model's valid experiments with a trace, one list per model that
-  each pattern's row and each ID's rate open with that pattern and ID chosen.
+  each pattern's row and each ID's rate open with that pattern and ID chosen;
 - a figure's numbers (:func:`numbers`): each row's experiments among those the figure plots; Fig. 14's
   (:func:`error_kinds`) the slice's experiments of each kind.
 

@@ -20,6 +20,11 @@ from mip.analysis.report.titles import holds
 CELL = ["n", "p"]
 
 
+def cell_words(name: str) -> str:
+    """The title of a cell's list: one for the cells table and for Fig. 3, so that both open one page."""
+    return f"Generalisability, {name}, the matched experiments of cell"
+
+
 def generalisability(report, frame: pd.DataFrame) -> None:
     """Fig. 3 (accuracy over n × p, random with its sd over order seeds), Figs. 10/11 and 22/23."""
     for setting, group in slices.of(frame, ["budget", "pool"]):
@@ -28,7 +33,7 @@ def generalisability(report, frame: pd.DataFrame) -> None:
         report.table(cells.round(4), f"generalisability_cells_{tag}",
                      f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds. "
                      + frame.attrs.get("matched", ""), grouped(cells, group, ["model", "pattern", *CELL], ACCURACY,
-                                                                f"Generalisability, {name}, the matched experiments of cell"))
+                                                                cell_words(name)))
         pattern_grids(report, group, cells, tag, name)
         for model, sub in group.groupby("model"):
             model_grids(report, model, sub, tag, name)
@@ -50,7 +55,7 @@ def pattern_grids(report, group: pd.DataFrame, cells: pd.DataFrame, tag: str, na
                                       "accuracy (%)", counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
                       f"fig3_np_{model}_{pattern}_{tag}", f"Fig. 3 for {model} under {pattern}; random shows ± sd "
                       "over order seeds (the paper's), the structured patterns none.",
-                      numbers(sub, rows, CELL, ACCURACY, f"{model} under {pattern}, {name}, cell"))
+                      numbers(sub, rows, ["model", "pattern", *CELL], ACCURACY, cell_words(name)))
 
 
 def model_grids(report, model: str, sub: pd.DataFrame, tag: str, name: str) -> None:

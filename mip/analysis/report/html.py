@@ -107,17 +107,19 @@ class CellList:
 
 @dataclass
 class Lists:
-    """The list pages of a report: one per table and set of experiments its cells link to."""
+    """The list pages of a report: one per set of experiments (and its title) the cells link to, so
+    that a figure's number and the table cell it repeats open one page."""
 
-    pages: dict[tuple[str, Experiments], CellList] = field(default_factory=dict)
+    pages: dict[Experiments, CellList] = field(default_factory=dict)
 
     def href(self, table: str, experiments: Experiments, value: str) -> str:
-        """The link of a cell showing ``value`` to its experiments' list (the list learns the value)."""
+        """The link of a cell of ``table`` showing ``value`` to its experiments' list (the list learns
+        the value of the first cell that links to it)."""
         page = experiments.page
-        cell = self.pages.get((table, page))
+        cell = self.pages.get(page)
         if cell is None:
             digest = hashlib.sha1(repr((table, page)).encode()).hexdigest()[:12]
-            cell = self.pages[(table, page)] = CellList(f"{table[:40]}-{digest}.html".replace("/", "-"), page)
+            cell = self.pages[page] = CellList(f"{table[:40]}-{digest}.html".replace("/", "-"), page)
         cell.value = cell.value or value
         return f"lists/{cell.name}" + (f"#{experiments.fragment}" if experiments.fragment else "")
 
@@ -168,17 +170,34 @@ def _items(report, lists: Lists, sections) -> list[tuple[str, list[dict]]]:
     return out
 
 
-def _list_rows(cell, info: pd.DataFrame, mentioned: dict[str, set[int]], written: dict[str, str]) -> list[dict]:
+def _list_rows(cell, rows: "ListRows") -> list[dict]:
     """A list's rows; a mention-rate list's carry their mentioned IDs (as ranges) for its ID count."""
-    rows = []
-    for key in cell.keys:
-        r = info.loc[key]
-        ids = mentioned.get(key)
-        rows.append({**{c: _text(r[c]) for c in LIST_COLUMNS if c != "key"}, "key": key,
-                     "invalid_kind": r["invalid_kind"] if isinstance(r["invalid_kind"], str) else "",
-                     "ids": _ranges(ids) if ids and cell.mention else "", "mentioned": "–" if ids is None else len(ids),
-                     "href": f"../{written[key]}" if key in written else None})
-    return rows
+    return [{**rows.of(key), "ids": rows.ids(key) if cell.mention else ""} for key in cell.keys]
+
+
+@dataclass
+class ListRows:
+    """Each listed record's row as the list pages show it, made once however many lists hold it."""
+
+    info: pd.DataFrame
+    """The report's records by key."""
+    mentioned: dict[str, list[int]]
+    written: dict[str, str]
+    made: dict[str, dict] = field(default_factory=dict)
+
+    def of(self, key: str) -> dict:
+        if key not in self.made:
+            r = self.info.loc[key]
+            ids = self.mentioned.get(key)
+            self.made[key] = {**{c: _text(r[c]) for c in LIST_COLUMNS if c != "key"}, "key": key,
+                              "invalid_kind": r["invalid_kind"] if isinstance(r["invalid_kind"], str) else "",
+                              "mentioned": "–" if ids is None else len(ids),
+                              "href": f"../{self.written[key]}" if key in self.written else None}
+        return self.made[key]
+
+    def ids(self, key: str) -> str:
+        ids = self.mentioned.get(key)
+        return _ranges(ids) if ids else ""
 
 
 def _clip_long_texts(view, path: Path) -> None:
@@ -217,13 +236,13 @@ def write(report, header: list[str], frame: pd.DataFrame, source: Source | None,
                                                      choices=choices, sections=shown)
     path = folder / "report.html"
     path.write_text(page, encoding="utf-8")
-    info = frame.drop_duplicates("key").set_index("key")
+    rows = ListRows(frame.drop_duplicates("key").set_index("key"), report.mentioned, written)
     listing = env.get_template("list.html.j2")
     filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]
     for cell in lists.pages.values():
         (folder / "lists").mkdir(exist_ok=True)
-        (folder / "lists" / cell.name).write_text(listing.render(cell=cell, filters=filters, rows=_list_rows(
-            cell, info, report.mentioned, written)), encoding="utf-8")
+        (folder / "lists" / cell.name).write_text(listing.render(cell=cell, filters=filters, rows=_list_rows(cell, rows)),
+                                                  encoding="utf-8")
     return path
 
 

@@ -132,7 +132,7 @@ def core_figures(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.D
                   f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
                   "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
                   "error bars: sd over selection seeds.",
-                  numbers(by_task, rows, ["model", "task", "pattern"], ACCURACY, f"Accuracy per task and pattern, {tag}"))
+                  numbers(by_task, rows, ["model", "task", "pattern"], ACCURACY, f"Experiments per task and pattern, {tag}"))
     report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
                   f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.",
                   behind.error_kinds(rows, tag))
