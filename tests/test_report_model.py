@@ -35,7 +35,8 @@ def added(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("model") / "report"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(figures, "save", unencoded)
-        patch.setattr(report_module, "SECTIONS", [*report_module.SECTIONS, Section("tiny", "A tiny section", tiny, "core")])
+        tiny_section = Section("tiny", "A tiny section", tiny, records="core")
+        patch.setattr(report_module, "SECTIONS", [*report_module.SECTIONS, tiny_section])
         write_report(_frame(_rows()), folder, core=(20, 0.6))
     return folder
 
@@ -72,8 +73,9 @@ def test_each_figure_shows_the_table_of_its_numbers_each_linked_to_its_experimen
 
     page = (added / "report.html").read_text(encoding="utf-8")
     tag = "n20_p0.6"
-    for name, key, linked in [(f"fig17_all_patterns_{tag}", ["model", "pattern"], ["acc_mean", "experiments"]),
-                              (f"fig2_representative_patterns_{tag}", ["model", "pattern"], ["acc_mean", "experiments"]),
+    accuracy = ["acc_mean", "experiments"]
+    for name, key, linked in [(f"fig17_all_patterns_{tag}", ["model", "pattern"], accuracy),
+                              (f"fig2_representative_patterns_{tag}", ["model", "pattern"], accuracy),
                               (f"fig18_counterparts_{tag}", ["model", "task", "pattern"], ["acc_mean", "experiments"]),
                               (f"fig15_invalid_counts_{tag}", ["model", "task", "pattern"], ["invalid", "experiments"]),
                               (f"fig16_task_accuracy_{tag}", ["model", "task"], ["acc_mean", "experiments"])]:

@@ -101,9 +101,10 @@ def side_by_side(shown: pd.DataFrame, frame: pd.DataFrame, column: str, order: l
         links: dict[str, Link] = {
             value: Experiments.of(f"{model} at {column} {value} ({where}): the matched experiments of the {column}s "
                                   "compared", group[at == value]) for value in order if (at == value).any()}
-        links |= {f"{value} − {order[0]}": Experiments.of(f"{model}, {column} {value} against {order[0]} ({where}): the "
-                                                          "matched experiments of both", group[at.isin([order[0], value])])
-                  for value in order[1:] if value in links and order[0] in links}
+        first = order[0]
+        links |= {f"{value} − {first}": Experiments.of(f"{model}, {column} {value} against {first} ({where}): the "
+                                                       "matched experiments of both", group[at.isin([first, value])])
+                  for value in order[1:] if value in links and first in links}
         found[(model,)] = links
     return aligned(shown, ["model"], found)
 

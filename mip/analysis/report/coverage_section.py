@@ -41,20 +41,24 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
         suffix, where = f"{tag}_{budget_slug(budget)}_{pool}", f"{name}, budget {budget}, {pool} pool"
         members, who = report.pool.select(sub)
         rates = coverage.mention_rates(sub, n, sub)
-        pooled = coverage.mention_rates(members, n, members.assign(model="pooled")) if not members.empty else rates.iloc[0:0]
+        pooled = (coverage.mention_rates(members, n, members.assign(model="pooled")) if not members.empty
+                  else rates.iloc[0:0])
+        all_patterns, each_pattern = rates["pattern"] == coverage.POOLED, rates["pattern"] != coverage.POOLED
         report.figure(trace_figures.mention_rates(pooled[pooled["pattern"] == coverage.POOLED], n, p, who)
                       if not members.empty else figures.Missing(f"Fig. 5 at {where}: {who}"),
-                      f"fig5_mention_rates_{suffix}", f"Fig. 5 at {where}: per-ID mention rate over the valid experiments "
-                      "with a trace, all patterns, over the models its title names (§5.1: full reasoning traces).")
-        report.figure(trace_figures.mention_rates(rates[rates["pattern"] == coverage.POOLED], n, p, f"per model, {holds(sub)}"),
+                      f"fig5_mention_rates_{suffix}", f"Fig. 5 at {where}: per-ID mention rate over the valid "
+                      "experiments with a trace, all patterns, over the models its title names (§5.1: full reasoning "
+                      "traces).")
+        report.figure(trace_figures.mention_rates(rates[all_patterns], n, p, f"per model, {holds(sub)}"),
                       f"fig5_mention_rates_per_model_{suffix}", f"Fig. 5 per model at {where}: each model's own curve, "
                       "never averaged with another's.")
         both = pd.concat([pooled, rates])
         report.data(both, f"mention_rates_{suffix}", "Per-ID mention rates behind Figs. 5 and 21: per model "
                     f"('pooled': {who}) and pattern ('all patterns' pooled), per position.",
                     behind.mention_rates(both, sub, f"budget {budget}, {pool} pool, {tag}"))
-        report.figure(trace_figures.mention_rates(rates[rates["pattern"] != coverage.POOLED], n, p, f"per model, {holds(sub)}"),
-                      f"fig21_mention_rates_{suffix}", "Per pattern with block boundaries (Fig. 21), one curve per model.")
+        report.figure(trace_figures.mention_rates(rates[each_pattern], n, p, f"per model, {holds(sub)}"),
+                      f"fig21_mention_rates_{suffix}", "Per pattern with block boundaries (Fig. 21), one curve per "
+                      "model.")
 
 
 def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:

@@ -71,4 +71,5 @@ def model_grids(report, model: str, sub: pd.DataFrame, tag: str, name: str) -> N
                                   f"{model}, {name}: invalid rate over n × p (Fig. 11); {holds(sub)}", "invalid (%)",
                                   counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
                   f"fig11_np_invalid_{model}_{tag}", "Invalid rate pooled over patterns (Fig. 11).",
-                  numbers(inv, sub, CELL, [c for c in inv.columns if c not in CELL], f"{model}, {name}, all patterns, cell"))
+                  numbers(inv, sub, CELL, [c for c in inv.columns if c not in CELL],
+                          f"{model}, {name}, all patterns, cell"))

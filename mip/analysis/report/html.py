@@ -136,7 +136,8 @@ def table_html(table: Table, lists: Lists) -> Markup:
         for column, cell in zip(table.frame.columns, row):
             text, link = _text(cell.value), cell.experiments
             if isinstance(link, Experiments):
-                cells.append(f'<td><a href="{lists.href(table.name, link, f"{column} = {text}")}">{escape(text)}</a></td>')
+                href = lists.href(table.name, link, f"{column} = {text}")
+                cells.append(f'<td><a href="{href}">{escape(text)}</a></td>')
             elif isinstance(link, dict):  # π⁺ / π⁻: each pattern named links to its experiments
                 hrefs = {word: lists.href(table.name, e, f"{column}: {word}") for word, e in link.items()}
                 # report.md's cells name patterns by short names (stats.SHORT); the link keeps the full one
@@ -241,8 +242,8 @@ def write(report, header: list[str], frame: pd.DataFrame, source: Source | None,
     filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]
     for cell in lists.pages.values():
         (folder / "lists").mkdir(exist_ok=True)
-        (folder / "lists" / cell.name).write_text(listing.render(cell=cell, filters=filters, rows=_list_rows(cell, rows)),
-                                                  encoding="utf-8")
+        page = listing.render(cell=cell, filters=filters, rows=_list_rows(cell, rows))
+        (folder / "lists" / cell.name).write_text(page, encoding="utf-8")
     return path
 
 

@@ -1,7 +1,12 @@
 """The report's sections, in the paper's order; each computes inside slices (mip.analysis.slices).
 
 Every function takes the records of its section (see :func:`mip.analysis.slices.sections`) and a
-:class:`mip.analysis.report.Report`, and adds tables and figures that name their slice or setting.
+:class:`mip.analysis.report.Report`, and adds tables and figures that name their slice or setting;
+each table (and each figure's table of numbers) with the experiments behind each of its cells,
+taken in the same loop from the same records (:mod:`mip.analysis.report.cells`,
+:mod:`mip.analysis.report.behind`). The generalisability section is
+:mod:`mip.analysis.report.grid_section`, the core section's coverage
+:mod:`mip.analysis.report.coverage_section`.
 """
 
 from __future__ import annotations
@@ -123,7 +128,8 @@ def core_figures(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.D
                   f"fig2_representative_patterns_{tag}", f"Fig. 2 at {name}; error bars: sd over seeds; n/a: no "
                   "valid experiment.", numbers(patterns[patterns["pattern"].astype(str).isin(chosen or ())], rows,
                                                ["model", "pattern"], ACCURACY, what) if chosen else None)
-    report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"), f"fig17_all_patterns_{tag}",
+    report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"),
+                  f"fig17_all_patterns_{tag}",
                   f"All seven patterns per slice (Fig. 17) at {name}.",
                   numbers(patterns, rows, ["model", "pattern"], ACCURACY, what))
     by_task = in_row_order(stats.pattern_table(rows, ["model", "task"]), rows)
@@ -132,7 +138,8 @@ def core_figures(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.D
                   f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
                   "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
                   "error bars: sd over selection seeds.",
-                  numbers(by_task, rows, ["model", "task", "pattern"], ACCURACY, f"Experiments per task and pattern, {tag}"))
+                  numbers(by_task, rows, ["model", "task", "pattern"], ACCURACY, f"Experiments per task and pattern, "
+                          f"{tag}"))
     report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
                   f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.",
                   behind.error_kinds(rows, tag))
@@ -141,11 +148,13 @@ def core_figures(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.D
 def cell_figures(report, group: pd.DataFrame, rows: pd.DataFrame, tag: str, name: str) -> None:
     """Figs. 15 and 16 of one core setting (task × pattern and task cells per slice), with their numbers."""
     cell = rows.assign(cell=rows["task"] + " / " + rows["pattern"])
-    order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))]
+    named = (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))
+    order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in named]
     invalid = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc=lambda v: int((~v).sum()))
     total = cell.pivot_table(index="model", columns="cell", values="valid", aggfunc="size")
     order = [c for c in order if c in invalid.columns]
-    # Task × pattern cells as rows (35 on the paper's grid), slices as columns: a figure as tall as it needs, never too wide.
+    # Task × pattern cells as rows (35 on the paper's grid), slices as columns: a figure as tall as it needs,
+    # never too wide.
     columns = [c for c in row_order(rows) if c in invalid.index]  # 20k before 100k, not by the label's text
     counts = in_row_order(rows.groupby(["model", "task", "pattern"]).agg(
         invalid=("valid", lambda v: int((~v).sum())), experiments=("valid", "size")).reset_index(), rows)
@@ -154,14 +163,15 @@ def cell_figures(report, group: pd.DataFrame, rows: pd.DataFrame, tag: str, name
                                   "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
                   f"fig15_invalid_counts_{tag}",
                   "Invalid experiments per task × pattern (rows) and slice (columns); under each count, (n=…) the "
-                  "experiments of that cell.", numbers(counts, rows, ["model", "task", "pattern"], ("invalid", "experiments"),
-                                                       f"Experiments per task and pattern, {tag}"))
+                  "experiments of that cell.", numbers(counts, rows, ["model", "task", "pattern"],
+                                                       ("invalid", "experiments"), f"Experiments per task and pattern, {tag}"))
     per_task = stats.accuracy(rows, ["model", "task"])
     shown = [c for c in columns if c in set(per_task["model"])]
     report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
                                   f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
                                   counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
-                  f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and labels.",
+                  f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and "
+                  "labels.",
                   numbers(in_row_order(per_task, rows), rows, ["model", "task"], ACCURACY, f"Accuracy per task, {tag}"))
 
 
@@ -188,7 +198,8 @@ def pools(report, group: pd.DataFrame, tag: str, name: str) -> None:
         return
     table = tables.side_by_side(model_rows(rows, ["model", "pool"]), "pool", order)
     report.table(table, f"pools_{tag}", f"The filtered pool beside the unfiltered one at {name} (App. C.1), per model "
-                 f"and budget, each metric and its change. {both.note()}", behind.side_by_side(table, rows, "pool", order, tag))
+                 f"and budget, each metric and its change. {both.note()}",
+                 behind.side_by_side(table, rows, "pool", order, tag))
 
 
 def intervals(group: pd.DataFrame, tag: str) -> tuple[pd.DataFrame, Links]:
@@ -211,8 +222,9 @@ def intervals(group: pd.DataFrame, tag: str) -> tuple[pd.DataFrame, Links]:
             resampled = Experiments.of(f"Intervals, {where}: the Δ interval's experiments ({gap.best} and {gap.worst} "
                                        "in the instance sets every pattern holds)",
                                        pairs.two_patterns(kept, gap.best, gap.worst).frame)
-            paired = Experiments.of(f"Intervals, {where}: the paired test's experiments ({gap.best} against {gap.worst}, "
-                                    "valid, in the instance sets holding both)", pairs.valid_pairs(kept, gap.best, gap.worst))
+            paired = Experiments.of(f"Intervals, {where}: the paired test's experiments ({gap.best} against "
+                                    f"{gap.worst}, valid, in the instance sets holding both)",
+                                    pairs.valid_pairs(kept, gap.best, gap.worst))
             links[-1] |= {"delta_ci_low": resampled, "delta_ci_high": resampled,
                           "test": paired, "pairs": paired, "p_value": paired}
         if out["test"] in ("not testable", "none"):
@@ -235,7 +247,8 @@ def expanded(report, frame: pd.DataFrame) -> None:
     patterns = stats.pattern_table(frame, slices.SLICE)
     report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), "expanded_orderings_patterns",
                  "Accuracy per pattern within each expanded-orderings slice.",
-                 grouped(patterns, frame, [*slices.SLICE, "pattern"], ACCURACY, "Expanded orderings, accuracy per pattern"))
+                 grouped(patterns, frame, [*slices.SLICE, "pattern"], ACCURACY,
+                         "Expanded orderings, accuracy per pattern"))
 
 
 def _representative(patterns: pd.DataFrame) -> tuple[str, ...] | None:
