@@ -112,7 +112,7 @@ class Report:
         path = self.folder / "data" / f"{name}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(path, index=False)
-        self.items.append(Item(self.section, "data", [path], how, Table(name, *shown[:1], how, shown[1])
+        self.items.append(Item(self.section, "data", [path], how, Table(name, shown[0], how, shown[1])
                                if shown is not None else None))
 
     def figure(self, fig, name: str, how: str, numbers: tuple[pd.DataFrame, Links] | None = None) -> None:
@@ -122,7 +122,7 @@ class Report:
             self.items.append(Item(self.section, "missing", [self.folder / "figures" / f"{name}.png"], f"{how}\n\n"
                                    f"**Not drawn**: {fig.reason}"))
             return
-        table = Table(name, *numbers[:1], how, numbers[1]) if numbers is not None else None
+        table = Table(name, numbers[0], how, numbers[1]) if numbers is not None else None
         if self.kept is not None and self.kept.kept(name):
             figures.plt.close(fig)
             self.items.append(Item(self.section, "figure", self.kept.paths(name), how, table))
