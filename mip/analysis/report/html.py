@@ -26,7 +26,7 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from mip.analysis import stats
-from mip.analysis.report import cell_lists, record_pages, section_lists
+from mip.analysis.report import cell_lists, record_pages, search_index, section_lists
 from mip.analysis.report.cell_lists import Lists
 from mip.analysis.report.kept_pages import Pages, Said
 
@@ -238,6 +238,7 @@ def write(report, header: list[str], parts, source: Source | None, sections: lis
     shown = [f for f in (core, parts.budgets, parts.prompt_variants, parts.generalisability, parts.strategies, baseline,
                          parts.expanded) if f is not None and not f.empty]
     info = (pd.concat(shown) if shown else core).drop_duplicates("key").set_index("key")
+    search_index.write(folder, info, written)
     listing = env.get_template("list.html.j2")
     filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]
     for cell in lists.lists.values():
