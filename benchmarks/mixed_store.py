@@ -4,12 +4,13 @@
 
 The store a researcher has after a first week: one ``run.py -m`` sweep (a planted model's core grid,
 ``task=all``, 270 records), one ``run.py`` single run (SmolLM2, the embedded model, run in-process by
-transformers), and through :func:`mip.job.run_job` in this process (each condition composed once, then
-varied by pattern and seed as a sweep's jobs are): the two other planted models' core grids, one of them
-at the 100k budget too, an (n, p) cell of the first, more SmolLM2 jobs, and an API model
-(``model=smollm2_135m_server`` renamed ``api_model``) against a local OpenAI-compatible server that
-answers as providers do, reasoning in ``reasoning``, 20,000-character traces (``tests/fake_server.py``)
-at three n and two prompt variants. No W&B (``logger=none``).
+transformers: 2 records, a few minutes of CPU), and through :func:`mip.job.run_job` in this process
+(each condition composed once, then varied by pattern and seed as a sweep's jobs are): the two other
+planted models' core grids, one of them at the 100k budget too, an (n, p) cell of the first (1,170
+planted records in all), and an API model (``model=smollm2_135m_server`` renamed ``api_model``, 240
+records) against a local OpenAI-compatible server that answers as providers do, reasoning in
+``reasoning``, 20,000-character traces (``tests/fake_server.py``), at four (n, p) cells and two
+prompt variants. No W&B (``logger=none``).
 
 What is timed, each in a fresh process (``analyze.py <store> out_dir=…``, as benchmarks/analysis.py
 does): wall and CPU seconds, the tables and figures and report.html apart, peak memory; then the same
@@ -43,9 +44,9 @@ PLANTED = [(["model=simulated_last_k", *CORE], ALL, [0, 1, 2]),
            (["model=simulated_unbiased", *CORE], ALL, [0, 1, 2]),
            (["model=simulated_unbiased", "n=20", "p=0.6", "budget=100k", "task=all"], ALL, [0, 1, 2]),
            (["model=simulated_first_k", "n=40", "p=0.7", "budget=20k", "task=all"], ALL, [0])]
-SMOLLM2 = [(["model=smollm2_135m", *SMALL], ALL[:1] + ALL[2:], [0]), (["model=smollm2_135m", *SMALL], ALL[1:5], [1])]
-API = [([f"n={n}", "p=0.6", "budget=20k", "task=arith", f"prompt_variant={v}"], ALL, [0, 1, 2])
-       for n, v in ((10, "standard"), (20, "standard"), (40, "standard"), (20, "hint"))]
+API = [*[([f"n={n}", "p=0.6", "budget=20k", "task=arith", f"prompt_variant={v}"], ALL, [0, 1, 2])
+         for n, v in ((10, "standard"), (20, "standard"), (40, "standard"), (20, "hint"))],
+       (["n=20", "p=0.7", "budget=20k", "task=arith"], ALL[1:5], [0, 1, 2])]
 
 
 def build(root: Path, data_dir: str) -> int:
@@ -61,11 +62,11 @@ def build(root: Path, data_dir: str) -> int:
                              text=True)
         if ran.returncode:
             sys.exit(f"run.py {' '.join(args)} failed: {ran.stderr[-2000:]}")
-    jobs = 22
+    jobs = 22  # the sweep's 21 and the single run
     with FakeServer(reasoning_shape="reasoning", trace_chars=20_000) as server:
         api = ["model=smollm2_135m_server", f"model.base_url={server.base_url}", "model.model_id=fake-model",
                "model.tokenizer=null", "model.context_window=100000", "model.name=api_model"]
-        for overrides, patterns, seeds in [*PLANTED, *SMOLLM2, *[([*api, *o], p, s) for o, p, s in API]]:
+        for overrides, patterns, seeds in [*PLANTED, *[([*api, *o], p, s) for o, p, s in API]]:
             jobs += _jobs(root, compose_conf(REPO / "conf", *overrides, *common), patterns, seeds, jobs)
             print(f"  {jobs} jobs so far", flush=True)
     return jobs
