@@ -37,7 +37,7 @@ OUTPUT_CHARS = 500
 #: A row's fields, in order (``search.js`` reads them by these positions).
 FIELDS = ("key", "href", "model", "task", "pattern", "seed", "verdict", "answer", "n", "p", "budget",
           "prompt_variant", "trace", "output", "trace_chars", "output_chars")
-_TEXT = {"model", "task", "pattern", "seed", "verdict", "answer", "n", "p", "budget", "prompt_variant"}
+_TEXT = FIELDS[2:12]  # the record's fields and answer, as text
 ASSET, PAGE = (Path(__file__).parent / "templates" / name for name in ("search.js", "search.html"))
 
 
@@ -57,7 +57,7 @@ def rows_of(info: pd.DataFrame, written: dict[str, str]) -> dict[str, list[list]
         trace, output = columns["reasoning"][i] or "", columns["output"][i] or ""
         trace = trace if isinstance(trace, str) else ""
         output = output if isinstance(output, str) else ""
-        row = [key, written.get(key), *(_plain(columns[c][i]) for c in FIELDS[2:12]),
+        row = [key, written.get(key), *(_plain(columns[c][i]) for c in _TEXT),
                trace[:TRACE_CHARS], output[:OUTPUT_CHARS], len(trace), len(output)]
         shards.setdefault(_shard(key), []).append(row)
     return shards
