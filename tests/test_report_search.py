@@ -28,7 +28,7 @@ def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("search")
     results = run_one_seed(root / "results")
     out = _analyze(root / "report", f"results=[{results / 'store'}]", f"paths.results_dir={results}", encode=False)
-    return out, load_local([results / "store"]).set_index("key")
+    return out, load_local([results / "store"]).set_index("key"), results
 
 
 def _rows(folder: Path) -> list[list]:
@@ -45,7 +45,7 @@ def _pages(folder: Path) -> set[str]:
 
 
 def test_the_index_holds_every_record_with_a_page_in_a_few_hundred_bytes_beyond_its_text(report):
-    folder, frame = report
+    folder, frame, _ = report
     rows = _rows(folder)
     field = {name: i for i, name in enumerate(search_index.FIELDS)}
     assert {r[field["key"]] for r in rows} == _pages(folder) and len(rows) == len(frame) == 54
@@ -76,11 +76,23 @@ def test_a_shard_is_written_again_only_when_its_rows_change(tmp_path):
     assert json.loads((tmp_path / "search" / "b2.js").read_text()[len("mipSearch.add("):-3])[0][6] == "incorrect"
 
 
+def test_a_second_report_of_the_same_store_keeps_every_shard(report, tmp_path):
+    """analyze.py again into the same folder, nothing changed: the new report's shards are the last
+    report's files (kept across the swap, as record pages are), and still hold every record."""
+    _, _, results = report
+    args = (f"results=[{results / 'store'}]", f"paths.results_dir={results}")
+    out = _analyze(tmp_path / "report", *args, encode=False)
+    before = {p.name: p.stat().st_ino for p in (out / "search").glob("??.js")}
+    again = _analyze(tmp_path / "report", *args, encode=False)
+    assert {p.name: p.stat().st_ino for p in (again / "search").glob("??.js")} == before and before
+    assert len(_rows(again)) == 54
+
+
 def test_a_browser_searches_across_records_from_disk(report):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    folder, frame = report
+    folder, frame, _ = report
     phrase = "Instance 12: odd_number"
     holding = {k for k, t in frame["reasoning"].items() if phrase.lower() in (t or "").lower()}
     assert 0 < len(holding) < len(frame)  # a phrase that tells records apart
