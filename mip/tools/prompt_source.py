@@ -26,7 +26,8 @@ class ShowError(Exception):
 
 def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskConfig:
     """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name
-    (each task file composed once a process: :func:`conf_tasks`)."""
+    (each task file composed once a process: :func:`conf_tasks`; the tasks ``task/all.yaml`` lists
+    from its one composition, so a store of the paper's five composes once, not five times)."""
     from omegaconf import OmegaConf
 
     if name in job_tasks:
@@ -35,11 +36,24 @@ def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskCo
     if not folder.is_dir():
         raise ShowError(f"Task {name!r}: no config folder {folder}; run from the repository folder, pass "
                         "--conf <repository>/conf, or pass the job folder instead of the key.")
-    candidates = [name] + [f.stem for f in sorted(folder.glob("*.yaml")) if f.stem not in (name, "all")]
+    together = ["all"] if name in _listed(folder / "all.yaml") else []  # the paper's five: one composition
+    candidates = [*together, name] + [f.stem for f in sorted(folder.glob("*.yaml")) if f.stem not in (name, "all")]
     for option in candidates:
         if (folder / f"{option}.yaml").is_file() and name in (tasks := conf_tasks(str(conf_dir.expanduser()), option)):
             return OmegaConf.to_object(tasks[name])
     raise ShowError(f"No task config named {name!r} in {folder}; pass the job folder instead of the key.")
+
+
+@functools.lru_cache(maxsize=None)
+def _listed(path: Path) -> tuple[str, ...]:
+    """The task files a group file such as ``task/all.yaml`` composes (its defaults list)."""
+    import yaml
+
+    try:
+        defaults = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("defaults") or []
+    except (OSError, yaml.YAMLError):
+        return ()
+    return tuple(d for d in defaults if isinstance(d, str))
 
 
 @functools.lru_cache(maxsize=None)

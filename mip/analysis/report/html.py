@@ -27,7 +27,7 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from mip.analysis import stats
-from mip.analysis.report import record_pages
+from mip.analysis.report import record_pages, search_index
 from mip.analysis.report.kept_pages import Pages, Said
 from mip.analysis.report.cells import Experiments, Table
 
@@ -237,7 +237,9 @@ def write(report, header: list[str], frame: pd.DataFrame, source: Source | None,
                                                      choices=choices, sections=shown)
     path = folder / "report.html"
     path.write_text(page, encoding="utf-8")
-    rows = ListRows(frame.drop_duplicates("key").set_index("key"), report.mentioned, written)
+    info = frame.drop_duplicates("key").set_index("key")
+    search_index.write(folder, info, written)
+    rows = ListRows(info, report.mentioned, written)
     listing = env.get_template("list.html.j2")
     filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]
     for cell in lists.pages.values():

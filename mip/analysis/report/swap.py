@@ -30,8 +30,9 @@ from pathlib import Path
 #: What an out_dir holds beside the report, carried into the new one as it is.
 CARRIED = (".inputs.json", ".hydra", "analyze.log")
 #: Kept from the last report: record pages are written again only when their record changed, figures
-#: only when what they are drawn from did (:mod:`mip.analysis.report.kept_figures`).
-KEPT = ("records", "figures")
+#: only when what they are drawn from did (:mod:`mip.analysis.report.kept_figures`), the search's
+#: shards only when their rows did (:mod:`mip.analysis.report.search_index`).
+KEPT = ("records", "figures", "search")
 
 
 @contextlib.contextmanager
