@@ -226,7 +226,7 @@ def completion_from(request_id: str, response: Any, latency: float) -> Completio
     body is no model's answer: it reports an error (some servers answer HTTP 200 with
     ``{"error": …}``), has no choices, a choice without a readable message (none, ``null``,
     content that is a number or a bare object), a ``usage`` that is no object, or is not a
-    completion at all. Only a model's answer becomes a verdict (issue 27)."""
+    completion at all. Only a model's answer becomes a verdict: anything else is the server's failure."""
     if not isinstance(response, dict):
         return Completion(request_id, error=f"a 200 response that is not a JSON object: {str(response)[:200]}", latency_s=latency)
     error = response.get("error")

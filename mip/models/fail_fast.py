@@ -1,5 +1,5 @@
 """Fail fast: a job stops after a few consecutive refusals no retry can mend, and a sweep
-does not start the same model's next job (issue 41).
+does not start the same model's next job: a refused key or model costs a few requests, not a sweep's.
 
 A refusal of the request itself — HTTP 400 (a rejected parameter; a context-length refusal is
 a verdict, :mod:`mip.models.overflow`, and never counts here), 401 (a bad key), 402 (no

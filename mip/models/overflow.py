@@ -1,5 +1,5 @@
 """A provider's refusal of a prompt longer than its context window, read from the HTTP status
-and the provider's message (issue 28): an ``input_overflow`` verdict (App. D.1) however it is
+and the provider's message (each provider words it its own way): an ``input_overflow`` verdict (App. D.1) however it is
 found, never an unstored experiment asked again on every rerun.
 
 The messages, as each server writes them:

@@ -1,4 +1,4 @@
-"""A reply's text, whatever shape the server gives ``message.content`` (issue 19).
+"""A reply's text, whatever shape the server gives ``message.content``.
 
 OpenAI-compatible servers return the content as a string, ``None``, or a list of parts
 (``[{"type": "text", "text": "…"}]``; Mistral puts ``thinking`` parts beside the text; the
@@ -89,7 +89,7 @@ def _is_part(part: object) -> bool:
 
 
 def readable(content: object) -> bool:
-    """Whether ``content`` has one of the shapes a message's content takes (issue 27): text,
+    """Whether ``content`` has one of the shapes a message's content takes: text,
     None (no text: a length stop, an empty reply), one part, or a list of parts. A number, a
     bare object or a list of anything else is no reply of a model: an infrastructure failure.
 

@@ -52,7 +52,7 @@ def find_tokenizer(name: str | None, offline: bool = True) -> tuple[Any | None, 
 
 
 def estimate_note(name: str | None, why: str, chars_per_token: float) -> str:
-    """What a job or dry run says when it estimates prompt tokens instead of counting them (issue 28)."""
+    """What a job or dry run says when it estimates prompt tokens instead of counting them, and how to count them."""
     get = (f" For exact counts, put the tokenizer on this machine: `huggingface-cli download {name}` (a gated model "
            "needs its licence accepted on the hub and HF_TOKEN set)." if name and not name.startswith(("/", "~", ".")) else "")
     return (f"Prompt tokens are estimated at {chars_per_token:g} characters per token, not counted: {why}. An estimate "
