@@ -10,7 +10,7 @@
 
 Both only send: one try, redirects not followed, the reply read raw and capped at
 ``max_response_bytes`` after decompression (a gzip bomb fails as an infrastructure failure). Retries, deadlines and what a reply means are the backend's
-(:meth:`mip.models.openai_compat.OpenAICompatBackend._outcome`, the guard of :mod:`mip.models.calls`), the same for both. Each makes
+(:mod:`mip.models.outcomes`, the guard of :mod:`mip.models.calls`), the same for both. Each makes
 its client on first use, inside the backend's event loop.
 """
 
