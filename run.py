@@ -39,7 +39,7 @@ from mip.models.fail_fast import ProviderRefused
 from mip.entry.stops import stopped, stopped_in_job
 from mip.entry.sweep_checks import checked_for
 from mip.entry.refusals import refusals
-from mip.tools.summary import describe
+from mip.tools.run_summary import describe
 from mip.tracking.tracker import run_group, sync_hint
 
 register()

@@ -10,7 +10,7 @@ import pytest
 
 from mip.tools.costs import cost_lines, dry_tables
 from mip.job import run_job
-from mip.tools.summary import describe
+from mip.tools.run_summary import describe
 
 from .conftest import RAW, REPO, compose, needs_raw, run_entry
 

@@ -79,8 +79,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.analysis.report.trace_figures": _FIGURE,
     "mip.analysis.report.variant_figures": _FIGURE,
     "mip.analysis.results": _STORE,
-    "mip.records": "re-exports the moved record and store names under their mip 0.2 path; their modules run examples",
-    "mip.runner": "runs a sweep of jobs",
     "mip.serve": _SHIM,
     "mip.show": _SHIM,
     "mip.strategies.decomposed": _MODEL,

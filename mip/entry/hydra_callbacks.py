@@ -160,7 +160,7 @@ class SummaryCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from mip.entry.sweep_checks import forget
-        from mip.tools.summary import describe, refused_jobs, unstored_jobs
+        from mip.tools.run_summary import describe, refused_jobs, unstored_jobs
         from mip.tracking.tracker import sync_hint
 
         SummaryCallback.running = None

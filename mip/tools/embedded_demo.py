@@ -178,7 +178,7 @@ def summary(results: Path) -> str:
 
 def run_all(results: Path, conf: Path, times: dict[str, float]) -> None:
     """The four steps, each after the command that does the same."""
-    from mip.tools.summary import describe
+    from mip.tools.run_summary import describe
 
     log, store, demo, simulated = results / "demo" / "jobs.log", results / "store", results / "demo", ",".join(SIMULATED)
     with step("SmolLM2's 7 jobs", "python run.py -m +experiment=demo", "the same jobs, here in one process", times, log):
