@@ -47,7 +47,8 @@ def _filter_logs(config: DictConfig) -> set[str]:
         mask_streams(secrets)  # what is printed (error lines, bars), not logged
         for handler in logging.getLogger().handlers:
             handler.addFilter(SecretFilter(secrets))
-        for name in _launcher_logs(config):  # it sets up Hydra's log again (new handlers), then logs each job's overrides
+        # the launcher sets up Hydra's log again (new handlers), then logs each job's overrides
+        for name in _launcher_logs(config):
             launcher = logging.getLogger(name)
             for old in [f for f in launcher.filters if isinstance(f, SecretFilter)]:
                 launcher.removeFilter(old)

@@ -13,8 +13,9 @@ is refused with the ``model.max_concurrency`` that fits.
 21
 >>> parallel_jobs("hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher", 8, 21)
 8
->>> load("gpt_oss_120b", jobs=21, at_once=21, per_job=32, bound=None)
-'gpt_oss_120b: up to 672 requests in flight on its key (21 job(s) at once × model.max_concurrency 32); key_concurrency=N bounds it'
+>>> print(load("gpt_oss_120b", jobs=21, at_once=21, per_job=32, bound=None).replace("; ", ";\\n"))
+gpt_oss_120b: up to 672 requests in flight on its key (21 job(s) at once × model.max_concurrency 32);
+key_concurrency=N bounds it
 """
 
 from __future__ import annotations

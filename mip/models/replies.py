@@ -85,7 +85,8 @@ def content_text(content: object, refusal: str | None = None) -> str | None:
 def _is_part(part: object) -> bool:
     """Whether ``part`` has a content part's shape: a string, or an object with a string
     ``type`` or a ``text`` field."""
-    return isinstance(part, str) or (isinstance(part, Mapping) and (isinstance(part.get("type"), str) or "text" in part))
+    return isinstance(part, str) or (isinstance(part, Mapping)
+                                     and (isinstance(part.get("type"), str) or "text" in part))
 
 
 def readable(content: object) -> bool:
