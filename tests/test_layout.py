@@ -102,7 +102,8 @@ MAX_LINE = 120
 
 #: Modules that still hold lines over MAX_LINE characters, to be reflowed (an entry no longer needed
 #: fails the test too, so the list only shrinks). Those under mip/analysis/ wait for the report and
-#: analysis work going on beside this to merge; the others were not reflowed yet.
+#: analysis work going on beside this to merge; mip/experiment/records.py, which every layer imports,
+#: is reflowed with its next change.
 LONG_LINES_LEFT: frozenset[str] = frozenset({
     "mip/analysis/analyze.py", "mip/analysis/coverage.py", "mip/analysis/inference.py", "mip/analysis/pairs.py",
     "mip/analysis/report/__init__.py", "mip/analysis/report/cell_lists.py", "mip/analysis/report/compared.py",
@@ -110,15 +111,7 @@ LONG_LINES_LEFT: frozenset[str] = frozenset({
     "mip/analysis/report/record_pages.py", "mip/analysis/report/section_lists.py", "mip/analysis/report/sections.py",
     "mip/analysis/report/strategy_section.py", "mip/analysis/report/variant_figures.py", "mip/analysis/results.py",
     "mip/analysis/slices.py", "mip/analysis/stats.py",
-    "mip/attribution/pooled.py", "mip/attribution/replay.py", "mip/config/__init__.py", "mip/config/budgets.py",
-    "mip/config/model.py", "mip/config/redact.py", "mip/config/run_config.py", "mip/config/task.py",
-    "mip/config/tool_config.py", "mip/data/files.py", "mip/data/sources/__init__.py",
-    "mip/data/sources/local_table.py", "mip/data/sources/sst2.py", "mip/data/sources/tweeteval.py",
-    "mip/data/sources/wikiann.py", "mip/experiment/instances.py", "mip/experiment/planning.py",
-    "mip/experiment/records.py", "mip/tools/audit.py", "mip/tools/costs.py", "mip/tools/embedded_demo.py",
-    "mip/tools/embedded_server.py", "mip/tools/filtering.py", "mip/tools/listed_price.py", "mip/tools/preflight.py",
-    "mip/tools/preflight_checks.py", "mip/tools/prompt_source.py", "mip/tools/record_list.py",
-    "mip/tools/record_view.py", "mip/tools/run_summary.py",
+    "mip/experiment/records.py",
 })
 
 
