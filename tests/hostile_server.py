@@ -1,4 +1,4 @@
-"""A local server that misbehaves on purpose (issue 19), one mode at a time.
+"""A local server that misbehaves on purpose, one mode at a time.
 
 Modes, for both ``GET /v1/models`` (where ``on_models`` is set) and ``POST
 /v1/chat/completions``:
@@ -11,7 +11,7 @@ Modes, for both ``GET /v1/models`` (where ``on_models`` is set) and ``POST
 - ``list_content`` — a correct answer whose ``content`` is a list of text parts;
 - ``oversize`` — a correct reply padded past any sane size (``oversize_bytes``);
 - ``gzip_bomb`` — HTTP 200 with ``Content-Encoding: gzip``: ~1 MB on the wire that is
-  ``bomb_bytes`` (1 GiB by default) once decompressed (issue 27);
+  ``bomb_bytes`` (1 GiB by default) once decompressed;
 - ``latin1`` — a correct reply whose body is Latin-1, not UTF-8 (an ``é`` in the answer);
 - ``lone_surrogate`` — a correct reply whose reasoning escapes half a surrogate pair (``"\\ud83d"``:
   an emoji cut), as Python's ``json.dumps`` writes one;
@@ -38,7 +38,7 @@ def _no_message(reply: dict) -> None:
     del reply["choices"][0]["message"]
 
 
-#: Completions that are no model's answer (issue 27): each changes a correct reply in place.
+#: Completions that are no model's answer: each changes a correct reply in place.
 SHAPES = {
     "no_message": _no_message,
     "null_message": lambda r: r["choices"][0].update(message=None),

@@ -1,4 +1,4 @@
-"""Local servers that answer as real providers' documented endpoints do (issue 28), built on
+"""Local servers that answer as real providers' documented endpoints do, built on
 :class:`tests.fake_server.FakeServer`'s correct answers to the arithmetic task.
 
 - :class:`GeminiServer` — Google's OpenAI-compatible endpoint,
@@ -25,7 +25,7 @@
   (P in the messages, K in the completion) …").
 
 Both count a prompt as ``len(prompt) // 2`` tokens: denser than mip's estimate of 3.5
-characters per token, as real tokenizers often are (issue 28: NER 27K estimated, 36.6K counted).
+characters per token, as real tokenizers often are (an NER prompt: 27K tokens estimated, 36.6K counted).
 """
 
 from __future__ import annotations

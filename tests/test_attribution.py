@@ -651,7 +651,7 @@ def test_the_hf_backend_generates_on_cuda(tiny_weights):
 
 
 def test_attribution_slices_a_budget_by_its_value(results, tmp_path, tiny_weights):
-    """Issue 40: ``budget.max_tokens=999`` over smoke is its own slice in attribute.py too, labelled
+    """``budget.max_tokens=999`` over smoke is its own slice in attribute.py too, labelled
     as analyze.py labels it (``999 tokens``), in its tables and in ``where.budget``."""
     from mip.attribution.replay import attribute, eligible
     from mip.config import AttributeConfig

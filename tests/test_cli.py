@@ -48,7 +48,7 @@ def test_core_grid_sweep_is_21_jobs_and_270_experiments(results):
     seeds, labels and order seeds, not on n or the tokenizer (`run.py -m` itself over the full
     grid, n = 2,000 counted with SmolLM2's tokenizer, is the slow test below)."""
     from mip.job import run_job
-    from mip.tools.summary import describe
+    from mip.tools.run_summary import describe
 
     jobs = core_sweep_jobs()
     assert len(jobs) == len(set(jobs)) == 21

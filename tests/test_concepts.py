@@ -17,7 +17,7 @@ from .test_analyze import grid
 # --------------------------------------------------------------------------- valid verdicts
 def test_which_verdicts_are_valid_is_read_from_one_set(monkeypatch):
     from mip.experiment import scoring
-    from mip.tools import summary
+    from mip.tools import run_summary as summary
     from mip.tracking import wandb_run
     from mip.experiment.scoring import VALID_VERDICTS, Verdict
 
@@ -83,7 +83,7 @@ def test_the_verdict_table_has_a_column_per_registered_metric(monkeypatch):
     import pandas as pd
 
     from mip.analysis import stats
-    from mip.tools import summary
+    from mip.tools import run_summary as summary
 
     frame = pd.DataFrame({"pattern": ["random"] * 4, "verdict": ["correct", "correct", "incorrect", "invalid"],
                           "invalid_kind": [None, None, None, "parse"]})

@@ -10,7 +10,7 @@ import pytest
 
 from mip.tools.costs import cost_lines, dry_tables
 from mip.job import run_job
-from mip.tools.summary import describe
+from mip.tools.run_summary import describe
 
 from .conftest import RAW, REPO, compose, needs_raw, run_entry
 
@@ -126,7 +126,7 @@ def _dry_cost(tmp_path, model: str, *more: str) -> tuple[dict, str]:
 
 
 def test_a_dry_run_gives_the_expected_cost_and_the_ceiling_of_every_attempt_allowed(tmp_path, monkeypatch):
-    """Issue 28: the expected cost counts one attempt per experiment; the ceiling every attempt
+    """The expected cost counts one attempt per experiment; the ceiling every attempt
     allowed (max_attempts=3 for an API model), by the strategy's calls."""
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     counts, text = _dry_cost(tmp_path, "gpt_oss_120b", "budget=20k")
@@ -152,7 +152,7 @@ def test_a_deterministic_model_s_ceiling_is_its_one_attempt(tmp_path):
 
 @needs_raw
 def test_a_budgets_dry_run_costs_each_budget_apart_and_says_each_pool_once(results):
-    """Issue 29: `+experiment=budgets … dry_run=true` is costed as the comparison it is: 20k and
+    """`+experiment=budgets … dry_run=true` is costed as the comparison it is: 20k and
     100k apart, per task; the pool lines its jobs share are said once. (Two patterns, one seed:
     the same sweep, four jobs; the full grid is the slow test below.)"""
     ran = run_entry("run.py", "-m", "+experiment=budgets", "model=gpt_oss_120b", f"data_dir={RAW}", "dry_run=true",
@@ -176,7 +176,7 @@ def _budgets_apart(out: str, per_budget: int, experiments: int) -> None:
         ner = cells(table[1])
         calls = experiments // 5  # one call an experiment, a fifth of them ner's
         assert ner[4] == f"{calls}" and int(ner[5].replace(",", "")) == calls * limit  # ner's prompts fit either budget
-    # the two budgets side by side (issue 42 item 7): a title, a header, a rule and a row per budget
+    # the two budgets side by side: a title, a header, a rule and a row per budget
     side = lines.index(next(x for x in lines if x.startswith("  side by side (model × budget")))
     assert [cells(row)[:2] for row in lines[side + 3:side + 5]] == [["gpt_oss_120b", "20k"], ["gpt_oss_120b", "100k"]]
     # the summary, each pool once, and per job three lines: Hydra's launch line, the job's own, the sweep's progress

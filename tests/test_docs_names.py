@@ -49,3 +49,14 @@ def test_no_file_cites_the_developers_notes_outside_the_repository():
     citing = [path for path in tracked if (REPO / path).is_file() and path != "tests/test_docs_names.py"
               and re.search(r"\b(?:DESIGN|STYLE)(?:\.md\b| \d| §)|shared/notes", (REPO / path).read_text(errors="replace"))]
     assert citing == [], f"cite a file outside the repository: {citing}"
+
+
+def test_every_test_file_a_docstring_or_page_names_exists():
+    """A module's docstring says which tests exercise it (``pytest tests/test_x.py``): each named
+    file exists, as do those the pages name."""
+    sources = [*PAGES, *sorted((REPO / "mip").rglob("*.py")), *sorted((REPO / "hydra_plugins").rglob("*.py"))]
+    named = {(path.relative_to(REPO).as_posix(), m.group(0)) for path in sources
+             for m in re.finditer(r"tests/\w+\.py", path.read_text(encoding="utf-8"))}
+    assert len(named) > 20
+    missing = sorted(f"{path} names {test}" for path, test in named if not (REPO / test).is_file())
+    assert not missing, "name a test file that exists:\n" + "\n".join(missing)

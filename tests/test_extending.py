@@ -69,7 +69,7 @@ def small(tmp_path, *overrides, model="mock"):
 
 
 def test_a_new_pattern_is_one_registry_entry_and_one_yaml_file(tmp_path, monkeypatch):
-    from mip.tools import summary as summaries
+    from mip.tools import run_summary as summaries
     from mip.experiment.instances import PATTERNS  # the name a module bound at import
 
     minority_edges = Pattern("minority_edges", lambda a, b: [("minority", b - b // 2), ("majority", a), ("minority", b // 2)])

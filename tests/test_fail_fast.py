@@ -1,4 +1,4 @@
-"""Fail fast (issue 41): a job stops after a few refusals no retry mends, and a sweep does not
+"""Fail fast: a job stops after a few refusals no retry mends, and a sweep does not
 start the same model's next job; a wait asked longer than a request may wait stops the job
 instead of retrying early. Against tests/openrouter_server.py, which answers as OpenRouter's
 error page documents (https://openrouter.ai/docs/api-reference/errors)."""

@@ -252,7 +252,7 @@ def test_item_5_cosmetics_widths_axes_and_small_values(tmp_path):
 
 def test_slices_are_shown_by_budget_value_not_by_their_labels_text():
     """Fig. 15's columns (and every figure over the core's row labels) put a model's 20k before its
-    100k: the labels sorted as text read "m · 100k" first (issue 40, item 5)."""
+    100k: the labels sorted as text read "m · 100k" first."""
     from mip.analysis.report.sections import _rows, row_order
 
     frame = pd.DataFrame({"model": ["m", "m", "a", "a"], "budget": ["100k", "20k", "20k", "100k"],

@@ -1,4 +1,4 @@
-"""Hostile servers (issue 19): each misbehaviour ends as the expected outcome within its
+"""Hostile servers: each misbehaviour ends as the expected outcome within its
 deadline, on both transports, and the API key never reaches another origin."""
 
 from __future__ import annotations

@@ -34,9 +34,8 @@ ALLOWED = {
     "entry": {"registry", "config", "data", "experiment", "store", "tracking", "models", "strategies", "job",
               "analysis", "attribution", "tools"},
 }
-# Root modules kept for users: `python -m mip.show` etc. and the mip 0.2/0.3 import paths.
-SHIMS = {"show": "tools", "summary": "tools", "demo": "tools", "serve": "tools", "records": "store",
-         "runner": "job"}
+# Root modules kept for users: `python -m mip.show` etc., each calling its tool's main.
+SHIMS = {"show": "record_view", "summary": "run_summary", "demo": "embedded_demo", "serve": "embedded_server"}
 
 
 def modules() -> dict[str, Path]:
@@ -112,7 +111,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 def package_of(module: str) -> str:
     parts = module.split(".")
-    return "mip" if len(parts) == 1 else SHIMS.get(parts[1], parts[1])
+    return "mip" if len(parts) == 1 else "tools" if parts[1] in SHIMS else parts[1]
 
 
 def test_find_cycle_reports_the_cycle_it_finds():
@@ -138,45 +137,33 @@ def test_every_package_has_its_place():
     assert packages <= set(ALLOWED), f"a package or root module with no place in ALLOWED: {packages - set(ALLOWED)}"
 
 
-#: Root shims that still share a file name with the module they forward to, and why.
-SHARED_NAMES = {
-    "show": "mip/tools/show.py is being changed in parallel (escaping); its rename waits for that to merge",
-    "summary": "mip/tools/summary.py is being changed in parallel (cost lines); its rename waits for that to merge",
-    "records": "mip.experiment.records is imported across every layer; renaming it is a change of its own",
-}
-
-
 def test_module_names_are_unique_across_mip():
+    """One file name, one module: ``records`` names one thing wherever it is imported from."""
     seen: dict[str, list[str]] = {}
     for module in modules():
-        if module.count(".") == 1 and module.split(".")[1] in SHARED_NAMES:
-            continue
         seen.setdefault(module.rpartition(".")[2], []).append(module)
     clashes = {name: found for name, found in seen.items() if len(found) > 1}
     assert not clashes, f"module names used twice: {clashes}"
 
 
+def test_an_import_inside_a_function_counts(tmp_path):
+    """A lazy (function-level) import is an import too: a lower layer that imports an upper one
+    inside a function breaks the layering as much as one at the top of the file."""
+    lower = tmp_path / "records.py"
+    lower.write_text("def read():\n    from mip.store import Store\n    return Store\n")
+    known = {"mip": MIP / "__init__.py", "mip.store": MIP / "store" / "__init__.py",
+             "mip.experiment": MIP / "experiment" / "__init__.py", "mip.experiment.records": lower}
+    assert imports_of("mip.experiment.records", lower, known) == {"mip.store"}
+    lower.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mip.store import Store\n")
+    assert imports_of("mip.experiment.records", lower, known) == set()  # never runs
+
+
 @pytest.mark.parametrize("shim", sorted(SHIMS))
 def test_the_shims_only_point_elsewhere(shim):
-    """A root shim holds no code of its own: it imports its module from the package that owns it."""
-    assert len((MIP / f"{shim}.py").read_text().splitlines()) <= 12
-
-
-def test_older_import_paths_still_import():
-    """Scripts written against mip 0.2/0.3 import from ``mip.records`` and ``mip.runner``; users
-    type ``python -m mip.show`` (and summary, demo, serve): each still finds the moved code."""
+    """A root shim holds no code of its own and no trick (it never puts another module in its
+    place in ``sys.modules``): ``python -m mip.<shim>`` calls its tool's main."""
     import importlib
 
-    from mip.records import JsonColumn, Record, Store, atomic_write
-    from mip.runner import JobSummary, run_job
-    from mip.data.columns import JsonColumn as column
-    from mip.data.files import atomic_write as writer
-    from mip.experiment.records import Record as record
-    from mip.job import JobSummary as summary, run_job as runner
-    from mip.store import Store as store
-
-    assert (Record, Store, atomic_write, JsonColumn, JobSummary, run_job) == (record, store, writer, column, summary,
-                                                                               runner)
-    tools = {"show": "show", "summary": "summary", "demo": "embedded_demo", "serve": "embedded_server"}
-    for shim, tool in tools.items():
-        assert importlib.import_module(f"mip.{shim}").main is importlib.import_module(f"mip.tools.{tool}").main
+    text = (MIP / f"{shim}.py").read_text()
+    assert len(text.splitlines()) <= 12 and "sys.modules" not in text
+    assert importlib.import_module(f"mip.{shim}").main is importlib.import_module(f"mip.tools.{SHIMS[shim]}").main

@@ -67,11 +67,7 @@ def test_the_check_finds_a_long_module_and_a_long_method(tmp_path):
 MAX_CLASS_LINES = 200
 
 #: Classes (``mip/x.py:Class``) that may be longer, and why. An entry no longer needed fails the test too.
-CLASSES_ALLOWED: dict[str, str] = {
-    "mip/models/openai_compat.py:OpenAICompatBackend": (
-        "listing, token counting, generation and reply handling in one; its reply handling and listing move to "
-        "the shared request wrapper and served.py in a later pass, which the concurrent fail-fast work touches"),
-}
+CLASSES_ALLOWED: dict[str, str] = {}
 
 
 def long_classes(package: Path, root: Path) -> dict[str, int]:
@@ -100,3 +96,43 @@ def test_the_class_check_finds_a_long_class(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CLASS_LINES - 1))
     (package / "m.py").write_text(f"class Fits:\n{body}\nclass Long:\n{body}    y = 0\n")
     assert long_classes(package, tmp_path) == {"pkg/m.py:Long": MAX_CLASS_LINES + 1}
+
+
+MAX_LINE = 120
+
+#: Modules that still hold lines over MAX_LINE characters, to be reflowed (an entry no longer needed
+#: fails the test too, so the list only shrinks). Those under mip/analysis/ wait for the report and
+#: analysis work going on beside this to merge.
+LONG_LINES_LEFT: frozenset[str] = frozenset({
+    "mip/analysis/analyze.py", "mip/analysis/coverage.py", "mip/analysis/inference.py", "mip/analysis/pairs.py",
+    "mip/analysis/report/__init__.py", "mip/analysis/report/cell_lists.py", "mip/analysis/report/compared.py",
+    "mip/analysis/report/figures.py", "mip/analysis/report/html.py", "mip/analysis/report/model_sets.py",
+    "mip/analysis/report/record_pages.py", "mip/analysis/report/section_lists.py", "mip/analysis/report/sections.py",
+    "mip/analysis/report/strategy_section.py", "mip/analysis/report/variant_figures.py", "mip/analysis/results.py",
+    "mip/analysis/slices.py", "mip/analysis/stats.py",
+})
+
+
+def long_lines(package: Path, root: Path) -> dict[str, list[int]]:
+    """The lines over MAX_LINE characters of each module under ``package`` (numbered from 1)."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if over := [n for n, line in enumerate(lines, 1) if len(line) > MAX_LINE]:
+            found[path.relative_to(root).as_posix()] = over
+    return found
+
+
+def test_no_line_of_mip_is_over_120_characters():
+    found = {**long_lines(REPO / "mip", REPO), **long_lines(REPO / "hydra_plugins", REPO)}
+    new = {name: lines for name, lines in found.items() if name not in LONG_LINES_LEFT}
+    assert not new, f"Lines over {MAX_LINE} characters (file: line numbers): {new}. Wrap them."
+    stale = sorted(LONG_LINES_LEFT - set(found))
+    assert not stale, f"No line over {MAX_LINE} characters left, so drop them from LONG_LINES_LEFT: {stale}"
+
+
+def test_the_line_check_finds_a_long_line(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text("x = 1\n" + "#" * MAX_LINE + "\n" + "#" * (MAX_LINE + 1) + "\n")
+    assert long_lines(package, tmp_path) == {"pkg/m.py": [3]}

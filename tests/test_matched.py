@@ -253,7 +253,7 @@ def test_summary_and_costs_slice_a_budget_by_its_value(tmp_path):
     """``python -m mip.summary``: the verdict tables and the cost lines both split smoke at 320
     from ``budget.max_tokens=999``, labelled as analyze.py labels them; a budget named 20k set to
     320 is smoke's slice (one value, one slice)."""
-    from mip.tools.summary import describe
+    from mip.tools.run_summary import describe
 
     runs = [("smoke", (), 0), ("smoke", ("budget.max_tokens=999",), 0), ("20k", ("budget.max_tokens=320",), 1)]
     for i, (budget, extra, seed) in enumerate(runs):

@@ -360,7 +360,7 @@ def test_proxy_settings_are_read_once_per_session(monkeypatch):
 
 def test_a_failing_request_is_retried_by_one_layer_only(tmp_path):
     """client_max_retries are the only retries of an HTTP request: the job's infra_retries do not
-    multiply them (issue 17: up to 20 tries before)."""
+    multiply them (nested, they made up to 20 tries)."""
     with FakeServer() as server:
         server.faults = {"500": 100}
         cfg = config(tmp_path, server, "pattern=majority_first", "infra_retries=3", "model.client_max_retries=1")
@@ -373,7 +373,7 @@ def test_a_failing_request_is_retried_by_one_layer_only(tmp_path):
 def test_the_client_opens_while_the_claim_settles(tmp_path, monkeypatch, transport):
     """A job's HTTP client (aiohttp's import, a TLS context) is made while its new claim
     settles (no request may go out then), not after it, and making it sends nothing
-    (issue 30 case 7: this start-up had come after the wait)."""
+    (a start-up placed after the wait had made it wait on nothing)."""
     from mip.store.claims import Claim
     from mip.models.transports import TRANSPORTS
 

@@ -93,7 +93,7 @@ def test_prompt_hash_is_sha256_of_the_text():
 
 @pytest.mark.parametrize("label", ['odd"number', "odd\\number"])
 def test_a_label_that_json_must_escape_is_refused_at_composition(results, label):
-    """Issue 43 case 5: the prompt shows a label between double quotes and asks for it inside a
+    """The prompt shows a label between double quotes and asks for it inside a
     JSON string; one with a double quote or a backslash cannot be copied as shown, so the job is
     refused in one line (exit 2) before it runs."""
     from .conftest import run_entry

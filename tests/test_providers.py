@@ -1,5 +1,5 @@
 """Paper models on their providers' real endpoints, as local servers that answer as the
-providers document (issue 28): Gemini's model ids and inline thoughts, and a context-length
+providers document: Gemini's model ids and inline thoughts, and a context-length
 refusal stored as input_overflow however it is found, with the output limit never past the
 window."""
 

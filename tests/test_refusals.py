@@ -1,4 +1,4 @@
-"""Every mistake is one line (issue 29, items 1, 7 and 8): it names the key and what to do,
+"""Every mistake is one line: it names the key and what to do,
 exits 2, and leaves no job folder behind (mip.entry.overrides, mip.entry.refusals, mip.entry.hydra_callbacks)."""
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ def test_a_job_that_fails_after_it_started_keeps_its_folder(results, monkeypatch
 
 
 def test_a_sweep_with_a_missing_table_is_refused_before_its_first_job(results, tmp_path):
-    """Issue 42 item 2: `-m task=arith,example_reviews` ran job 0 (arith), then stopped on the
-    missing table with no summary. Every job's data is read before any is launched."""
+    """`-m task=arith,example_reviews` must not run job 0 (arith), then stop on the missing
+    table with no summary. Every job's data is read before any is launched."""
     missing = tmp_path / "nowhere" / "reviews.csv"
     ran = run_entry("run.py", "-m", "task=arith,example_reviews", "dry_run=true", "progress=false",
                     env={"MIP_EXAMPLE_TABLE": str(missing)})
@@ -171,7 +171,7 @@ def test_a_sweep_with_a_missing_table_is_refused_before_its_first_job(results, t
 
 @pytest.mark.parametrize("sweep", [False, True])
 def test_a_store_folder_that_is_a_file_leaves_nothing(results, sweep):
-    """Issue 43 item 6: `paths.store_dir=<a file>` left runs/…/.hydra and run.log behind. A
+    """`paths.store_dir=<a file>` must leave no runs/…/.hydra or run.log behind. A
     refused job leaves nothing, whatever refuses it; a sweep is refused before any job."""
     blocker = results.parent / "a-file"
     blocker.write_text("a file where the store should be")

@@ -1,4 +1,4 @@
-"""A reply's text from any shape of message.content (mip.models.replies, issue 19)."""
+"""A reply's text from any shape of message.content (mip.models.replies)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Only a model's answer becomes a verdict (issue 27): a 200 reply without a readable message
+"""Only a model's answer becomes a verdict: a 200 reply without a readable message
 is an infrastructure failure on both transports, retried, left unstored and logged; a gzip
 bomb is capped after decompression; a trace is stored once; an encoding error is named."""
 
@@ -105,7 +105,7 @@ print(json.dumps({"error": completion.error, "grew_mb": (after - before) / 1024}
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_gzip_bomb_keeps_memory_bounded(transport):
     """~1 MB on the wire that is 1 GiB decompressed: the reply fails at max_response_bytes (4 MiB
-    here) and the process grows by a few MB, not by the gigabyte (issue 27: 3.2 GB of RSS)."""
+    here) and the process grows by a few MB, not by the gigabyte (a reader that decompressed it whole grew by 3.2 GB)."""
     with HostileServer("gzip_bomb", bomb_bytes=2**30) as server:
         proc = subprocess.run([sys.executable, "-c", BOMB, server.base_url, transport], cwd=REPO, capture_output=True,
                               text=True, timeout=300)

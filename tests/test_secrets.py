@@ -1,4 +1,4 @@
-"""No file holds a secret (issue 27 case 5): a key pasted into a config, under a key named like a
+"""No file holds a secret: a key pasted into a config, under a key named like a
 credential or in place of a variable's name, or equal to the value of the variable
 ``api_key_env`` names, is masked in every file a job writes (config.yaml, .hydra/,
 multirun.yaml, run.log, job.json, records, W&B) and in what it prints."""
@@ -65,7 +65,7 @@ def test_what_is_masked():
                                        "extra": ["a", "***"]}, "hf_token_env": "***"}
 
 
-# Keys that no key name gives away (issue 43 case 1): in the base URL's query (typed, and from
+# Keys that no key name gives away: in the base URL's query (typed, and from
 # MIP_SERVER_URL), in its userinfo, under extra_body.key / extra_body.auth, and a value that looks
 # like a key under an ordinary name.
 IN_QUERY = "Qk7planted0query0AbCdEf04"
@@ -77,7 +77,7 @@ BY_LOOK = "sk-ant-planted-look-0009"
 
 
 def test_keys_in_urls_and_body_fields_reach_no_file_of_a_sweep(results):
-    """Acceptance (issue 43): keys in the base URL's query and in extra_body.auth — and the
+    """Keys in the base URL's query and in extra_body.auth — and the
     other key-bearing places — are found in 0 files of a sweep, W&B's offline files included,
     nor in what it prints."""
     with FakeServer() as server:

@@ -1,4 +1,4 @@
-"""Another model's reply is not a verdict (issue 43 case 2): a reply whose ``model`` is not the
+"""Another model's reply is not a verdict: a reply whose ``model`` is not the
 requested one, beyond the aliases its provider documents (mip.models.served), is an
 infrastructure failure that names both ids, and nothing of it is stored."""
 
@@ -51,7 +51,7 @@ def test_openrouters_canonical_slug_is_the_same_model():
 
 
 def test_a_server_answering_as_another_model_stores_no_verdict(results):
-    """Acceptance (issue 43): the server lists the requested model but its replies name another
+    """The server lists the requested model but its replies name another
     one; 0 verdicts are stored, the job says so with both ids and exits 1 (rerun to finish)."""
     with FakeServer() as server:
         server.answers_as = "other-model"
@@ -65,7 +65,7 @@ def test_a_server_answering_as_another_model_stores_no_verdict(results):
 
 
 def test_another_model_answering_every_request_stops_the_job_after_a_few(results):
-    """Fail fast (issue 41) covers another model's replies too: each is paid for and thrown away,
+    """Fail fast covers another model's replies too: each is paid for and thrown away,
     so a job of 14 experiments stops after three in a row instead of asking them all."""
     with FakeServer() as server:
         server.answers_as = "other-model"

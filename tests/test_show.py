@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from mip.store import Store
-from mip.tools.show import clipped, main
+from mip.tools.record_view import clipped, main
 
 from . import stored
 from .conftest import REPO, run_entry
@@ -151,7 +151,7 @@ def test_a_store_folder_given_as_the_target_lists_its_records(job, results):
 
 
 def test_a_reasoning_trace_and_its_token_count_are_printed(job):
-    from mip.tools.show import render
+    from mip.tools.record_view import render
 
     _, records = job
     record = records[0]
@@ -198,7 +198,7 @@ HOSTILE = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b[1A\x1b[2Kverdict: correct\r\x9b2J\u
 def test_a_reply_holding_terminal_control_codes_prints_none_raw(job, results):
     """A hostile reply cannot clear the screen, set the title, erase lines or forge a verdict:
     mip.show and mip.summary print its control characters escaped."""
-    from mip.tools.summary import main as summary_main
+    from mip.tools.run_summary import main as summary_main
 
     folder, records = job
     attempt = records[0].attempts[0]

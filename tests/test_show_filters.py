@@ -1,4 +1,4 @@
-"""mip.show for reading a sweep (issue 42, item 6), through `python -m mip.show`: rows that tell
+"""mip.show for reading a sweep, through `python -m mip.show`: rows that tell
 experiments apart (seed, order seed, task, pattern, majority, verdict) and filters by them."""
 
 from __future__ import annotations

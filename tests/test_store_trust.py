@@ -281,7 +281,7 @@ def second_mount(tmp_path):
 
 @pytest.mark.parametrize("where", ["task folder", "record"])
 def test_a_damaged_record_behind_a_symlink_to_another_mount_is_quarantined(tmp_path, second_mount, where):
-    """Issue 43 case 4 (acceptance): a record file that cannot be read, lying on another file
+    """A record file that cannot be read, lying on another file
     system behind a symlink (the task folder, or the record itself, links there), is moved to
     the store's quarantine (copied, flushed, then removed: a rename across mounts fails with
     EXDEV) and the job completes, asking that experiment again."""

@@ -146,7 +146,7 @@ def test_settings_a_strategy_cannot_run_are_refused_before_any_data_is_read(over
 
 @pytest.mark.parametrize("answers", ["whole", "none"])
 def test_a_decomposed_dry_run_counts_what_the_run_sends(tmp_path, answers):
-    """Issue 30: the dry run counts a decomposed attempt by its batches (n = 20, batch_size = 7:
+    """The dry run counts a decomposed attempt by its batches (n = 20, batch_size = 7:
     three calls, not one). Where every batch comes back whole, the run sends exactly the
     expected count; where no batch holds a label, each of the three attempts asks every batch
     again in each round: exactly the ceiling. Counted at the server: calls, prompt tokens (the

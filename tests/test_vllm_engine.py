@@ -143,7 +143,7 @@ def test_each_chunk_is_stored_before_the_next_and_a_rerun_asks_only_for_the_rest
 
 
 def test_the_chunk_is_a_few_minutes_of_generation_and_a_bad_one_is_refused(tmp_path, fake_vllm):
-    """Issue 41: at the paper's settings (Qwen3.6-35B-A3B's 6,900 output tokens/s, a 20K or 100K
+    """At the paper's settings (Qwen3.6-35B-A3B's 6,900 output tokens/s, a 20K or 100K
     budget) a chunk is what the engine generates in about five minutes; without a rate, four
     engine batches."""
     from mip.models.vllm_engine import chunk_size

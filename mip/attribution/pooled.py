@@ -6,10 +6,10 @@ Each curve averages 20 relative-position bins of Share (× uniform): replays equ
 each task over the pooled conditions, then the tasks equally (:func:`mip.attribution.profiles.profile`,
 App. F.3); every pattern of the replays is in. The compared values are compared on the replays
 each of them holds (:func:`mip.analysis.pairs.matched`: the same task, seeds, label, pattern and
-every other field but the compared one), and the title counts what was left out. Beside the curves, the accuracy (%) of the
-same replays per compared and pooled condition (the paper's inset). Everything else of the
-slice (model, budget, strategy, pool, ordering family, and the prompt variant or (n, p)
-that is not compared) stays fixed within one figure.
+every other field but the compared one), and the title counts what was left out. Beside the
+curves, the accuracy (%) of the same replays per compared and pooled condition (the paper's
+inset). Everything else of the slice (model, budget, strategy, pool, ordering family, and the
+prompt variant or (n, p) that is not compared) stays fixed within one figure.
 
 >>> for name, fig, rows in pooled_figures(replays, bins=20):   # doctest: +SKIP
 ...     save(fig, out / "figures", name)
@@ -81,7 +81,8 @@ def _comparisons(group: pd.DataFrame, compare: str) -> list[tuple[str, pd.DataFr
     return [(f"_{v}", m.frame, int(m.counts["dropped"].sum())) for v, m in each.items()]
 
 
-def pooled_figures(replays: pd.DataFrame, bins: int = 20, weights: str | None = None) -> list[tuple[str, plt.Figure, list[dict]]]:
+def pooled_figures(replays: pd.DataFrame, bins: int = 20,
+                   weights: str | None = None) -> list[tuple[str, plt.Figure, list[dict]]]:
     """Each (figure name, figure, curve rows) of Figs. 33–35 the replays support: a group of
     fixed conditions with at least two values of the compared one, compared on the replays
     both hold (:func:`_comparisons`). Titles name the records' model and, where given, the
@@ -131,7 +132,8 @@ def _draw(curves: dict, group: pd.DataFrame, pooling: Pooling, title: str) -> pl
     side.set_axis_off()
     side.set_title(f"accuracy (%) of these replays,\n{pooling.compare} × {pooling.inset}", fontsize=8)
     cells = [["–" if pd.isna(v) else f"{v:.0f}" for v in row] for row in inset.to_numpy(float)]
-    table = side.table(cellText=cells, rowLabels=[str(i) for i in inset.index], colLabels=[str(c).replace("_", "-\n", 1) for c in inset.columns],
+    table = side.table(cellText=cells, rowLabels=[str(i) for i in inset.index],
+                       colLabels=[str(c).replace("_", "-\n", 1) for c in inset.columns],
                        loc="upper center", cellLoc="center")
     table.auto_set_font_size(False)
     table.set_fontsize(7)

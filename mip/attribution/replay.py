@@ -55,8 +55,9 @@ def _eligible(cfg: AttributeConfig) -> tuple[list[Record], dict[str, str]]:
 
 def _row(record: Record, budgets: dict[str, str]) -> dict:
     """A record's experiment as the slices see it: its budget by value (``budget_name``: as given)."""
-    return {**record.experiment.model_dump(), "base_model": record.experiment.model, "pool_filtered": record.pool_filtered,
-            "budget_name": record.experiment.budget, "budget": budgets.get(record.key, record.experiment.budget)}
+    return {**record.experiment.model_dump(), "base_model": record.experiment.model,
+            "pool_filtered": record.pool_filtered, "budget_name": record.experiment.budget,
+            "budget": budgets.get(record.key, record.experiment.budget)}
 
 
 def _merge(lists: list[list]) -> list:
@@ -118,7 +119,8 @@ def rebuilt(cfg: AttributeConfig, records: list[Record]) -> tuple[list[tuple], C
         task = cfg.task[record.experiment.task]
         pool = pools.get(record.pool_version)
         if pool is None:
-            skipped[f"pool {record.pool_version} not found (is pools_dir={cfg.pools_dir} where filter.py saved it?)"] += 1
+            where = f"is pools_dir={cfg.pools_dir} where filter.py saved it?"
+            skipped[f"pool {record.pool_version} not found ({where})"] += 1
             continue
         try:
             prompt = rebuild_prompt(record, task, pool)
@@ -253,10 +255,12 @@ def write_outputs(replays: pd.DataFrame, out: Path, skipped: Counter, cfg: Attri
             pooled = group[group["pattern"].map(structured)]
             if not pooled.empty:
                 curve = profile(pooled, "binned", bin_size)
-                save(profile_figure(curve, bin_size, "structured patterns pooled", n, p, pooled, weights=cfg.model.name),
-                     out / "figures", f"profile_pooled_{tag}")
+                figure = profile_figure(curve, bin_size, "structured patterns pooled", n, p, pooled,
+                                        weights=cfg.model.name)
+                save(figure, out / "figures", f"profile_pooled_{tag}")
         pooled = []
-        for name, fig, rows in pooled_figures(replays, cfg.relative_bins, weights=cfg.model.name):  # Figs. 33–35 (App. F.3, F.4)
+        # Figs. 33–35 (App. F.3, F.4)
+        for name, fig, rows in pooled_figures(replays, cfg.relative_bins, weights=cfg.model.name):
             save(fig, out / "figures", name)
             pooled += [{"figure": name.split("_")[0], **row} for row in rows]
         if pooled:

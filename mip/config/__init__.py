@@ -27,9 +27,11 @@ from mip.config.task import FilterSpec, PromptSpec, SourceConfig, TaskConfig
 from mip.config.tool_config import AnalyzeConfig, AttributeConfig, FilterConfig, WandbSourceConfig, WhereConfig
 
 __all__ = [
-    "AnalyzeConfig", "AttributeConfig", "AuditConfig", "AuditOptions", "BudgetConfig", "BudgetSplitConfig", "Config", "FilterConfig", "FilterSpec",
+    "AnalyzeConfig", "AttributeConfig", "AuditConfig", "AuditOptions", "BudgetConfig", "BudgetSplitConfig", "Config",
+    "FilterConfig", "FilterSpec",
     "HFModelConfig", "LoggerConfig", "MockConfig", "MockModelConfig", "ModelConfig", "OpenAICompatModelConfig",
-    "PathsConfig", "PatternConfig", "PromptSpec", "PromptVariantConfig", "ProviderConfig", "SimulatedModelConfig", "SourceConfig",
+    "PathsConfig", "PatternConfig", "PromptSpec", "PromptVariantConfig", "ProviderConfig", "SimulatedModelConfig",
+    "SourceConfig",
     "StrategyConfig", "TaskConfig", "VLLMModelConfig", "WandbSourceConfig", "WhereConfig", "redact",
     "secret_key", "to_plain",
 ]

@@ -9,7 +9,8 @@ leaves it), or, for a name of neither, among records where every record of that 
 one value; otherwise the value is named by its number, so ``smoke`` never labels records that
 ran at 999.
 
->>> labels(["smoke", "smoke", "20k", "20k", "100k"], [320, 999, 20000, 320, 100000], stated=[320, 320, 20000, 20000, None])
+>>> labels(["smoke", "smoke", "20k", "20k", "100k"], [320, 999, 20000, 320, 100000],
+...        stated=[320, 320, 20000, 20000, None])
 ['smoke', '999 tokens', '20k', 'smoke', '100k']
 >>> labels(["smoke", "20k", "20k"], [320, 320, 20000], [None, None, 2000])
 ['smoke', 'smoke', '20k (answer 2000)']

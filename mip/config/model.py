@@ -56,7 +56,8 @@ class ModelConfig:
     model_id: str = MISSING
     """Hub id or local folder; for a packaged GGUF, a label for the weights."""
     context_window: int = MISSING
-    traces: Traces = setting(Traces.absent, why="what analysis pools; the model's reasoning is requested by keyed fields")
+    traces: Traces = setting(Traces.absent,
+                             why="what analysis pools; the model's reasoning is requested by keyed fields")
     """What its reasoning traces are (:class:`Traces`); pooled trace figures and numbers
     (Figs. 5 and 22) pool the ``full`` ones unless analyze.py's ``coverage.models`` names others."""
     deterministic: bool = False
@@ -140,7 +141,8 @@ class BudgetSplitConfig:
 class OpenAICompatModelConfig(ModelConfig):
     """openai_compat: any chat-completions server (mip/models/openai_compat.py)."""
 
-    base_url: Optional[str] = setting(None, why="where the server is, not what it serves; the model id and provider pinning are keyed")
+    base_url: Optional[str] = setting(
+        None, why="where the server is, not what it serves; the model id and provider pinning are keyed")
     api_key_env: Optional[str] = setting(None, why="the name of a variable holding a secret")
     """Name of the environment variable holding the API key (the key itself never enters a config)."""
     max_concurrency: int = setting(16, why="how many calls run at once")
@@ -194,7 +196,8 @@ class VLLMModelConfig(ModelConfig):
     reasoning_parser: Optional[str] = None
     """vLLM reasoning parser of the model family (qwen3, deepseek_r1, …); null: no reasoning split.
     With a parser, special tokens are kept in the text, as vLLM's server keeps them."""
-    chunk_size: Optional[int] = setting(None, why="vllm: how many prompts go to the engine at once (batching under greedy decoding)")
+    chunk_size: Optional[int] = setting(
+        None, why="vllm: how many prompts go to the engine at once (batching under greedy decoding)")
     """Prompts per engine call; each chunk's answers are stored before the next is sent, so a
     requeue loses at most one chunk. null: the prompts the engine generates whole in about five
     minutes at ``output_tokens_per_s`` (mip.models.vllm_engine.chunk_size), or, with no rate,
@@ -223,11 +226,13 @@ class MockModelConfig(ModelConfig):
 class SimulatedModelConfig(ModelConfig):
     """simulated: a planted positional bias, a test instrument and not an LLM (mip/models/simulated.py)."""
 
-    traces: Traces = setting(Traces.planted, why="what analysis pools; the model's reasoning is requested by keyed fields")
+    traces: Traces = setting(Traces.planted,
+                             why="what analysis pools; the model's reasoning is requested by keyed fields")
     """An instrument's trace (the IDs its rule read): never pooled with LLMs by default."""
 
     read_first: Optional[int] = None
-    """How many leading instances it reads and answers the majority of; null with read_last: all (the unbiased control)."""
+    """How many leading instances it reads and answers the majority of; null with read_last: all
+    (the unbiased control)."""
     read_last: Optional[int] = None
     """How many trailing instances it reads instead; null: not this rule. Keyed only when set
     (:data:`mip.experiment.keys.KEYED_WHEN_SET`), so records stored before it existed keep their keys."""

@@ -76,8 +76,8 @@ def secret_key(name: str) -> bool:
     if not words or words[-1] == "env":
         return False
     pairs = set(zip(words, words[1:]))
-    return bool(any(s in w for w in words for s in _SECRET_WORDS) or _SECRET_PAIRS & pairs or words[-1] in ("token", "key")
-                or _SECRET_WHOLE & set(words))
+    return bool(any(s in w for w in words for s in _SECRET_WORDS) or _SECRET_PAIRS & pairs
+                or words[-1] in ("token", "key") or _SECRET_WHOLE & set(words))
 
 
 def looks_like_credential(value: str) -> bool:
@@ -85,7 +85,8 @@ def looks_like_credential(value: str) -> bool:
     ``extra_body.user``, a header value ``Bearer …``, a key pasted as a variable's name).
 
     >>> [looks_like_credential(v) for v in ("sk-or-v1-0123abcd", "Bearer abcdefgh12", "OPENROUTER_API_KEY",
-    ...                                     "Qwen/Qwen3-235B-A22B-Thinking-2507", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
+    ...                                     "Qwen/Qwen3-235B-A22B-Thinking-2507",
+    ...                                     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
     ...                                     "HuggingFaceTB/SmolLM2-135M-Instruct", "/scratch/JSmith1/mip/results",
     ...                                     "token counting")]
     [True, True, False, False, False, False, False, False]
@@ -165,7 +166,8 @@ def variable_name(value: str) -> bool:
     pasted in its place, with a dash or without (``sk_live…``, ``AIza…``, a long run of letters
     and digits with no ``_`` between words).
 
-    >>> [variable_name(v) for v in ("OPENROUTER_API_KEY", "my_key", "sk-or-v1-abc", "sk_live_abc123", "Q0FGH7J2K9LMNPX4RT5V")]
+    >>> [variable_name(v) for v in ("OPENROUTER_API_KEY", "my_key", "sk-or-v1-abc", "sk_live_abc123",
+    ...                             "Q0FGH7J2K9LMNPX4RT5V")]
     [True, True, False, False, False]
     """
     return bool(_VARIABLE.match(value)) and not looks_like_credential(value) and not (

@@ -104,12 +104,14 @@ class Config:
     """Rounds of retries, with backoff, for calls that failed for infrastructure reasons and that
     the backend did not retry itself (a crash of the backend; backends without per-request
     retries), before the experiment is left unstored for a rerun."""
-    data_dir: Optional[str] = shaping.setting(None, why="where the source files are; the pool version hashes their content")
+    data_dir: Optional[str] = shaping.setting(
+        None, why="where the source files are; the pool version hashes their content")
     """Read local files laid out as shared/data/raw instead of the hub."""
     use_filtered: bool = shaping.setting(True, why="which pool; the pool version is keyed")
     """Use a task's filtered pool (App. C.1) when filter.py has built one; false: the unfiltered pool."""
     dry_run: bool = shaping.setting(False, why="no call is made")
-    preflight: str = shaping.setting("off", why="whether a one-request check runs (or is required) before a sweep; it sends no experiment")
+    preflight: str = shaping.setting(
+        "off", why="whether a one-request check runs (or is required) before a sweep; it sends no experiment")
     """off | only (one request per model and body of the command, reported and kept under
     results/preflight/; no job runs) | required (refuse, exit 2, unless a passing preflight of
     each model's body is on file); see mip.tools.preflight."""

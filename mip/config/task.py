@@ -113,10 +113,13 @@ class FilterSpec:
 class TaskConfig:
     name: str = MISSING
     labels: list[str] = MISSING
-    """The two labels, in the order of the prompt's "Choose exactly one label from"; the example answer is the second."""
-    source: SourceConfig = setting(factory=SourceConfig, why="where the rows come from; the pool version hashes the pool's content")
+    """The two labels, in the order of the prompt's "Choose exactly one label from"; the example
+    answer is the second."""
+    source: SourceConfig = setting(factory=SourceConfig,
+                                   why="where the rows come from; the pool version hashes the pool's content")
     pool_size: int = setting(5000, why="the pool version hashes the pool's content")
     """Instances in the pool, half of each label (App. C.1)."""
     pool_seed: int = setting(0, why="the pool version hashes the pool's content")
     prompt: PromptSpec = field(default_factory=PromptSpec)
-    filter: FilterSpec = setting(factory=FilterSpec, why="filtering's own question; a filtered pool has its own version")
+    filter: FilterSpec = setting(factory=FilterSpec,
+                                 why="filtering's own question; a filtered pool has its own version")

@@ -79,7 +79,8 @@ class AnalyzeConfig:
     """analyze.py: where records come from and where the report goes."""
 
     source: str = "local"
-    """local (records under ``results``) or wandb (offline run folders under ``results``, or the API with ``wandb.project``)."""
+    """local (records under ``results``) or wandb (offline run folders under ``results``, or the API
+    with ``wandb.project``)."""
     paths: PathsConfig = field(default_factory=PathsConfig)
     """Results and cache folders (``conf/paths/default.yaml``), which the defaults below follow."""
     results: list[str] = field(default_factory=lambda: ["results/store"])
@@ -102,7 +103,8 @@ class AttributeConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     task: dict[str, TaskConfig] = field(default_factory=dict)
     paths: PathsConfig = field(default_factory=PathsConfig)
-    """Results and cache folders (``conf/paths/default.yaml``); converted models and pools are cached in ``paths.cache_dir``."""
+    """Results and cache folders (``conf/paths/default.yaml``); converted models and pools are
+    cached in ``paths.cache_dir``."""
     results: list[str] = field(default_factory=lambda: ["results/store"])
     records_model: Optional[str] = None
     """Replay the records of this model name (default: model.name) — e.g. API outputs with local weights."""

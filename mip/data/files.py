@@ -210,7 +210,8 @@ def local_disk(path: Path, mountinfo: str | None = None) -> bool:
     False
     """
     try:
-        table = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace") if mountinfo is None else mountinfo
+        table = (Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace") if mountinfo is None
+                 else mountinfo)
         real = os.path.realpath(path)
     except OSError:
         return False

@@ -35,8 +35,6 @@ def _filter_logs(config: DictConfig) -> set[str]:
     printed."""
     import logging
 
-    from omegaconf import OmegaConf
-
     from mip.config.redact import SecretFilter, mask_streams, secret_values, typed_secrets
 
     keys = [k for k in config if k != "hydra"]  # read in place: a copy of the config cost 0.05 s a job
@@ -49,7 +47,8 @@ def _filter_logs(config: DictConfig) -> set[str]:
         mask_streams(secrets)  # what is printed (error lines, bars), not logged
         for handler in logging.getLogger().handlers:
             handler.addFilter(SecretFilter(secrets))
-        for name in _launcher_logs(config):  # it sets up Hydra's log again (new handlers), then logs each job's overrides
+        # the launcher sets up Hydra's log again (new handlers), then logs each job's overrides
+        for name in _launcher_logs(config):
             launcher = logging.getLogger(name)
             for old in [f for f in launcher.filters if isinstance(f, SecretFilter)]:
                 launcher.removeFilter(old)
@@ -162,7 +161,7 @@ class SummaryCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from mip.entry.sweep_checks import forget
-        from mip.tools.summary import describe, refused_jobs, unstored_jobs
+        from mip.tools.run_summary import describe, refused_jobs, unstored_jobs
         from mip.tracking.tracker import sync_hint
 
         SummaryCallback.running = None

@@ -174,8 +174,8 @@ def option_key_error(conf_dir: Path, group: str, chosen: list[str], key: str, ov
             continue
         kind, schema = found
         if not schema_has(schema, field):
-            return _missing_key(conf_dir, group, name, f"{group} {name}" + (f" ({what} {kind})" if kind != name else ""),
-                                key, field, close_keys(field, schema))
+            where = f"{group} {name}" + (f" ({what} {kind})" if kind != name else "")
+            return _missing_key(conf_dir, group, name, where, key, field, close_keys(field, schema))
         error = value_error(schema, field, override, shown=key)
         if error:
             return error

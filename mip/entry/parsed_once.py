@@ -6,7 +6,8 @@ parses each again on every composition (pure-Python YAML: about a twentieth of a
 file's parse for the process, keyed by its path, modification time and size, and builds the
 config from it afresh each time, so no composition sees another's changes; a file changed on
 disk is read again. :class:`ParsedOnceSearchPath` (a ``SearchPathPlugin``) points Hydra's
-folders of config files (``file://`` entries, or a folder without a scheme) at it. Hydra finds both in ``hydra_plugins/mip_sweeper.py``.
+folders of config files (``file://`` entries, or a folder without a scheme) at it.
+Hydra finds both in ``hydra_plugins/mip_sweeper.py``.
 
 >>> import tempfile
 >>> folder = tempfile.mkdtemp()

@@ -49,7 +49,8 @@ def sweep_configs(config: DictConfig) -> Iterator[Config]:
     # chose, so a site file that sets hydra.launcher.partition composes here as it does for the sweep
     fixed += list(config.hydra.overrides.hydra)
     for model, budget in itertools.product(models, budgets):
-        cfg = OmegaConf.to_object(compose(config_name="config", overrides=[f"model={model}", f"budget={budget}", *fixed]))
+        overrides = [f"model={model}", f"budget={budget}", *fixed]
+        cfg = OmegaConf.to_object(compose(config_name="config", overrides=overrides))
         cfg.dry_run = bool(config.get("dry_run", False))
         yield cfg
 

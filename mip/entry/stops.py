@@ -25,7 +25,7 @@ def stopped(how: str, command: list[str], program: str = "run.py") -> int:
     """Say, when a stop (Ctrl-C) ends a run or sweep outside a job's own drained stop (between
     jobs, before a job calls): the sweep's summary so far, then one line with how far it got and
     the command that carries on from what is stored. Returns the exit code (130, as for SIGINT)."""
-    from mip.tools.summary import describe
+    from mip.tools.run_summary import describe
 
     rerun = rerun_command(command, program)
     running = SummaryCallback.running
@@ -45,7 +45,7 @@ def stopped(how: str, command: list[str], program: str = "run.py") -> int:
 def stopped_in_job(how: str, command: list[str], output_dir: str | Path, program: str = "run.py") -> None:
     """Say, when a stop (Ctrl-C) ended a job after it drained: a sweep's summary so far (or the
     run's), then the command that carries on."""
-    from mip.tools.summary import describe
+    from mip.tools.run_summary import describe
 
     if SummaryCallback.running is not None:
         stopped(how, command, program)

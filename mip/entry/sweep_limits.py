@@ -1,6 +1,7 @@
 """What a sweep may spend and send at once, checked before it launches: its expected cost
 against ``max_cost`` (:mod:`mip.job.spend_cap`), and the requests it puts in flight on one API
-key at once: its jobs that run side by side times each job's ``model.max_concurrency``, said by a dry run, and bounded by ``key_concurrency``.
+key at once: its jobs that run side by side times each job's ``model.max_concurrency``, said by a
+dry run, and bounded by ``key_concurrency``.
 
 Hydra's basic launcher runs one job at a time; ``submitit_local`` starts every job at once; a
 SLURM array runs up to ``array_parallelism`` (64 in ``slurm_cpu``). The paper's core grid on
@@ -8,10 +9,13 @@ SLURM array runs up to ``array_parallelism`` (64 in ``slurm_cpu``). The paper's 
 a SLURM array runs only as many jobs at once as fit under it; another launcher's sweep over it
 is refused with the ``model.max_concurrency`` that fits.
 
->>> parallel_jobs("hydra._internal.core_plugins.basic_launcher.BasicLauncher", None, 21)
-1
->>> load("gpt_oss_120b", jobs=21, at_once=21, per_job=32, bound=None)
-'gpt_oss_120b: up to 672 requests in flight on its key (21 job(s) at once × model.max_concurrency 32); key_concurrency=N bounds it'
+>>> parallel_jobs("hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher", 64, 21)
+21
+>>> parallel_jobs("hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher", 8, 21)
+8
+>>> print(load("gpt_oss_120b", jobs=21, at_once=21, per_job=32, bound=None).replace("; ", ";\\n"))
+gpt_oss_120b: up to 672 requests in flight on its key (21 job(s) at once × model.max_concurrency 32);
+key_concurrency=N bounds it
 """
 
 from __future__ import annotations

@@ -55,10 +55,10 @@ REGISTRY: dict[str, Pattern] = {p.name: p for p in (
     Pattern("random", None),
     Pattern("majority_first", lambda a, b: [("majority", a), ("minority", b)], "majority_last"),
     Pattern("majority_last", lambda a, b: [("minority", b), ("majority", a)], "majority_first"),
-    Pattern("majority_edges", lambda a, b: [("majority", math.ceil(a / 2)), ("minority", b), ("majority", a - math.ceil(a / 2))],
-            "majority_middle"),
-    Pattern("majority_middle", lambda a, b: [("minority", math.ceil(b / 2)), ("majority", a), ("minority", b - math.ceil(b / 2))],
-            "majority_edges"),
+    Pattern("majority_edges", lambda a, b: [("majority", math.ceil(a / 2)), ("minority", b),
+                                            ("majority", a - math.ceil(a / 2))], "majority_middle"),
+    Pattern("majority_middle", lambda a, b: [("minority", math.ceil(b / 2)), ("majority", a),
+                                             ("minority", b - math.ceil(b / 2))], "majority_edges"),
     Pattern("soft_majority_edges", _soft_edges, "soft_majority_middle"),
     Pattern("soft_majority_middle", _soft_middle, "soft_majority_edges"),
 )}
@@ -68,7 +68,8 @@ PATTERNS: tuple[str, ...] = tuple(REGISTRY)
 
 #: The counterpart pairs of App. C.3.
 COUNTERPARTS: tuple[tuple[str, str], ...] = tuple(
-    (p.name, p.counterpart) for p in REGISTRY.values() if p.counterpart and PATTERNS.index(p.name) < PATTERNS.index(p.counterpart))
+    (p.name, p.counterpart) for p in REGISTRY.values()
+    if p.counterpart and PATTERNS.index(p.name) < PATTERNS.index(p.counterpart))
 
 
 def pattern_of(name: str) -> Pattern:
@@ -216,7 +217,8 @@ def order_seeds_for(pattern: str, order_seeds: Sequence[int]) -> list[int | None
     return list(order_seeds) if pattern_of(pattern).layout is None else [None]
 
 
-def shuffle_within_labels(majority: Sequence[T], minority: Sequence[T], shuffle_seed: int) -> tuple[Sequence[T], Sequence[T]]:
+def shuffle_within_labels(majority: Sequence[T], minority: Sequence[T],
+                          shuffle_seed: int) -> tuple[Sequence[T], Sequence[T]]:
     """Expanded orderings (§5.2.1): each label's selected list shuffled on its own."""
     return _shuffled(majority, [shuffle_seed, 0]), _shuffled(minority, [shuffle_seed, 1])
 

@@ -29,7 +29,8 @@ import numpy as np
 from mip.experiment import prompts
 from mip.config import Config, TaskConfig
 from mip.data import Instance, Pool
-from mip.experiment.instances import arrangement, order_seeds_for, pattern_of, picked, select, shuffle_within_labels, structured
+from mip.experiment.instances import (arrangement, order_seeds_for, pattern_of, picked, select, shuffle_within_labels,
+                                      structured)
 from mip.experiment.keys import answer_settings, encode_settings, experiment_key, task_settings
 from mip.data.columns import JsonColumn
 from mip.experiment.records import Experiment
@@ -105,7 +106,8 @@ def instance_set(pool: Pool, majority_label: str, n: int, p: float, seed: int) -
         return select(pool.positions(majority_label), pool.positions(minority_label), n, p, seed)
     except ValueError as e:
         where = f" (the pool filtered by {', '.join(pool.meta.filter_models)})" if pool.meta.filtered else ""
-        hint = "; pass use_filtered=false to draw from the unfiltered pool, or filter a larger one" if pool.meta.filtered else ""
+        hint = ("; pass use_filtered=false to draw from the unfiltered pool, or filter a larger one"
+                if pool.meta.filtered else "")
         raise ValueError(f"Task {pool.task!r}{where}, majority {majority_label!r}: {e}{hint}") from None
 
 
@@ -120,9 +122,11 @@ def plan_job(cfg: Config, pools: dict[str, Pool], strategy: Strategy) -> list[Pl
         pool = pools[task.name]
         task_keyed = encode_settings({**settings, "task": task_settings(task)})
         for majority_label in task.labels:
-            majority, minority = (np.asarray(x, dtype=np.intp) for x in instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed))
+            chosen = instance_set(pool, majority_label, cfg.n, cfg.p, cfg.seed)
+            majority, minority = (np.asarray(x, dtype=np.intp) for x in chosen)
             shuffles = cfg.shuffle_seeds if structured(cfg.pattern.name) and cfg.shuffle_seeds else [None]
-            for order_seed, shuffle_seed in ((o, s) for o in order_seeds_for(cfg.pattern.name, cfg.order_seeds) for s in shuffles):
+            orders = order_seeds_for(cfg.pattern.name, cfg.order_seeds)
+            for order_seed, shuffle_seed in ((o, s) for o in orders for s in shuffles):
                 experiment = Experiment(
                     model=cfg.model.name,
                     task=task.name,

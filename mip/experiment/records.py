@@ -9,7 +9,8 @@ Exercised by ``pytest tests/test_records.py``.
 The first valid attempt counts (§3.2), whatever follows it:
 
 >>> first = Attempt(index=0, verdict="invalid", invalid_kind="parse")
->>> second, third = Attempt(index=1, verdict="correct", answer="pos"), Attempt(index=2, verdict="incorrect", answer="neg")
+>>> second = Attempt(index=1, verdict="correct", answer="pos")
+>>> third = Attempt(index=2, verdict="incorrect", answer="neg")
 >>> counted_attempt([first, second, third]).index, counted_attempt([first]).index, counted_attempt([])
 (1, 0, None)
 """
@@ -38,10 +39,12 @@ class Experiment(BaseModel):
     pattern: str = Field(description="Order pattern registry name.")
     order_seed: Optional[int] = Field(default=None, description="s_order; random pattern only.")
     shuffle_seed: Optional[int] = Field(
-        default=None, description="Expanded orderings (§5.2.1): X_maj and X_min shuffled independently before a structured pattern.")
+        default=None, description="Expanded orderings (§5.2.1): X_maj and X_min shuffled independently before a "
+        "structured pattern.")
     prompt_variant: str = Field(description="A prompt variant of App. B (mip.strategies.variants).")
     budget: str = Field(description="Budget name (20k, 100k, smoke, …).")
-    strategy: str = Field(default="single_call", description="Aggregation strategy: single_call (the paper), count_report, decomposed.")
+    strategy: str = Field(default="single_call",
+                          description="Aggregation strategy: single_call (the paper), count_report, decomposed.")
 
 
 class CallOutput(BaseModel):
@@ -49,7 +52,8 @@ class CallOutput(BaseModel):
     hands over and a record's :class:`Stage` keeps, defined once."""
 
     output: Optional[str] = Field(default=None, description="Final content returned by the model.")
-    reasoning: Optional[str] = Field(default=None, description="Reasoning trace, verbatim, where the backend returns one.")
+    reasoning: Optional[str] = Field(default=None,
+                                     description="Reasoning trace, verbatim, where the backend returns one.")
     finish_reason: Optional[str] = Field(default=None, description="stop, length, …")
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
@@ -59,13 +63,13 @@ class CallOutput(BaseModel):
     latency_s: Optional[float] = None
     usage: dict[str, Any] = Field(default_factory=dict, description="The backend's usage report, in full.")
     reasoning_raw: dict[str, Any] = Field(
-        default_factory=dict, description="The server's other reasoning fields, verbatim (reasoning_details, or a field whose "
-        "text differs from the trace). Before mip 0.2 this also repeated the trace's own field.")
+        default_factory=dict, description="The server's other reasoning fields, verbatim (reasoning_details, or a "
+        "field whose text differs from the trace). Before mip 0.2 this also repeated the trace's own field.")
     reasoning_from: list[str] = Field(
-        default_factory=list, description="Response fields the trace was taken from, stored once, in `reasoning`: a field "
-        "whose value was exactly the trace; `reasoning_details` when its text parts were the trace (its items are kept in "
-        "`reasoning_raw` without that text); `content` when the trace opened the content in <thought> blocks (Gemini), "
-        "which are then not in `output`.")
+        default_factory=list, description="Response fields the trace was taken from, stored once, in `reasoning`: a "
+        "field whose value was exactly the trace; `reasoning_details` when its text parts were the trace (its "
+        "items are kept in `reasoning_raw` without that text); `content` when the trace opened the content in "
+        "<thought> blocks (Gemini), which are then not in `output`.")
     provider: Optional[str] = Field(default=None, description="Who served the request, where the server says.")
     served_model: Optional[str] = Field(default=None, description="The model id the server reports.")
     context_refusal: Optional[str] = Field(
@@ -97,39 +101,47 @@ class Attempt(BaseModel):
     verdict: Verdict = Field(description="correct, incorrect or invalid (mip.experiment.scoring.Verdict).")
     invalid_kind: Optional[InvalidKind] = Field(default=None, description="input_overflow, parse or truncated "
                                                 "(mip.experiment.scoring.InvalidKind); None unless invalid.")
-    counts: Optional[dict[str, int]] = Field(default=None, description="count_report: the per-label counts the model gave.")
+    counts: Optional[dict[str, int]] = Field(default=None,
+                                             description="count_report: the per-label counts the model gave.")
 
 
 class Record(BaseModel):
     """Everything one experiment produced, enough to rebuild and check its prompt."""
 
     schema_version: int = SCHEMA_VERSION
-    key_scheme: int = Field(default=1, description="How `key` was made (mip.experiment.keys): 1 before mip 0.3 (a subset of the "
-                            "settings), 2 every answer-shaping setting. Records written before 0.3 read as 1.")
+    key_scheme: int = Field(default=1, description="How `key` was made (mip.experiment.keys): 1 before mip 0.3 (a "
+                            "subset of the settings), 2 every answer-shaping setting. Records written before 0.3 "
+                            "read as 1.")
     key: str = Field(description="Stable hash of the experiment, its pool and every setting that shapes its answer.")
     experiment: Experiment
     pool_version: str = Field(description="Content hash of the pool the instances were drawn from.")
-    pool_filtered: bool = Field(default=False, description="Whether the pool was filtered by model agreement (App. C.1).")
+    pool_filtered: bool = Field(default=False,
+                                description="Whether the pool was filtered by model agreement (App. C.1).")
     instance_ids: Sequence[str] = Field(description="Presented instance ids, in prompt order (a list when read; a job "
                                         "writes them from the pool's JSON column, mip.data.columns).")
     instance_labels: Sequence[str] = Field(description="Gold labels of the presented instances, in prompt order.")
     prompt_hash: str = Field(description="sha256 of the final prompt (stage two for self-prompting).")
-    prompt_tokens: Optional[int] = Field(default=None, description="Tokens of the final prompt, chat template included.")
+    prompt_tokens: Optional[int] = Field(default=None,
+                                         description="Tokens of the final prompt, chat template included.")
     attempts: list[Attempt] = Field(default_factory=list, description="Every attempt paid, in order, also those a "
                                     "killed job made (kept under the store's .attempts/ until the record was written).")
     attempts_allowed: Optional[int] = Field(default=None, description="Attempts this experiment could have (§3.2: up "
                                             "to max_attempts; 1 for a model whose config says it decodes "
                                             "deterministically). None before mip 0.3 (see config).")
     answer: Optional[str] = None
-    verdict: Verdict = Field(description="The counted attempt's verdict (mip.experiment.scoring.Verdict); invalid with no "
-                             "attempt for an input overflow.")
-    invalid_kind: Optional[InvalidKind] = Field(default=None, description="Why it is invalid (mip.experiment.scoring.InvalidKind).")
+    verdict: Verdict = Field(description="The counted attempt's verdict (mip.experiment.scoring.Verdict); invalid "
+                             "with no attempt for an input overflow.")
+    invalid_kind: Optional[InvalidKind] = Field(
+        default=None, description="Why it is invalid (mip.experiment.scoring.InvalidKind).")
     scoring_rule: Optional[int] = Field(default=None, description="The answer rule that gave the verdict "
                                         "(mip.experiment.scoring.RULE_VERSION); None before mip 0.3 (rule 1).")
     predictions: Optional[list[Optional[str]]] = Field(
-        default=None, description="decomposed: the label given to each presented instance, in prompt order (None: missing).")
-    reported_counts: Optional[dict[str, int]] = Field(default=None, description="count_report: the counted attempt's counts.")
-    config: dict[str, Any] = Field(default_factory=dict, description="Model, budget and generation config, secrets removed.")
+        default=None,
+        description="decomposed: the label given to each presented instance, in prompt order (None: missing).")
+    reported_counts: Optional[dict[str, int]] = Field(default=None,
+                                                      description="count_report: the counted attempt's counts.")
+    config: dict[str, Any] = Field(default_factory=dict,
+                                   description="Model, budget and generation config, secrets removed.")
     git_commit: Optional[str] = None
     mip_version: Optional[str] = None
     created_at: str = Field(description="UTC time the record was written (ISO 8601).")
@@ -157,7 +169,8 @@ def budget_limits(record: Record) -> dict[str, Any]:
     the model splits it, and the limit its budget's name stands for (the slice is labelled over
     a whole table: :func:`mip.config.budgets.labels`).
 
-    >>> budget_limits(Record.model_construct(config={"budget": {"name": "smoke", "max_tokens": 999, "stated_tokens": 320}}))
+    >>> smoke_at_999 = {"budget": {"name": "smoke", "max_tokens": 999, "stated_tokens": 320}}
+    >>> budget_limits(Record.model_construct(config=smoke_at_999))
     {'budget_tokens': 999, 'budget_answer': None, 'budget_stated': 320}
     """
     budget = record.config.get("budget") if isinstance(record.config.get("budget"), dict) else {}

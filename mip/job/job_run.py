@@ -82,7 +82,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     ``checked``: what :func:`mip.job.checks.check_job` built for ``cfg``, where the caller
     has it (else it is asked here, once)."""
     started = time.monotonic()
-    remember(secret_values(dataclasses.asdict(cfg)))  # masked in what is stored, logged and printed (mip.config.masking)
+    remember(secret_values(dataclasses.asdict(cfg)))  # masked wherever written or printed (mip.config.masking)
     checked = check_job(cfg, builds_backend=backend is None) if checked is None else checked
     strategy, pools = checked.strategy, checked.pools
     output_dir = Path(output_dir)
@@ -186,9 +186,9 @@ def _summary(cfg: Config, output_dir: Path, store: Store, plans: list[Planned], 
     return JobSummary(
         output_dir=str(output_dir), store_dir=str(store.root), experiments=len(plans),
         already_stored=len(plans) - len(todo), stored_now=0, unstored=0, calls=0, dry_run=cfg.dry_run,
-        model=cfg.model.name, budget=cfg.budget.name, prompt_variant=cfg.prompt_variant.name, strategy=cfg.strategy.name,
-        budget_tokens=cfg.budget.max_tokens, budget_answer=getattr(cfg.model, "reserved_answer_tokens", None),
-        budget_stated=cfg.budget.stated_tokens,
+        model=cfg.model.name, budget=cfg.budget.name, prompt_variant=cfg.prompt_variant.name,
+        strategy=cfg.strategy.name, budget_tokens=cfg.budget.max_tokens, budget_stated=cfg.budget.stated_tokens,
+        budget_answer=getattr(cfg.model, "reserved_answer_tokens", None),
         price_input_per_mtok=cfg.model.price_input_per_mtok, price_output_per_mtok=cfg.model.price_output_per_mtok,
         backend=cfg.model.backend, cost_basis=backend_class(cfg.model.backend).cost_basis, device=cfg.model.runs_on,
         prompt_tokens_per_s=cfg.model.prompt_tokens_per_s, output_tokens_per_s=cfg.model.output_tokens_per_s,

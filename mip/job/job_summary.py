@@ -46,7 +46,8 @@ class JobSummary:
     budget_answer: int | None = None
     budget_stated: int | None = None
     """The limits the budget ran at (output tokens; the answer's share where the model splits it;
-    the one its name stands for, ``stated_tokens``): costs slice by them, not by the budget's name (:func:`mip.config.budgets.labels`)."""
+    the one its name stands for, ``stated_tokens``): costs slice by them, not by the budget's name
+    (:func:`mip.config.budgets.labels`)."""
     attempts_allowed: int = 1
     """Dry runs: the attempts each experiment may get, which the ceiling counts."""
     price_input_per_mtok: float | None = None

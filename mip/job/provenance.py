@@ -46,7 +46,8 @@ def _git_state() -> GitState:
 
     def git(*args: str) -> str | None:
         try:
-            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True)
+            return done.stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return None
 

@@ -75,7 +75,8 @@ class Drain:
     def __enter__(self) -> Drain:
         if threading.current_thread() is threading.main_thread():
             for signum in [*stop_signals(), signal.SIGALRM]:
-                self._previous[signum] = signal.signal(signum, self._expire if signum == signal.SIGALRM else self._signal)
+                handler = self._expire if signum == signal.SIGALRM else self._signal
+                self._previous[signum] = signal.signal(signum, handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -96,7 +97,8 @@ class Drain:
             self.received.append(sig)
             return
         if self.received and (sig in self.received or sig == signal.SIGINT):
-            print(f"{sig.name} again: stopping now; the replies still in flight are dropped.", file=sys.stderr, flush=True)
+            print(f"{sig.name} again: stopping now; the replies still in flight are dropped.", file=sys.stderr,
+                  flush=True)
             self._raise()
             return
         first = not self.received

@@ -103,8 +103,8 @@ def budget_error(model: str, context_window: int, budget: str, max_tokens: int) 
     if max_tokens <= context_window:
         return None
     # The budget as the user gave it: a number set over a name is the number (mip.config.budgets).
-    return (f"Budget {given(budget, max_tokens)} ({max_tokens} output tokens) is larger than the context window of {model} "
-            f"({context_window}); choose a smaller budget (e.g. budget=smoke) or another model.")
+    return (f"Budget {given(budget, max_tokens)} ({max_tokens} output tokens) is larger than the context window "
+            f"of {model} ({context_window}); choose a smaller budget (e.g. budget=smoke) or another model.")
 
 
 def output_room(prompt_tokens: int, context_window: int, budget: int) -> int:
@@ -113,7 +113,8 @@ def output_room(prompt_tokens: int, context_window: int, budget: int) -> int:
     return max(1, min(budget, context_window - prompt_tokens))
 
 
-def count_texts(backend: Backend | OfflineTokenizer, texts: list[str], chars_per_token: float, quiet: bool = False) -> tuple[list[int], bool]:
+def count_texts(backend: Backend | OfflineTokenizer, texts: list[str], chars_per_token: float,
+                quiet: bool = False) -> tuple[list[int], bool]:
     """Tokens of each text and whether they were estimated (saying why, unless ``quiet``)."""
     try:
         tokens = backend.count_tokens(texts)

@@ -72,8 +72,9 @@ def api_key(cfg: ModelConfig) -> str | None:
     if not variable_name(env):  # a key pasted in place of its variable's name (dash or none): never echoed
         raise BackendSetupError(
             f"Model {cfg.name!r}: model.api_key_env must name an environment variable, and "
-            "what it holds is no variable's name (a key itself?). Put the key in a variable (`export MY_KEY=...`) and pass "
-            "model.api_key_env=MY_KEY; if that was a real key, revoke it, as it is in your shell history."
+            "what it holds is no variable's name (a key itself?). Put the key in a variable "
+            "(`export MY_KEY=...`) and pass model.api_key_env=MY_KEY; if that was a real key, revoke it, as it is in "
+            "your shell history."
         )
     key = os.environ.get(env, "").strip()
     if any(ord(c) < 32 or ord(c) == 127 for c in key):  # a header holding it would break (or forge) lines

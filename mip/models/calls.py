@@ -171,7 +171,8 @@ def _give_up(request: Request, last_error: dict[str, str], stats: CallStats) -> 
     stats.errors.append(f"{request.id}: infrastructure failure persisted ({why[:300]}); left unstored for a rerun")
 
 
-def _tracked(pending: Iterable[Request], in_flight: dict[str, Request], errors: list[BaseException]) -> Iterator[Request]:
+def _tracked(pending: Iterable[Request], in_flight: dict[str, Request],
+             errors: list[BaseException]) -> Iterator[Request]:
     """``pending`` as the backend pulls it, noting each request in flight and any error of the source."""
     try:
         for request in pending:

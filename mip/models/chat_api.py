@@ -68,7 +68,8 @@ def request_body(cfg: OpenAICompatModelConfig, request: Request, model_id: str |
     if cfg.budget_split.answer_tokens is not None:
         reasoning_tokens = request.max_tokens - cfg.budget_split.answer_tokens
         if reasoning_tokens < 1:
-            raise ValueError(f"Budget {request.max_tokens} leaves no reasoning tokens after {cfg.budget_split.answer_tokens} answer tokens.")
+            raise ValueError(f"Budget {request.max_tokens} leaves no reasoning tokens after "
+                             f"{cfg.budget_split.answer_tokens} answer tokens.")
         set_path(body, cfg.budget_split.reasoning_field, reasoning_tokens)
         if not cfg.budget_split.max_tokens_counts_reasoning:  # the answer's own limit: the budget stays the sum
             body[cfg.max_tokens_param] = cfg.budget_split.answer_tokens
@@ -182,11 +183,12 @@ def reasoning_of(message: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]
     trace = fields.get("reasoning") or fields.get("reasoning_content") or detail_text
     if not isinstance(trace, str):
         return None, fields, []
-    same = [name for name, value in fields.items() if value == trace or (name == "reasoning_details" and detail_text == trace)]
+    same = [name for name, value in fields.items()
+            if value == trace or (name == "reasoning_details" and detail_text == trace)]
     kept = {name: value for name, value in fields.items() if name not in same}
     if "reasoning_details" in same:  # the structure stays, its text is the trace
-        kept["reasoning_details"] = [{k: v for k, v in d.items() if k not in ("text", "summary")} if isinstance(d, dict) else d
-                                     for d in details]
+        kept["reasoning_details"] = [{k: v for k, v in d.items() if k not in ("text", "summary")}
+                                     if isinstance(d, dict) else d for d in details]
     return trace, kept, same
 
 
@@ -226,9 +228,10 @@ def completion_from(request_id: str, response: Any, latency: float) -> Completio
     body is no model's answer: it reports an error (some servers answer HTTP 200 with
     ``{"error": …}``), has no choices, a choice without a readable message (none, ``null``,
     content that is a number or a bare object), a ``usage`` that is no object, or is not a
-    completion at all. Only a model's answer becomes a verdict (issue 27)."""
+    completion at all. Only a model's answer becomes a verdict: anything else is the server's failure."""
     if not isinstance(response, dict):
-        return Completion(request_id, error=f"a 200 response that is not a JSON object: {str(response)[:200]}", latency_s=latency)
+        return Completion(request_id, error=f"a 200 response that is not a JSON object: {str(response)[:200]}",
+                          latency_s=latency)
     error = response.get("error")
     choices = response.get("choices") or []
     if error or not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -246,7 +249,8 @@ def completion_from(request_id: str, response: Any, latency: float) -> Completio
     try:
         return _completion(request_id, response, choice, message, latency)
     except ValidationError as e:  # a field of the wrong type (tokens as text, a model that is no string)
-        return Completion(request_id, latency_s=latency, error=f"a 200 response with a malformed field: {schema_error(e)}")
+        return Completion(request_id, latency_s=latency,
+                          error=f"a 200 response with a malformed field: {schema_error(e)}")
 
 
 def _shown(value: Any) -> str:

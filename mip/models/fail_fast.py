@@ -1,5 +1,5 @@
 """Fail fast: a job stops after a few consecutive refusals no retry can mend, and a sweep
-does not start the same model's next job (issue 41).
+does not start the same model's next job: a refused key or model costs a few requests, not a sweep's.
 
 A refusal of the request itself — HTTP 400 (a rejected parameter; a context-length refusal is
 a verdict, :mod:`mip.models.overflow`, and never counts here), 401 (a bad key), 402 (no
@@ -19,8 +19,8 @@ disk: a new command, or a SLURM array's job in a process of its own, waits for a
 
 A retryable reply (408, 409, 429, 5xx, a timeout) keeps its backoff and leaves the count as
 it is. A wait the server asks for (``Retry-After``) longer than a minute (``LONGEST_WAIT_S``, or
-the request deadline where that is shorter) stops the job the same way, with the provider's message and when to run the same command again: a
-retry before that time would be refused again.
+the request deadline where that is shorter) stops the job the same way, with the provider's
+message and when to run the same command again: a retry before that time would be refused again.
 
 The count and the stop are kept in ``<sweep folder>/.fail_fast/<model>.json`` (in a sweep
 only, :mod:`mip.models.sweep_gate`): refusals in a row count across the sweep's jobs of a model (:func:`keep`), and each
@@ -30,8 +30,10 @@ sends anything (:func:`resume`). A new command is a new sweep: it tries again.
 >>> policy = FailFast("m", "OPENROUTER_API_KEY")
 >>> [policy.refused(401, "Invalid credentials") for _ in range(LIMIT)]
 [False, False, True]
->>> print(policy.tripped)
-model m: stopped after 3 refusals in a row, HTTP 401 "Invalid credentials" — the key in $OPENROUTER_API_KEY was refused; set a valid one, then run the same command again
+>>> first, _, fix = policy.tripped.partition(" — ")
+>>> print(first); print(fix)
+model m: stopped after 3 refusals in a row, HTTP 401 "Invalid credentials"
+the key in $OPENROUTER_API_KEY was refused; set a valid one, then run the same command again
 """
 
 from __future__ import annotations
@@ -250,7 +252,7 @@ class FailFast:
         when = datetime.fromtimestamp(time.time() + seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         self.tripped = (f"model {self.model}: HTTP {status} \"{' '.join(message.split())[:300]}\" asks to wait "
                         f"{seconds:,.0f} s (Retry-After), longer than mip waits within a job "
-                        f"({self.longest_wait_s:,.0f} s); stopped without retrying early. What is stored stays: run the "
-                        f"same command again after {when} to carry on")
+                        f"({self.longest_wait_s:,.0f} s); stopped without retrying early. What is stored stays: "
+                        f"run the same command again after {when} to carry on")
         self._settled()
         return True

@@ -183,7 +183,8 @@ class HFBackend(Backend):
         for item in items:
             candidate = batch + [item]
             width = max(len(ids) for _, ids in candidate) + max(r.max_tokens for r, _ in candidate)
-            if batch and (len(candidate) > self.cfg.max_batch_size or width * len(candidate) > self.cfg.max_batch_tokens):
+            too_big = len(candidate) > self.cfg.max_batch_size or width * len(candidate) > self.cfg.max_batch_tokens
+            if batch and too_big:
                 yield batch
                 candidate = [item]
             batch = candidate

@@ -9,56 +9,49 @@ free up, so the next prompt is built while earlier ones are in flight.
 Two transports (``model.transport``, :mod:`mip.models.transports`) only send: ``aiohttp``
 (default), mip's own lean client, and ``openai``, the SDK's async client with its retries off.
 The guard in :mod:`mip.models.calls` owns the retry loop, the deadlines and the concurrency;
-this backend makes one try at a time and says what each reply means (``_outcome``), the same
-for both transports:
+this backend makes one try at a time, and :mod:`mip.models.outcomes` says what each reply
+means, the same for both transports:
 
 - **Retries** are the ``openai`` SDK's: HTTP 408, 409, 429 and 5xx, dropped connections and
   timeouts, up to ``client_max_retries`` times, waiting what the server asks
   (``retry-after-ms``, ``Retry-After`` in seconds or as a date; a wait past a minute
   stops the job, :mod:`mip.models.fail_fast`) or else 0.5 s doubling to 8 s, less up to 25 %
   jitter; ``x-should-retry`` decides when sent. Which replies are retried, and after what
-  wait, is decided in ``_outcome`` only (the guard retries what raises: drops, timeouts).
+  wait, is decided in :mod:`mip.models.outcomes` only (the guard retries what raises: drops,
+  timeouts).
 - **Every try has one deadline**, ``request_timeout_s``, over connect, headers and body.
 - **Replies are capped** at ``max_response_bytes``: a larger one is an infrastructure failure.
 - **The API key stays with its origin**: redirects are not followed (the key would travel
   with them); a 3xx is an error that names where it pointed. ``check()`` refuses a redirect
-  to another origin the same way.
+  to another origin the same way (:func:`mip.models.safe_http.small_request`).
 
-A 200 whose body is an error object is the HTTP error it names (:mod:`mip.models.body_errors`); another 200 that
-is no model's answer (its first bytes logged, without the key) is a :class:`Completion` with ``error``: an
-infrastructure failure, never a verdict. The one verdict: a context-length refusal (:mod:`mip.models.overflow`).
+The model listing and which model answered are :mod:`mip.models.served`'s; token counts
+:mod:`mip.models.tokenizer`'s. The one verdict a refusal can be: a context-length refusal
+(:mod:`mip.models.overflow`).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import orjson
-
-import mip
 from mip.config import OpenAICompatModelConfig
-from mip.config.masking import masker, printable
 from mip.models.base import Backend, BackendContext, BackendSetupError, Completion, Request
-from mip.models.body_errors import status_in_body
 from mip.models.calls import RequestGuard, Retry
-from mip.models.chat_api import asked_wait, completion_from_body, error_message, request_body, retry_delay, should_retry
+from mip.models.chat_api import request_body, retry_delay
 from mip.models.event_loop import EventLoop
 from mip.models.fail_fast import FailFast, identity
+from mip.models.outcomes import Outcomes
 from mip.models.overflow import refusal_completion, send_within_window
-from mip.models.served import ServedModel, listed
-from mip.models.safe_http import ReplyTooLarge, SameOrigin, credentials, endpoint, read_capped, with_deadline
-from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer
+from mip.models.served import ServedModel, asked_listing, listed
+from mip.models.safe_http import ReplyTooLarge, credentials, endpoint, small_request
+from mip.models.tokenizer import chat_token_counts, estimate_note, find_tokenizer, server_token_counts
 from mip.models.transports import TRANSPORTS, Transport
 
 CHECK_DEADLINE_S = 30.0  # the model listing and token counts: one deadline over the whole exchange
-LOGGED_BODY_BYTES = 2000  # of a 200 reply that is no model's answer, in the job's log
 
 log = logging.getLogger(__name__)
 
@@ -73,18 +66,20 @@ class OpenAICompatBackend(Backend):
         if not cfg.base_url:
             raise BackendSetupError(f"Model {cfg.name!r} uses openai_compat: set model.base_url.")
         if cfg.transport not in TRANSPORTS:
-            raise BackendSetupError(f"Model {cfg.name!r}: unknown transport {cfg.transport!r}; choose {' or '.join(TRANSPORTS)}.")
+            raise BackendSetupError(f"Model {cfg.name!r}: unknown transport {cfg.transport!r}; "
+                                    f"choose {' or '.join(TRANSPORTS)}.")
         self.cfg = cfg
         self._api_key = context.api_key or "EMPTY"
         self._tokenizer: Any = None
         self.model_id = None if cfg.model_id == "auto" else cfg.model_id
-        self._root, self._authorization = credentials(cfg.base_url.rstrip("/"), self._api_key)  # …/v1; no user:password@
+        # the API root (…/v1) without user:password@, which goes into the Authorization header instead
+        self._root, self._authorization = credentials(cfg.base_url.rstrip("/"), self._api_key)
         self._loop: EventLoop | None = None
         # The transport makes its client inside the event loop on first use; the guard its gate there too.
         self._transport: Transport | None = None
         self._guard: RequestGuard | None = None
         self._same_models: set[str] = set()  # the model's other names in its listing (mip.models.served)
-        self._served: ServedModel | None = None
+        self._outcomes: Outcomes | None = None  # what each reply means (mip.models.outcomes), made by generate
         self._reached: set[str] = set()  # ids of requests sent at least once (reached)
         # Remembered per process by the whole model config (base URL included) and the key: a later job
         # of a model answered here starts with the gate open (mip.models.fail_fast.healthy).
@@ -99,31 +94,13 @@ class OpenAICompatBackend(Backend):
 
         ``model_id: auto`` takes the one model a single-model server lists.
         """
-        try:
-            listing = orjson.loads(self._get(endpoint(self._root, "models")))
-        except urllib.error.HTTPError as e:
-            if e.code in (401, 403):
-                raise BackendSetupError(f"{self.cfg.base_url} refused the API key from ${self.cfg.api_key_env}: "
-                                        f"HTTP {e.code} {error_message(e.read())}") from None
-            listing = None  # a server without /models: the first request will tell
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise BackendSetupError(f"Cannot reach {self.cfg.base_url} for model {self.cfg.name!r}: {reason}.") from None
-        except orjson.JSONDecodeError:
-            listing = None
-        self.model_id, self._same_models = listed(listing, self.model_id, self.cfg.name, self.cfg.base_url,
-                                                  endpoint(self._root, "models"))
+        url = endpoint(self._root, "models")
+        listing = asked_listing(lambda: self._get(url), self.cfg.name, self.cfg.base_url, self.cfg.api_key_env)
+        self.model_id, self._same_models = listed(listing, self.model_id, self.cfg.name, self.cfg.base_url, url)
 
     def _get(self, url: str, body: bytes | None = None) -> bytes:
-        """One small request of the backend's own (the model listing, token counts): the key
-        goes to the configured origin only, and the whole exchange has one deadline."""
-        request = urllib.request.Request(url, data=body, headers={
-            "Authorization": self._authorization, "User-Agent": f"mip/{mip.__version__}",
-            **({"Content-Type": "application/json"} if body is not None else {})})
-        opener = urllib.request.build_opener(SameOrigin(url))  # proxies as set now
-        limit = min(CHECK_DEADLINE_S, self.cfg.request_timeout_s)
-        return with_deadline(lambda: read_capped(opener.open(request, timeout=limit), self.cfg.max_response_bytes),
-                             limit, f"{url} did not answer completely within {limit:g} s")
+        return small_request(url, self._authorization, min(CHECK_DEADLINE_S, self.cfg.request_timeout_s),
+                             self.cfg.max_response_bytes, body)
 
     # ------------------------------------------------------------------ tokens
     def count_tokens(self, prompts: Sequence[str]) -> list[int] | None:
@@ -136,7 +113,8 @@ class OpenAICompatBackend(Backend):
             tokenizer, why = find_tokenizer(self.cfg.tokenizer, offline=False)
             self._tokenizer = tokenizer or False
             if not tokenizer:
-                log.warning(f"Model {self.cfg.name}: " + estimate_note(self.cfg.tokenizer, why, self.cfg.chars_per_token))
+                note = estimate_note(self.cfg.tokenizer, why, self.cfg.chars_per_token)
+                log.warning(f"Model {self.cfg.name}: {note}")
         if self._tokenizer is False:
             return None
         return chat_token_counts(self._tokenizer, prompts)
@@ -145,16 +123,7 @@ class OpenAICompatBackend(Backend):
         url = endpoint(self._root, "tokenize", drop="/v1")
         if self.model_id is None:
             self.check()
-        counts = []
-        for prompt in prompts:
-            body = json.dumps({"model": self.model_id, "messages": [{"role": "user", "content": prompt}],
-                               "add_generation_prompt": True}).encode()
-            try:
-                counts.append(int(json.loads(self._get(url, body))["count"]))
-            except (OSError, ValueError, KeyError, BackendSetupError) as e:
-                raise BackendSetupError(f"Counting tokens with {url} failed ({e}); unset model.server_tokenize "
-                                        "to estimate them instead.") from e
-        return counts
+        return server_token_counts(lambda body: self._get(url, body), self.model_id, prompts, url)
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Iterable[Request]) -> Iterator[Completion]:
@@ -164,6 +133,9 @@ class OpenAICompatBackend(Backend):
         while no reply waits, so that a slot freed is filled at once (:meth:`EventLoop.as_finished`)."""
         if self.model_id is None:
             self.check()
+        if self._outcomes is None:  # the model id is known now, and the other names its listing gives it
+            served = ServedModel(self.model_id or self.cfg.model_id, self.cfg.base_url, self._same_models)
+            self._outcomes = Outcomes(served, self.fail_fast, self._root, self.stop_sending)
         self._start()
         run, one_try = self._guard.run, self._one_try  # bound once, not per request
         lead = self.cfg.max_concurrency  # the caller stores each reply before the next request goes out
@@ -214,7 +186,8 @@ class OpenAICompatBackend(Backend):
             self._transport = TRANSPORTS[self.cfg.transport](self.cfg, self._root, self._api_key)
         return self._transport.encode(request_body(self.cfg, request, self.model_id))
 
-    async def _one_try(self, request_id: str, payload: tuple[Request, Any], retry: int, start: float) -> Completion | Retry:
+    async def _one_try(self, request_id: str, payload: tuple[Request, Any], retry: int,
+                       start: float) -> Completion | Retry:
         """One try of one request (the guard's ``OneTry``): send the body and say what the reply
         means. A context-length refusal that shows the prompt may fit is sent again at once, with
         the output limit that fits (:func:`mip.models.overflow.send_within_window`)."""
@@ -234,49 +207,7 @@ class OpenAICompatBackend(Backend):
         if refusal is not None:  # a verdict on the prompt, no refusal of the body: the gate opens
             self.fail_fast.accepted()
             return refusal_completion(request, refusal, latency)
-        completion = self._outcome(request_id, status, headers, raw, latency, retry)
+        completion = self._outcomes(request_id, status, headers, raw, latency, retry)
         if isinstance(completion, Completion) and request is not payload[0]:  # sent with the limit that fits
             completion = completion.model_copy(update={"max_tokens": request.max_tokens})
         return completion
-
-    def _outcome(self, request_id: str, status: int, headers: Mapping[str, str], raw: bytes, latency: float,
-                 retry: int) -> Completion | Retry:
-        """What one reply means: the completion (or a final error) to hand back, else the
-        error to retry after and the wait the SDK's rules give (the server's, or backoff)."""
-        status = (status_in_body(raw) or status) if status == 200 else status  # a 200 error body: its status
-        if status == 200:
-            completion = completion_from_body(request_id, raw, latency, endpoint(self._root, "chat/completions"))
-            if not completion.error:
-                completion = self._from_requested(completion)
-                if not completion.error:  # an answer of the model asked: the refusals in a row end
-                    self.fail_fast.answered()
-                elif self.fail_fast.refused(200, completion.error):  # another model, a few in a row: stop
-                    self.stop_sending()
-                return completion
-            # No model's answer (an error body, no choices, no readable message, no JSON): another
-            # try may fare better. The body goes to the job's log, capped and without a key.
-            log.warning("%s: %s. The reply's first %d of %d bytes: %s", request_id, completion.error,  # keys masked,
-                        min(len(raw), LOGGED_BODY_BYTES), len(raw),  # control codes escaped (mip.config.masking)
-                        printable(masker().text(raw[:LOGGED_BODY_BYTES].decode("utf-8", "backslashreplace"))))
-            self.fail_fast.accepted()
-            return Retry(completion.error)
-        if 300 <= status < 400:
-            return Completion(request_id, latency_s=latency, error=(
-                f"HTTP {status}: {self._root} redirects to {headers.get('Location', '?')}; mip does not follow "
-                "redirects, so the API key stays with its origin. Set model.base_url to the final address."))
-        message = error_message(raw)
-        error = f"HTTP {status}: {message}"
-        if not should_retry(status, headers):  # the request itself is refused; the same one fails again
-            if self.fail_fast.refused(status, message):  # a few in a row: the job stops sending
-                self.stop_sending()
-            return Completion(request_id, error=error, latency_s=latency)
-        self.fail_fast.accepted()  # retryable (429, 5xx): the body got through; the gate opens
-        if self.fail_fast.wait_too_long(asked_wait(headers), status, message):
-            self.stop_sending()  # a retry before the asked time would be refused again
-            return Completion(request_id, error=f"{error} (not retried: {self.fail_fast.tripped})", latency_s=latency)
-        return Retry(error, retry_delay(headers, retry, longest=self.fail_fast.longest_wait_s))
-
-    def _from_requested(self, completion: Completion) -> Completion:  # another model's reply: a failure
-        if self._served is None:
-            self._served = ServedModel(self.model_id or self.cfg.model_id, self.cfg.base_url, self._same_models)
-        return self._served.checked(completion, self.cfg.name)

@@ -1,11 +1,12 @@
 """A provider's refusal of a prompt longer than its context window, read from the HTTP status
-and the provider's message (issue 28): an ``input_overflow`` verdict (App. D.1) however it is
+and the provider's message (each provider words it its own way): an ``input_overflow`` verdict (App. D.1) however it is
 found, never an unstored experiment asked again on every rerun.
 
 The messages, as each server writes them:
 
-- OpenRouter (https://openrouter.ai/docs/api-reference/errors, as clients report it), HTTP 400: "This endpoint's maximum context length is
-  N tokens. However, you requested about T tokens (P of text input, K in the output). …";
+- OpenRouter (https://openrouter.ai/docs/api-reference/errors, as clients report it), HTTP 400:
+  "This endpoint's maximum context length is N tokens. However, you requested about T tokens
+  (P of text input, K in the output). …";
 - vLLM's OpenAI-compatible server, HTTP 400, in its three wordings: "This model's maximum context
   length is N tokens. However, you requested T tokens (P in the messages, K in the completion). …"
   (``vllm/entrypoints/openai/serving_engine.py``, ``_validate_prompt_and_tokenize``); the
@@ -30,7 +31,8 @@ exactly before the call and spares that probe.
 ...                     "requested about 140000 tokens (120000 of text input, 20000 in the output).")
 >>> r.window, r.input_tokens, r.overflows, r.room
 (131072, 120000, False, 11072)
->>> context_refusal(400, "The input token count (1300000) exceeds the maximum number of tokens allowed (1048576).").overflows
+>>> gemini = "The input token count (1300000) exceeds the maximum number of tokens allowed (1048576)."
+>>> context_refusal(400, gemini).overflows
 True
 >>> context_refusal(400, "prompt is too long") is None
 True
@@ -109,8 +111,8 @@ def context_refusal(status: int, message: str) -> ContextRefusal | None:
 
 
 
-async def send_within_window(send: Callable[[Any], Awaitable[Reply]], encode: Callable[[Request], Any], request: Request,
-                             body: Any) -> tuple[Reply, Request, ContextRefusal | None]:
+async def send_within_window(send: Callable[[Any], Awaitable[Reply]], encode: Callable[[Request], Any],
+                             request: Request, body: Any) -> tuple[Reply, Request, ContextRefusal | None]:
     """Send ``body`` (``request`` encoded); where a context-length refusal shows the prompt may
     fit, send it again with the output limit that fits (at most two more sends). The last reply,
     the request it answers, and the refusal when it is one."""

@@ -1,4 +1,4 @@
-"""A reply's text, whatever shape the server gives ``message.content`` (issue 19).
+"""A reply's text, whatever shape the server gives ``message.content``.
 
 OpenAI-compatible servers return the content as a string, ``None``, or a list of parts
 (``[{"type": "text", "text": "…"}]``; Mistral puts ``thinking`` parts beside the text; the
@@ -85,11 +85,12 @@ def content_text(content: object, refusal: str | None = None) -> str | None:
 def _is_part(part: object) -> bool:
     """Whether ``part`` has a content part's shape: a string, or an object with a string
     ``type`` or a ``text`` field."""
-    return isinstance(part, str) or (isinstance(part, Mapping) and (isinstance(part.get("type"), str) or "text" in part))
+    return isinstance(part, str) or (isinstance(part, Mapping)
+                                     and (isinstance(part.get("type"), str) or "text" in part))
 
 
 def readable(content: object) -> bool:
-    """Whether ``content`` has one of the shapes a message's content takes (issue 27): text,
+    """Whether ``content`` has one of the shapes a message's content takes: text,
     None (no text: a length stop, an empty reply), one part, or a list of parts. A number, a
     bare object or a list of anything else is no reply of a model: an infrastructure failure.
 

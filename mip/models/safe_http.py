@@ -15,6 +15,7 @@ from typing import Any
 
 from yarl import URL
 
+import mip
 from mip.models.base import BackendSetupError
 
 
@@ -57,7 +58,8 @@ def credentials(base_url: str, api_key: str) -> tuple[str, str]:
 
 class ReplyTooLarge(RuntimeError):
     def __init__(self, size: int | None, limit: int):
-        super().__init__(f"a reply{' of ' + format(size, ',') + ' bytes' if size else ''} over model.max_response_bytes "
+        of = f" of {size:,} bytes" if size else ""
+        super().__init__(f"a reply{of} over model.max_response_bytes "
                          f"({limit:,}); raise the limit if such replies are expected")
 
 
@@ -109,3 +111,15 @@ def with_deadline(work: Callable[[], bytes], seconds: float, why: str) -> bytes:
             raise BackendSetupError(str(value)) from None
         raise value
     return value
+
+
+def small_request(url: str, authorization: str, deadline_s: float, max_bytes: int, body: bytes | None = None) -> bytes:
+    """One small request of a backend's own (a model listing, token counts), under these rules:
+    the key goes to ``url``'s origin only, the reply is capped at ``max_bytes`` and the whole
+    exchange has one deadline. A JSON ``body`` makes it a POST."""
+    request = urllib.request.Request(url, data=body, headers={
+        "Authorization": authorization, "User-Agent": f"mip/{mip.__version__}",
+        **({"Content-Type": "application/json"} if body is not None else {})})
+    opener = urllib.request.build_opener(SameOrigin(url))  # proxies as set now
+    return with_deadline(lambda: read_capped(opener.open(request, timeout=deadline_s), max_bytes),
+                         deadline_s, f"{url} did not answer completely within {deadline_s:g} s")

@@ -38,9 +38,14 @@ from __future__ import annotations
 
 import logging
 import re
+import urllib.error
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
+import orjson
+
 from mip.models.base import BackendSetupError, Completion
+from mip.models.chat_api import error_message
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +85,8 @@ def listed(listing: object, model_id: str | None, name: str, base_url: str, url:
     ('gemini-3-flash', set())
     """
     data = listing.get("data") if isinstance(listing, dict) else None
-    served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if isinstance(data, list) else []
+    served = ([m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+              if isinstance(data, list) else [])
     same = same_models(data, model_id or (served[0] if len(served) == 1 else ""))
     if model_id is None:
         if len(served) != 1:
@@ -91,6 +97,23 @@ def listed(listing: object, model_id: str | None, name: str, base_url: str, url:
         shown = ", ".join(sorted(served)[:50]) + (" …" if len(served) > 50 else "")
         raise BackendSetupError(f"{base_url} does not serve {model_id!r} (model {name!r}). It serves: {shown}")
     return model_id, same
+
+
+def asked_listing(get: Callable[[], bytes], name: str, base_url: str, key_env: str) -> object:
+    """The server's decoded ``/models`` reply as ``get()`` fetches it, or None where the server
+    has no listing or sends no JSON (the first request will tell). A refused key or a server
+    out of reach is a :class:`BackendSetupError` that says so, before any request is paid."""
+    try:
+        return orjson.loads(get())
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            raise BackendSetupError(f"{base_url} refused the API key from ${key_env}: "
+                                    f"HTTP {e.code} {error_message(e.read())}") from None
+        return None
+    except (urllib.error.URLError, OSError) as e:
+        raise BackendSetupError(f"Cannot reach {base_url} for model {name!r}: {getattr(e, 'reason', e)}.") from None
+    except orjson.JSONDecodeError:
+        return None
 
 
 class ServedModel:
@@ -117,7 +140,8 @@ class ServedModel:
         if completion.served_model not in self._said:
             self._said.add(str(completion.served_model))
             log.warning("Model %s: %s (base_url %s); its replies are not stored.", model_name, why, self.base_url)
-        return Completion(completion.id, error=f"{why}; not stored as this model's answer", latency_s=completion.latency_s)
+        return Completion(completion.id, error=f"{why}; not stored as this model's answer",
+                          latency_s=completion.latency_s)
 
     def mismatch(self, served: str | None) -> str | None:
         if not served or self._same(bare_id(served)):

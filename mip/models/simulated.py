@@ -18,7 +18,8 @@ What it must score under each pattern follows from App. C.3 alone: ``tests/plant
 writes that closed form without this package's pattern code, and ``tests/test_simulated.py``
 checks the analysis against it.
 
-    python run.py -m model=simulated_first_k,simulated_last_k task=arith n=20 p=0.6 'pattern=glob(*)' seed=0,1,2 budget=smoke
+    python run.py -m model=simulated_first_k,simulated_last_k task=arith n=20 p=0.6 'pattern=glob(*)' \\
+        seed=0,1,2 budget=smoke
 """
 
 from __future__ import annotations

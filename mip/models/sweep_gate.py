@@ -68,9 +68,10 @@ def keep(policy: FailFast, output_dir: Path) -> None:
         found = {}
     opened = set(found.get("open_for") or []) | ({policy.ident} if policy.replied and policy.ident else set())
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    job = str(output_dir) if policy.tripped or not found.get("line") else found.get("job")
     tmp.write_bytes(orjson.dumps({"model": policy.model, "line": policy.tripped or found.get("line"),
                                   "in_row": policy.in_row, "answers": policy.answers, "open_for": sorted(opened),
-                                  "job": str(output_dir) if policy.tripped or not found.get("line") else found.get("job")}))
+                                  "job": job}))
     tmp.replace(path)
 
 

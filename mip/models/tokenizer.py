@@ -8,7 +8,8 @@ is looked up in the Hugging Face cache (``offline``) or the hub.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,10 @@ def find_tokenizer(name: str | None, offline: bool = True) -> tuple[Any | None, 
 
 
 def estimate_note(name: str | None, why: str, chars_per_token: float) -> str:
-    """What a job or dry run says when it estimates prompt tokens instead of counting them (issue 28)."""
+    """What a job or dry run says when it estimates prompt tokens instead of counting them, and how to count them."""
+    hub_id = name and not name.startswith(("/", "~", "."))
     get = (f" For exact counts, put the tokenizer on this machine: `huggingface-cli download {name}` (a gated model "
-           "needs its licence accepted on the hub and HF_TOKEN set)." if name and not name.startswith(("/", "~", ".")) else "")
+           "needs its licence accepted on the hub and HF_TOKEN set)." if hub_id else "")
     return (f"Prompt tokens are estimated at {chars_per_token:g} characters per token, not counted: {why}. An estimate "
             "can be off by a third (NER: 27K estimated, 36.6K counted), so a prompt near the context window may be "
             "stored as input_overflow without a call, or sent and refused by the provider (then stored as "
@@ -69,3 +71,21 @@ def chat_token_counts(tokenizer: Any, prompts: Sequence[str]) -> list[int]:
     texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
              if tokenizer.chat_template else p for p in prompts]
     return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+
+def server_token_counts(post: Callable[[bytes], bytes], model_id: str, prompts: Sequence[str], url: str) -> list[int]:
+    """Tokens of each prompt as the server counts them: vLLM's ``/tokenize`` at ``url``, posted
+    one prompt at a time through ``post`` (the chat template applied, the generation prompt
+    added). A failure says how to go on without it."""
+    from mip.models.base import BackendSetupError
+
+    counts = []
+    for prompt in prompts:
+        body = json.dumps({"model": model_id, "messages": [{"role": "user", "content": prompt}],
+                           "add_generation_prompt": True}).encode()
+        try:
+            counts.append(int(json.loads(post(body))["count"]))
+        except (OSError, ValueError, KeyError, BackendSetupError) as e:
+            raise BackendSetupError(f"Counting tokens with {url} failed ({e}); unset model.server_tokenize "
+                                    "to estimate them instead.") from e
+    return counts

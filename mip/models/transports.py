@@ -9,8 +9,9 @@
   only the SDK handles. Its own retries are off.
 
 Both only send: one try, redirects not followed, the reply read raw and capped at
-``max_response_bytes`` after decompression (a gzip bomb fails as an infrastructure failure). Retries, deadlines and what a reply means are the backend's
-(:meth:`mip.models.openai_compat.OpenAICompatBackend._outcome`, the guard of :mod:`mip.models.calls`), the same for both. Each makes
+``max_response_bytes`` after decompression (a gzip bomb fails as an infrastructure failure).
+Retries, deadlines and what a reply means are the backend's (:mod:`mip.models.outcomes`, the
+guard of :mod:`mip.models.calls`), the same for both. Each makes
 its client on first use, inside the backend's event loop.
 """
 
@@ -143,7 +144,8 @@ class SdkTransport:
         body = dict(body)
         named = {"model": body.pop("model"), "messages": body.pop("messages")}
         try:
-            async with self._client.chat.completions.with_streaming_response.create(**named, extra_body=body) as response:
+            create = self._client.chat.completions.with_streaming_response.create
+            async with create(**named, extra_body=body) as response:
                 raw = bytearray()
                 async for chunk in response.iter_bytes():
                     raw += chunk
@@ -164,4 +166,5 @@ class SdkTransport:
 
 
 #: ``model.transport`` names and their transports.
-TRANSPORTS: dict[str, type[AiohttpTransport] | type[SdkTransport]] = {"aiohttp": AiohttpTransport, "openai": SdkTransport}
+TRANSPORTS: dict[str, type[AiohttpTransport] | type[SdkTransport]] = {"aiohttp": AiohttpTransport,
+                                                                       "openai": SdkTransport}

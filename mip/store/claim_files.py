@@ -48,7 +48,8 @@ def write_claim(path: Path, keys: frozenset[str], output_dir: str | Path, since:
     handle = open(path, "x", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        json.dump({"host": host, "pid": os.getpid(), "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        json.dump({"host": host, "pid": os.getpid(), "started": started,
                    "output_dir": str(output_dir), "since": list(since), "keys": sorted(keys)}, handle)
         handle.flush()
     except BaseException:

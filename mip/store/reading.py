@@ -49,7 +49,8 @@ def _skipped(relative: tuple[str, ...]) -> bool:
     ``pools`` is read like any other."""
     name = relative[-1]
     return (any(part.startswith(".") for part in relative) or name == "job.json"
-            or not (name.endswith(".json") or is_pack(name)) or bool({"pools", "wandb", "attribution"} & set(relative[:-1])))
+            or not (name.endswith(".json") or is_pack(name))
+            or bool({"pools", "wandb", "attribution"} & set(relative[:-1])))
 
 
 def record_files(root: Path) -> list[Path]:

@@ -74,7 +74,8 @@ class Decomposed(Strategy):
         first = self._batches(ctx, plan, list(range(len(plan.positions))), 0)
         expected = Sent(len(first), sum(n for _, n in first), sum(r.max_tokens for r, _ in first))
         rounds = 1 + self.settings.max_reasks
-        return expected, Sent(expected.calls * rounds, expected.prompt_tokens * rounds, expected.calls * rounds * ctx.budget)
+        calls = expected.calls * rounds
+        return expected, Sent(calls, expected.prompt_tokens * rounds, calls * ctx.budget)
 
     def attempts(self, ctx: Context, live: Iterable[tuple[Planned, int]]) -> Iterator[Landed]:
         live = list(live)

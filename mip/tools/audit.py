@@ -221,7 +221,8 @@ def write_audit_report(frame: pd.DataFrame, out: Path, cfg: AuditOptions, notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     lines += ["Accuracy is valid-only (invalid outputs excluded, shown as 'invalid %'); intervals are cluster "
               "bootstraps over instance sets; the verdict compares the best and worst pattern on matched instance "
-              f"sets (exact McNemar, or a sign-flip permutation test when random has several orders) at α = {cfg.alpha}."]
+              "sets (exact McNemar, or a sign-flip permutation test when random has several orders) at "
+              f"α = {cfg.alpha}."]
     out.mkdir(parents=True, exist_ok=True)
     path = out / "audit.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -3,8 +3,9 @@ dated prices, time on one GPU (or the CPU) for a model run here at its config's 
 
 Split by slice — model, budget, prompt variant and strategy — never pooled, and for a dry run
 per task too. A budget is its value, labelled as the analysis labels it
-(:func:`mip.config.budgets.labels`): ``budget.max_tokens=999`` over smoke is a slice of its own. A dry run gives two counts (:mod:`mip.job.dry_run`): the expected cost, one
-attempt per experiment as its strategy sends it, and the ceiling, every attempt allowed
+(:func:`mip.config.budgets.labels`): ``budget.max_tokens=999`` over smoke is a slice of its own.
+A dry run gives two counts (:mod:`mip.job.dry_run`): the expected cost, one attempt per
+experiment as its strategy sends it, and the ceiling, every attempt allowed
 (``model.max_attempts``) each sending what the strategy may send at most.
 
 >>> print("\\n".join(cost_lines(jobs) + dry_tables(jobs)))   # doctest: +SKIP
@@ -52,7 +53,8 @@ def _slices(jobs: list[dict]) -> list[dict[str, Any]]:
 
     budgets = labels([j.get("budget") or "" for j in jobs], [j.get("budget_tokens") for j in jobs],
                      [j.get("budget_answer") for j in jobs], [j.get("budget_stated") for j in jobs])
-    return [{**{k: j.get(k) or "" for k in SLICE}, "model": j.get("model", "?"), "budget": b} for j, b in zip(jobs, budgets)]
+    return [{**{k: j.get(k) or "" for k in SLICE}, "model": j.get("model", "?"), "budget": b}
+            for j, b in zip(jobs, budgets)]
 
 
 def _sent(job: dict) -> dict[str, Any]:
@@ -166,7 +168,8 @@ def took(seconds: float, jobs: int, device: str | None = None) -> str:
     >>> print(took(203, 0))
     took 203 s (measured: the sweep's wall time, from launch to end)
     """
-    text = f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+    text = (f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 60:.0f} min" if seconds < 5400
+            else f"{seconds / 3600:.1f} h")
     where = f" on the {device}" if device else ""
     how = ("measured: the sweep's wall time, from launch to end" if jobs == 0 else
            f"measured: the {jobs} jobs' wall times added up" if jobs > 1 else "measured wall time")
@@ -278,7 +281,8 @@ def comparison(jobs: list[dict]) -> list[str]:
     if (table["GPU-hours"] == "-").all():
         table = table.drop(columns="GPU-hours")
     return [f"  side by side ({' × '.join(keys)}; expected: one attempt each, whole budget used; ceiling: every "
-            "attempt allowed):", *("    " + line for line in table.to_markdown(index=False, stralign="right").splitlines())]
+            "attempt allowed):", *("    " + line for line in table.to_markdown(index=False, stralign="right")
+                                   .splitlines())]
 
 
 def _hours(hours: float, device: str) -> str:

@@ -116,8 +116,8 @@ def simulated_models(results: Path, conf: Path) -> Path:
 
     folder = results / "demo" / "jobs" / "simulated"
     for model in SIMULATED:
-        base = compose(conf, "config", f"model={model}", "task=arith", "n=20", "p=0.6", "budget=smoke", "progress=false",
-                       f"paths.results_dir={results}")
+        base = compose(conf, "config", f"model={model}", "task=arith", "n=20", "p=0.6", "budget=smoke",
+                       "progress=false", f"paths.results_dir={results}")
         for pattern in PATTERNS:
             for seed in (0, 1, 2):
                 cfg = dataclasses.replace(base, pattern=PatternConfig(name=pattern), seed=seed)
@@ -178,10 +178,12 @@ def summary(results: Path) -> str:
 
 def run_all(results: Path, conf: Path, times: dict[str, float]) -> None:
     """The four steps, each after the command that does the same."""
-    from mip.tools.summary import describe
+    from mip.tools.run_summary import describe
 
-    log, store, demo, simulated = results / "demo" / "jobs.log", results / "store", results / "demo", ",".join(SIMULATED)
-    with step("SmolLM2's 7 jobs", "python run.py -m +experiment=demo", "the same jobs, here in one process", times, log):
+    log, store, demo = results / "demo" / "jobs.log", results / "store", results / "demo"
+    simulated = ",".join(SIMULATED)
+    with step("SmolLM2's 7 jobs", "python run.py -m +experiment=demo", "the same jobs, here in one process", times,
+              log):
         jobs = real_model(results, conf)
     # the batch ran ahead of the jobs (mip.job.prefetch): the step's time is what the model took
     print("== sweep summary ==\n" + describe(jobs, took_s=times["SmolLM2's 7 jobs"]), flush=True)
@@ -198,7 +200,8 @@ def run_all(results: Path, conf: Path, times: dict[str, float]) -> None:
     with step("the simulated 42 jobs", command, "simulated models, not LLMs: 42 jobs", times, log):
         jobs = simulated_models(results, conf)
     print("== sweep summary ==\n" + describe(jobs), flush=True)
-    command = f"python analyze.py results=[{store}] out_dir={demo / 'simulated'} core=[20,0.6] where.model=[{simulated}]"
+    command = (f"python analyze.py results=[{store}] out_dir={demo / 'simulated'} core=[20,0.6] "
+               f"where.model=[{simulated}]")
     with step("their report", command, "the simulated models' report", times, log):
         path = report(results, conf, "simulated", "[20,0.6]", f"[{simulated}]")
     print(f"Report: {path}")
@@ -227,7 +230,8 @@ def main(argv: list[str] | None = None) -> None:
     start, times = time.monotonic(), {}
     try:
         run_all(results, args.conf, times)
-    except (ValueError, FileNotFoundError, DataError, BackendSetupError, StoreError, AttributionError) as e:  # what to do, no traceback
+    except (ValueError, FileNotFoundError, DataError, BackendSetupError, StoreError, AttributionError) as e:
+        # each says what to do: one line, no traceback
         sys.exit(f"error: {e}")
     print(summary(results))
     steps = ", ".join(f"{label} {seconds:.0f} s" for label, seconds in times.items())

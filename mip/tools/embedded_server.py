@@ -47,7 +47,8 @@ def serve_command(conf_dir: str | Path, port: int | None = None) -> tuple[list[s
     exe = Path(sys.executable).with_name("transformers")
     program = str(exe) if exe.exists() else shutil.which("transformers")
     if program is None:
-        raise SystemExit("error: `transformers serve` is not installed; run `pip install -e '.[serve]'` (make install does).")
+        raise SystemExit("error: `transformers serve` is not installed; run `pip install -e '.[serve]'` "
+                         "(make install does).")
     command = [program, "serve", str(folder), "--host", url.hostname, "--port", str(port), "--device", "cpu"]
     base_url = f"{url.scheme}://{url.hostname}:{port}{url.path}"
     return command, base_url
@@ -55,7 +56,8 @@ def serve_command(conf_dir: str | Path, port: int | None = None) -> tuple[list[s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mip.serve", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, help="port to listen on (default: the port of the server config's base_url)")
+    parser.add_argument("--port", type=int,
+                        help="port to listen on (default: the port of the server config's base_url)")
     parser.add_argument("--print", action="store_true", help="print the command, do not start the server")
     parser.add_argument("--conf", default="conf", help="the config folder with model/smollm2_135m*.yaml "
                         "(default: conf, in the repository folder you run from)")

@@ -176,7 +176,8 @@ def _ask(cfg: FilterConfig, model: ModelConfig, backend: Backend, store: FilterS
             parsed, correct = check(output, task, instance)
             store.put(FilterResult(
                 key=request.id, model=model.name, task=task.name, instance_id=instance.id, pool_version=version,
-                prompt_hash=prompts.prompt_hash(request.prompt), output=completion.output, reasoning=completion.reasoning,
+                prompt_hash=prompts.prompt_hash(request.prompt), output=completion.output,
+                reasoning=completion.reasoning,
                 finish_reason=completion.finish_reason, usage=completion.usage, parsed=parsed, truth=instance.truth,
                 correct=correct, git_commit=git,
                 created_at=now(),
@@ -270,9 +271,9 @@ def run_filter(cfg: FilterConfig, models: Sequence[ModelConfig], backends: dict[
 def describe(report: dict) -> str:
     lines = []
     for call in report.get("calls", []):
+        elsewhere = f", {call['left_to_other_runs']} left to another run" if call.get("left_to_other_runs") else ""
         lines.append(f"{call['model']}: {call['to_ask']} instances to ask, {call['calls']} calls, "
-                     f"{call['unstored']} left unstored"
-                     + (f", {call['left_to_other_runs']} left to another run" if call.get("left_to_other_runs") else ""))
+                     f"{call['unstored']} left unstored{elsewhere}")
     for task, pool in report.get("pools", {}).items():
         if isinstance(pool, str):
             lines.append(f"{task}: {pool}")

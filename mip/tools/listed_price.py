@@ -47,7 +47,8 @@ def _per_mtok(value: Any) -> Optional[float]:
 def from_listing(listing: Any, model_id: str, url: str) -> Optional[ListedPrice]:
     """The model's prices in a parsed listing; None where it has none.
 
-    >>> from_listing({"data": [{"id": "q/q", "pricing": {"prompt": "0.0000004", "completion": "0.0000024"}}]}, "q/q", "u")
+    >>> priced = {"id": "q/q", "pricing": {"prompt": "0.0000004", "completion": "0.0000024"}}
+    >>> from_listing({"data": [priced]}, "q/q", "u")
     ListedPrice(prompt_per_mtok=0.4, completion_per_mtok=2.4, url='u')
     >>> from_listing({"data": [{"id": "q/q", "pricing": {"prompt": "-1", "completion": "0"}}]}, "q/q", "u") is None
     True

@@ -154,8 +154,8 @@ def run_preflight(cfg: Config) -> Preflight:
         from mip.tools.listed_price import listed_price
 
         if listed := listed_price(cfg.model.base_url or "", full["model"]):
-            found.listed_prompt_per_mtok, found.listed_completion_per_mtok = listed.prompt_per_mtok, listed.completion_per_mtok
-            found.listed_from = listed.url
+            found.listed_prompt_per_mtok, found.listed_from = listed.prompt_per_mtok, listed.url
+            found.listed_completion_per_mtok = listed.completion_per_mtok
     return found
 
 

@@ -73,5 +73,5 @@ def settle(cfg: Config, found: Preflight, folder: Path) -> None:
             found.counting += (f"; settled by the preflight {path.name} (max_tokens {other.get('max_tokens')}): "
                                f"{other.get('counting')}")
             return
-    found.counting += (f"; a smoke preflight's verdict holds for this budget too: run -m budget=smoke,{cfg.budget.name} "
-                       "preflight=only")
+    found.counting += ("; a smoke preflight's verdict holds for this budget too: "
+                       f"run -m budget=smoke,{cfg.budget.name} preflight=only")

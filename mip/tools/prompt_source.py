@@ -75,7 +75,8 @@ def pool_for(record: Record, task: TaskConfig, results_dir: Path, cache_dir: Pat
     from mip.data.pools import load_pool
 
     name = record.experiment.task
-    files = sorted((results_dir / "pools" / name).glob("filtered-*.json")) + sorted((cache_dir / "pools" / name).glob("*.json"))
+    files = (sorted((results_dir / "pools" / name).glob("filtered-*.json"))
+             + sorted((cache_dir / "pools" / name).glob("*.json")))
     for path in files:
         if _version(path) == record.pool_version and (pool := load_pool(path)) is not None:
             return pool

@@ -12,7 +12,7 @@ True
 >>> filters(["colour=red"])
 Traceback (most recent call last):
 ...
-ValueError: unknown filter 'colour'; filter by budget, invalid_kind, majority, model, n, order_seed, p, pattern, prompt_variant, seed, strategy, task or verdict (key=value, or key=a,b for either)
+ValueError: unknown filter 'colour'; filter by budget, invalid_kind, majority, ... (key=value, or key=a,b for either)
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from mip.job import JobSummary
 
 TABLE_COLUMNS = [
-    "key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "shuffle_seed", "prompt_variant", "budget", "strategy",
+    "key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "shuffle_seed",
+    "prompt_variant", "budget", "strategy",
     "prompt", "reasoning", "output", "answer", "verdict", "invalid_kind", "prompt_tokens", "completion_tokens",
     "reasoning_tokens", "latency_s", "attempts", "pool_filtered", "pool_version", "earlier_prompts",
     "budget_tokens", "budget_answer", "budget_stated", "settings", "instances", "created_at",
@@ -108,7 +109,8 @@ def sync_hint(runs: Iterable[Path], sweep: Path | None = None) -> str | None:
         return None
     runs = sorted({r.resolve() for r in runs})
     if sweep is not None and len(runs) > 1 and all(r.parent.parent.parent == Path(sweep).resolve() for r in runs):
-        where, target = f"the files of its {len(runs)} runs are under {sweep}/*/wandb", f"{shlex.quote(str(sweep))}/*/wandb"
+        where = f"the files of its {len(runs)} runs are under {sweep}/*/wandb"
+        target = f"{shlex.quote(str(sweep))}/*/wandb"
     else:
         where = f"its files are in {', '.join(map(str, runs))}"
         target = " ".join(shlex.quote(str(r)) for r in runs)
@@ -122,8 +124,9 @@ def table_row(record: Record, prompt: str | None) -> list[Any]:
     stage = counted.stages[-1] if counted and counted.stages else None
     earlier = [{"stage": s.name, "prompt": s.prompt} for s in (counted.stages[:-1] if counted else []) if s.prompt]
     return [
-        record.key, e.model, e.task, e.pattern, e.n, e.p, e.majority_label, e.seed, e.order_seed, e.shuffle_seed, e.prompt_variant,
-        e.budget, e.strategy, prompt, stage.reasoning if stage else None, stage.output if stage else None, record.answer,
+        record.key, e.model, e.task, e.pattern, e.n, e.p, e.majority_label, e.seed, e.order_seed, e.shuffle_seed,
+        e.prompt_variant, e.budget, e.strategy, prompt, stage.reasoning if stage else None,
+        stage.output if stage else None, record.answer,
         record.verdict, record.invalid_kind, record.prompt_tokens, stage.completion_tokens if stage else None,
         stage.reasoning_tokens if stage else None, stage.latency_s if stage else None, len(record.attempts),
         record.pool_filtered, record.pool_version, json.dumps(earlier) if earlier else None,

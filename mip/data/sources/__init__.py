@@ -53,6 +53,7 @@ LOADERS: dict[str, Callable[[Any, Path | None], LoadResult]] = {
 # DataError says what to get), so a job checks them before it reads any other source.
 LOCAL_ONLY = {"coarsewsd_java"}
 
-__all__ = ["LOADERS", "LOCAL_ONLY", "DataError", "LoadResult", "Row", "REPO_ROOT", "SST2_LABELS", "WIKIANN_TAGS", "WSD_SENSES",
+__all__ = ["LOADERS", "LOCAL_ONLY", "DataError", "LoadResult", "Row", "REPO_ROOT", "SST2_LABELS", "WIKIANN_TAGS",
+           "WSD_SENSES",
            "arithmetic_instance", "gsm8k_final", "gsm8k_label", "ner_label", "occurrence_label",
            "table_path", "the_count"]

@@ -38,7 +38,8 @@ def load_table(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
     frame = read_table(path)
     for col in (src.text_column, src.label_column):
         if col not in frame.columns:
-            raise DataError(f"Task {cfg.name!r}: {path.name} has no column {col!r}; its columns are {list(frame.columns)}.")
+            raise DataError(f"Task {cfg.name!r}: {path.name} has no column {col!r}; "
+                            f"its columns are {list(frame.columns)}.")
     mapping = {str(k): v for k, v in src.label_map.items()} or {label: label for label in cfg.labels}
     out = LoadResult(source="local", files=[str(path)])
     for i, (text, raw) in enumerate(zip(frame[src.text_column], frame[src.label_column])):

@@ -16,7 +16,8 @@ SST2_LABELS = {"0": "negative", "1": "positive"}
 
 def load_sst2(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
     if data_dir is None:
-        return hub.load(cfg, lambda row: (row.get("sentence") or "", SST2_LABELS.get(str(row.get("label"))), "label not 0/1"))
+        return hub.load(cfg, lambda row: (row.get("sentence") or "", SST2_LABELS.get(str(row.get("label"))),
+                                          "label not 0/1"))
     files = [data_dir / cfg.source.local_dir / f for f in cfg.source.local_files]
     require(files, "sentiment (SST-2)")
     out = LoadResult(source="local", files=[str(f) for f in files])

@@ -69,7 +69,8 @@ def _keep_tweet(out: LoadResult, id: str, text: str) -> None:
     out.keep(id, text, *occurrence_label(text), str(the_count(text)))
 
 
-def _read_tweeteval_subset(cfg: TaskConfig, data_dir: Path | None, subset: str, out: LoadResult, required: bool) -> None:
+def _read_tweeteval_subset(cfg: TaskConfig, data_dir: Path | None, subset: str, out: LoadResult,
+                           required: bool) -> None:
     if data_dir is None:
         out.source = f"hub:{cfg.source.hub_path}"
         for split in cfg.source.hub_splits:

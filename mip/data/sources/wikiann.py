@@ -33,7 +33,8 @@ def ner_label(tags: list[str]) -> tuple[str | None, str]:
 
 def load_wikiann(cfg: TaskConfig, data_dir: Path | None) -> LoadResult:
     if data_dir is None:
-        return hub.load(cfg, lambda row: (" ".join(row["tokens"]), *ner_label([WIKIANN_TAGS[t] for t in row["ner_tags"]])))
+        return hub.load(cfg, lambda row: (" ".join(row["tokens"]),
+                                          *ner_label([WIKIANN_TAGS[t] for t in row["ner_tags"]])))
     files = [data_dir / cfg.source.local_dir / f for f in cfg.source.local_files]
     require(files, "ner (WikiANN)")
     out = LoadResult(source="local", files=[str(f) for f in files])

@@ -138,8 +138,8 @@ def quarantine_lines(stores: list[str]) -> list[str]:
         moved = quarantined(store)
         if moved:
             last = moved[-1]
-            lines.append(f"{len(moved)} damaged record(s) in {store} were moved to {Path(store) / QUARANTINE} and asked "
-                         f"again (its log.jsonl says why); the latest: {moved_what(last)} ({last['why']}).")
+            lines.append(f"{len(moved)} damaged record(s) in {store} were moved to {Path(store) / QUARANTINE} "
+                         f"and asked again (its log.jsonl says why); the latest: {moved_what(last)} ({last['why']}).")
     return lines
 
 

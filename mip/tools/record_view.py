@@ -70,7 +70,8 @@ def _in_folder(folder: Path) -> tuple[list[Record], dict[str, dict], Path, str |
         raise ShowError(f"{e}, or a record key.") from None
     records = list(opened.records())
     if not records:
-        what = "stored no records (a dry run, or nothing finished yet)" if opened.kind == "jobs" else "holds no readable record"
+        what = ("stored no records (a dry run, or nothing finished yet)" if opened.kind == "jobs"
+                else "holds no readable record")
         raise ShowError(f"{folder} {what}; pass a record key, a job folder or a store folder.")
     tasks: dict[str, dict] = {}
     cache: str | None = None
@@ -110,7 +111,8 @@ def clipped(text: str, full: bool, lines: int = 12) -> str:
     rows = text.splitlines()
     if full or len(rows) <= 2 * lines + 1:
         return text
-    return "\n".join(rows[:lines] + [f"[… {len(rows) - 2 * lines} lines left out; --full prints them …]"] + rows[-lines:])
+    left_out = f"[… {len(rows) - 2 * lines} lines left out; --full prints them …]"
+    return "\n".join(rows[:lines] + [left_out] + rows[-lines:])
 
 
 def _count_source(record: Record) -> str:
@@ -145,7 +147,8 @@ def render(record: Record, prompt: str | None, full: bool) -> str:
     verdict = record.verdict + (f" ({record.invalid_kind})" if record.invalid_kind else "")
     out = [f"== record {record.key}",
            f"{e.model} · {e.task} · n={e.n} p={e.p} majority={e.majority_label} · seed={e.seed} pattern={e.pattern}"
-           f"{f' order_seed={e.order_seed}' if e.order_seed is not None else ''} · {e.prompt_variant} · budget {e.budget}"
+           f"{f' order_seed={e.order_seed}' if e.order_seed is not None else ''} · {e.prompt_variant} "
+           f"· budget {e.budget}"
            f" · pool {record.pool_version}{' (filtered)' if record.pool_filtered else ''}",
            f"verdict: {verdict}; answer {record.answer!r}; {len(record.attempts)} attempt(s)"]
     if prompt is not None:
@@ -157,8 +160,9 @@ def render(record: Record, prompt: str | None, full: bool) -> str:
         for stage in attempt.stages:
             usage = {k: v for k, v in (("prompt", stage.prompt_tokens), ("completion", stage.completion_tokens),
                                        ("reasoning", stage.reasoning_tokens)) if v is not None}
+            reported = ", ".join(f"{k} {v}" for k, v in usage.items())
             out.append(f"   stage {stage.name}: finish {stage.finish_reason}; "
-                       + (f"tokens the server reported: {', '.join(f'{k} {v}' for k, v in usage.items())}; " if usage else "")
+                       + (f"tokens the server reported: {reported}; " if usage else "")
                        + (f"output limit {stage.max_tokens}" if stage.max_tokens is not None else "no output limit")
                        + (f"; {stage.latency_s:.1f} s" if stage.latency_s is not None else ""))
             if stage.reasoning:
@@ -190,11 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = [f"--{a}" if a.split("=", 1)[0] in ("store", "results_dir", "cache_dir", "conf") else a
             for a in (sys.argv[1:] if argv is None else argv)]
     parser = argparse.ArgumentParser(prog="python -m mip.show", description=__doc__.split("\n\n")[0])
-    parser.add_argument("target", help="a record key (or its first characters), a job or sweep folder, or a store folder")
+    parser.add_argument("target",
+                        help="a record key (or its first characters), a job or sweep folder, or a store folder")
     parser.add_argument("--store", help="store to look keys up in (default: paths.store_dir, results/store unless "
                         "MIP_RESULTS_DIR moves it)")
     parser.add_argument("--results_dir", help="where filtered pools live (default: the store's parent folder)")
-    parser.add_argument("--cache_dir", help="pool cache (default: paths.cache_dir, ~/.cache/mip unless MIP_CACHE_DIR moves it)")
+    parser.add_argument("--cache_dir",
+                        help="pool cache (default: paths.cache_dir, ~/.cache/mip unless MIP_CACHE_DIR moves it)")
     parser.add_argument("--conf", default="conf", help="config folder whose task/ names a key's task when no job "
                         "folder is given (default: conf, in the repository folder you run from)")
     parser.add_argument("filters", nargs="*", metavar="key=value", help="only the records whose field has this value "
@@ -212,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         found, job_tasks, store, job_cache = find(args.target, default_store)
         records = record_list.matching(found, wanted)
         if not records:
-            raise ShowError(f"none of the {len(found)} record(s) of {args.target} has {' '.join(args.filters)} (they hold "
-                            f"{record_list.why_none(found, wanted)}).")
+            raise ShowError(f"none of the {len(found)} record(s) of {args.target} has {' '.join(args.filters)} "
+                            f"(they hold {record_list.why_none(found, wanted)}).")
         if len(records) > 1:
             of = f" of {len(found)}, with {' '.join(args.filters)}" if wanted else ""
             print(printable(f"{len(records)} records{of}:\n{record_list.table(records)}"))
