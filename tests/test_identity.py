@@ -11,6 +11,8 @@ once, keep the changed setting in its own slice, and match 20k with 100k on noth
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -292,3 +294,62 @@ def test_a_duplicate_valid_with_another_verdict_is_named_by_its_key(tmp_path):
     assert any(f"1 duplicate record(s) set aside were valid with another verdict than the record counted: {last.key};"
                in note for note in notes), notes
     assert not any("another verdict" in note for note in frame_of(records[:3] + [last], "store").attrs["notes"])
+
+
+PROMPT = "task.arith.prompt.task='Decide which parity most of the numbers have.'"
+
+
+@pytest.fixture(scope="module")
+def task_reruns(tmp_path_factory):
+    """The default arith task on two patterns at 20k and one at 100k; one pattern again at 20k and
+    at 100k with another task sentence, and at 20k with its labels written otherwise."""
+    tmp = tmp_path_factory.mktemp("task_reruns")
+
+    def run(name: str, pattern: str, *extra: str) -> None:
+        base = compose("model=simulated_first_k", "model.read_first=9", "task=arith", "n=20", "p=0.6", "budget=20k",
+                       *extra, "progress=false", f"paths.results_dir={tmp}", f"paths.cache_dir={tmp / 'cache'}")
+        run_job(vary(base, pattern=pattern, seed=0), tmp / "jobs" / name)
+
+    for pattern in ("majority_first", "majority_last"):
+        run(f"default-{pattern}", pattern)
+    run("default-100k", "majority_first", "budget=100k")
+    run("prompt", "majority_first", PROMPT)
+    run("prompt-100k", "majority_first", "budget=100k", PROMPT)
+    run("labels", "majority_first", "task.arith.labels=['Even number','Odd number']")
+    return tmp, load_local([tmp / "store"])
+
+
+def test_a_changed_task_setting_is_its_own_slice_named_by_what_differs(task_reruns):
+    """Another task sentence or other label spellings key other experiments (the store key hashes
+    the task's prompt fields): their records are neither duplicates of the default's nor pooled with them."""
+    _, frame = task_reruns
+    assert len(frame) == 12 and not any("duplicate" in note for note in frame.attrs["notes"])
+    prompt = "simulated_first_k [task.arith.prompt.task=Decide which parity most of the numbers have.]"
+    labels = "simulated_first_k [task.arith.labels=[\"Even number\", \"Odd number\"]]"
+    assert frame["model"].value_counts().to_dict() == {"simulated_first_k": 6, prompt: 4, labels: 2}
+
+
+def test_a_changed_task_setting_matches_nothing_of_the_default(task_reruns):
+    _, frame = task_reruns
+    default_20k = frame[(frame["model"] == "simulated_first_k") & (frame["budget"] == "20k")]
+    prompt_100k = frame[(frame["model"] != "simulated_first_k") & (frame["budget"] == "100k")]
+    both = pairs.matched(pd.concat([default_20k, prompt_100k]), "budget", order=["20k", "100k"])
+    assert both.empty and "different answer-shaping settings" in both.note()
+    each = pairs.matched(frame, "budget", order=["20k", "100k"])  # the default with the default, the rerun with itself
+    assert len(each.frame) == 8 and each.frame.groupby("settings").size().tolist() == [4, 4]
+
+
+def test_records_carry_their_task_changes_and_older_records_read_as_the_default(task_reruns):
+    """A record holds what its task config changed from the shipped task file (empty for the
+    default); a record stored before records held it reads as the default task."""
+    from mip.analysis.results import frame_of
+    from mip.store import Store
+
+    tmp, _ = task_reruns
+    records = list(Store(tmp / "store"))
+    changes = {json.dumps(r.config["task"], sort_keys=True) for r in records}
+    assert changes == {'{}', '{"arith.labels": ["Even number", "Odd number"]}',
+                       '{"arith.prompt.task": "Decide which parity most of the numbers have."}'}
+    default = [r for r in records if not r.config["task"]]
+    older = [r.model_copy(update={"config": {k: v for k, v in r.config.items() if k != "task"}}) for r in default]
+    assert frame_of(older, "store")["settings"].tolist() == frame_of(default, "store")["settings"].tolist()
