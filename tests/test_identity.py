@@ -353,3 +353,28 @@ def test_records_carry_their_task_changes_and_older_records_read_as_the_default(
     default = [r for r in records if not r.config["task"]]
     older = [r.model_copy(update={"config": {k: v for k, v in r.config.items() if k != "task"}}) for r in default]
     assert frame_of(older, "store")["settings"].tolist() == frame_of(default, "store")["settings"].tolist()
+
+
+def test_verdicts_of_the_old_answer_rule_are_named_where_labels_hold_a_space_or_a_hyphen(tmp_path):
+    """Verdicts are stored, not scored again at analysis. Rule 2 compared the folded answer with
+    each label as written, so a label with a space or a hyphen never scored: such records are named
+    (their verdicts may differ from today's rule); records of labels that read alike under both
+    rules (every shipped task's) are pooled with today's without a note."""
+    from mip.experiment import scoring
+    from mip.store import Store
+
+    from .test_records import make_record
+
+    assert scoring.RULE_VERSION == 3
+    assert scoring.parse_answer('{"answer": "even number"}', ["even number", "odd number"]) == "even number"
+    spaced = make_record().experiment.model_copy(update={"majority_label": "even number", "task": "spaced"})
+    Store(tmp_path).put(make_record("plain-2", scoring_rule=2))
+    Store(tmp_path).put(make_record("plain-3", scoring_rule=3, experiment=make_record().experiment.model_copy(
+        update={"seed": 1})))
+    frame = load_local([tmp_path])
+    assert len(frame) == 2 and not any("rule" in note for note in frame.attrs["notes"])
+    Store(tmp_path).put(make_record("spaced-2", scoring_rule=2, experiment=spaced, verdict="invalid",
+                                    invalid_kind="parse", answer=None, instance_labels=["even number", "odd number"]))
+    notes = load_local([tmp_path]).attrs["notes"]
+    assert any("1 record(s) of a task whose labels hold a space or a hyphen were scored under answer rule 2" in note
+               and "spaced-2" in note for note in notes), notes
