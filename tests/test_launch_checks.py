@@ -173,14 +173,25 @@ def test_a_sweeps_jobs_run_with_the_sweeps_check(results, monkeypatch):
     assert ran.returncode == 0 and read == [("arith",)], ran.stderr[-2000:]  # a job alone checks itself, once
 
 
-@pytest.mark.parametrize("mode", ["dry_run=true", "preflight=off"])
-def test_a_launcher_that_cannot_start_is_one_line_and_leaves_no_folder(results, tmp_path, mode):
+def test_a_launcher_that_cannot_start_is_one_line_and_leaves_no_folder(results, tmp_path):
     """SLURM refuses the submission here (an sbatch that cannot reach a cluster): one line that
     says what to do, exit 2, no traceback, and no sweep folder left behind."""
     env, log = _failing_sbatch(tmp_path)
-    ran = run_entry("run.py", "-m", "hydra/launcher=slurm_cpu", "model=mock", mode, *SWEEP, env=env)
+    ran = run_entry("run.py", "-m", "hydra/launcher=slurm_cpu", "model=mock", "preflight=off", *SWEEP, env=env)
     assert log.exists(), ran.stderr[-2000:]  # it did try to submit
     assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
     assert ran.stderr.startswith("error: ") and "Traceback" not in ran.stderr and "sbatch: error: no cluster" in ran.stderr
     assert "login node" in ran.stderr and "hydra/launcher=local" in ran.stderr
     assert not (results / "sweeps").exists() or not any((results / "sweeps").iterdir())
+
+
+@pytest.mark.parametrize("launcher", ["slurm_cpu", "slurm_gpu"])
+def test_a_dry_run_with_a_slurm_launcher_submits_nothing(results, tmp_path, launcher):
+    """A dry run counts on the submitting machine (no call, no GPU, no key): nothing goes to
+    sbatch, each job says what it would run, and the sweep ends as a dry run does."""
+    env, log = _failing_sbatch(tmp_path)
+    ran = run_entry("run.py", "-m", f"hydra/launcher={launcher}", "model=mock", "dry_run=true", *SWEEP, env=env)
+    assert not log.exists(), ran.stderr[-2000:]
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "dry run: the jobs run here, one after another, and nothing is submitted" in ran.stderr + ran.stdout
+    assert (ran.stderr + ran.stdout).count("would run") == 2
