@@ -36,6 +36,7 @@ from mip.job.notices import first_time
 from mip.job.stop import JobStopped
 from mip.models import BackendSetupError
 from mip.models.fail_fast import ProviderRefused
+from mip.entry.per_job import per_job
 from mip.entry.stops import stopped, stopped_in_job
 from mip.entry.sweep_checks import checked_for
 from mip.entry.refusals import refusals
@@ -109,6 +110,7 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",), conf_dir=CONF)
+    sys.argv[1:] = per_job(sys.argv[1:])  # a swept model's keys (-m model=a,b model.base_url=…) go to each job
     try:
         main()
     except KeyboardInterrupt:  # Ctrl-C between a sweep's jobs (inside a job it is a drained stop): no traceback

@@ -47,6 +47,7 @@ class MipSweeper(Sweeper):
         if config.get("dry_run") is True and not here:  # a dry run calls nothing: counted here, never submitted
             launching = copy.deepcopy(config)
             with open_dict(launching.hydra):
+                launching.hydra.sweep.dir = str(config.hydra.sweep.dir)  # the sweep's folder, not one resolved anew
                 launching.hydra.launcher = {"_target_": f"hydra._internal.core_plugins.basic_launcher.{BASIC}"}
             here = True
             launcher = str(config.hydra.launcher.get("_target_")).rpartition(".")[2]

@@ -195,3 +195,19 @@ def test_a_dry_run_with_a_slurm_launcher_submits_nothing(results, tmp_path, laun
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert "dry run: the jobs run here, one after another, and nothing is submitted" in ran.stderr + ran.stdout
     assert (ran.stderr + ran.stdout).count("would run") == 2
+
+
+def test_a_sweep_over_models_takes_a_key_only_they_have(results):
+    """``model.base_url=`` beside ``-m model=a,b``: Hydra composes the sweep's primary config with
+    the default model, whose schema has no base_url; each job gets it on its own model."""
+    from omegaconf import OmegaConf
+
+    url = "http://127.0.0.1:9/v1"
+    ran = run_entry("run.py", "-m", "model=gpt_oss_120b,gemma4_31b", f"model.base_url={url}", "task=arith",
+                    "setting=smoke", "pattern=majority_first", "progress=false", "dry_run=true")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    configs = sorted(results.glob("sweeps/*/*/*/.hydra/config.yaml"))
+    assert [(c.model.name, c.model.base_url) for c in map(OmegaConf.load, configs)] == [
+        ("gpt_oss_120b", url), ("gemma4_31b", url)]
+    overrides = OmegaConf.load(configs[0].parent / "overrides.yaml")
+    assert f"model.base_url={url}".replace(":", "\\:") in overrides  # as written (Hydra escapes the colons)
