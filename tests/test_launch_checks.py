@@ -182,7 +182,7 @@ def test_a_launcher_that_cannot_start_is_one_line_and_leaves_no_folder(results, 
     assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
     assert ran.stderr.startswith("error: ") and "Traceback" not in ran.stderr and "sbatch: error: no cluster" in ran.stderr
     assert "login node" in ran.stderr and "hydra/launcher=local" in ran.stderr
-    assert not (results / "sweeps").exists() or not any((results / "sweeps").iterdir())
+    assert not (results / "sweeps").exists(), list((results / "sweeps").rglob("*"))  # nor its empty day or sweeps/
 
 
 @pytest.mark.parametrize("launcher", ["slurm_cpu", "slurm_gpu"])
