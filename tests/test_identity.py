@@ -378,3 +378,24 @@ def test_verdicts_of_the_old_answer_rule_are_named_where_labels_hold_a_space_or_
     notes = load_local([tmp_path]).attrs["notes"]
     assert any("1 record(s) of a task whose labels hold a space or a hyphen were scored under answer rule 2" in note
                and "spaced-2" in note for note in notes), notes
+
+
+def test_a_task_of_a_users_config_folder_is_compared_with_its_own_file(results, tmp_path):
+    """A task from another config folder (``hydra.searchpath``) differs from its own file there:
+    as shipped its records hold no change, with another task sentence they hold that sentence."""
+    from mip.store import Store
+
+    from .conftest import REPO, run_entry
+
+    (tmp_path / "conf" / "task").mkdir(parents=True)
+    text = (REPO / "conf" / "task" / "arith.yaml").read_text().replace("arith:", "mytask:").replace("name: arith",
+                                                                                                   "name: mytask")
+    (tmp_path / "conf" / "task" / "mytask.yaml").write_text(text)
+    common = (f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "model=simulated_first_k", "task=mytask",
+              "setting=smoke", "progress=false")
+    for extra in (["pattern=majority_first"], ["pattern=majority_last"],
+                  ["pattern=majority_first", "task.mytask.prompt.task='Decide the parity.'"]):
+        ran = run_entry("run.py", *common, *extra)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+    changes = sorted(str(r.config["task"]) for r in Store(results / "store"))
+    assert changes == ["{'mytask.prompt.task': 'Decide the parity.'}"] * 2 + ["{}"] * 4

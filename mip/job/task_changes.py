@@ -59,7 +59,7 @@ def conf_folders() -> list[Path]:
 
         if HydraConfig.initialized():
             sources = HydraConfig.get().runtime.config_sources
-            folders = [Path(s.path) for s in sources if s.schema == "file"]
+            folders = [Path(s.path) for s in sources if s.schema in ("file", "parsed-file")]
     except Exception:  # noqa: BLE001 - no Hydra runtime: the repository's folder alone
         folders = []
     return [*folders, REPO_CONF]
