@@ -28,6 +28,7 @@ from .test_tracking import wandb_env  # noqa: F401 - fixture
 
 SEEDS = (0, 1, 2)
 N, P = 20, 0.55
+PROMPT = "task.arith.prompt.task='Decide which parity most of the numbers have.'"
 
 
 def _base(tmp, *extra: str):
@@ -120,15 +121,17 @@ def test_wandb_tables_carry_the_same_identity_as_the_store(tmp_path, wandb_env):
     offline runs sets aside the same duplicate and names the same changed-setting slice."""
     from mip.analysis.results import load_wandb_offline
 
-    runs = [("default", ()), ("smoke", ("budget=smoke", "budget.max_tokens=20000")), ("read5", ("model.read_first=5",))]
+    runs = [("default", ()), ("smoke", ("budget=smoke", "budget.max_tokens=20000")), ("read5", ("model.read_first=5",)),
+            ("prompt", (PROMPT,))]
     for name, extra in runs:
         base = compose("model=simulated_first_k", "model.read_first=9", "task=arith", "n=20", "p=0.6", "budget=20k",
                        *extra, "logger=wandb", "progress=false", f"paths.results_dir={tmp_path}",
                        f"paths.cache_dir={tmp_path / 'cache'}")
         run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs" / name)
     local, remote = load_local([tmp_path / "store"]), load_wandb_offline([tmp_path / "jobs"])
-    assert len(local) == len(remote) == 4  # two labels, at two settings; the smoke rerun set aside
+    assert len(local) == len(remote) == 6  # two labels, at three settings; the smoke rerun set aside
     assert dict(zip(local["key"], local["model"])) == dict(zip(remote["key"], remote["model"]))
+    assert remote["model"].nunique() == 3
     assert dict(zip(local["key"], local["instances"])) == dict(zip(remote["key"], remote["instances"]))
     assert any("2 duplicate record" in note for note in remote.attrs["notes"])
 
@@ -295,8 +298,6 @@ def test_a_duplicate_valid_with_another_verdict_is_named_by_its_key(tmp_path):
                in note for note in notes), notes
     assert not any("another verdict" in note for note in frame_of(records[:3] + [last], "store").attrs["notes"])
 
-
-PROMPT = "task.arith.prompt.task='Decide which parity most of the numbers have.'"
 
 
 @pytest.fixture(scope="module")
