@@ -68,12 +68,13 @@ def _not_shaping(group: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _flat(value: Mapping, prefix: str = "") -> dict[str, Any]:
+def flat(value: Mapping, prefix: str = "") -> dict[str, Any]:
+    """A nested mapping's values by dotted name (an empty mapping is a value of its own)."""
     out: dict[str, Any] = {}
     for key, item in value.items():
         name = f"{prefix}{key}"
         if isinstance(item, Mapping) and item:
-            out.update(_flat(item, f"{name}."))
+            out.update(flat(item, f"{name}."))
         else:
             out[name] = item
     return out
@@ -85,7 +86,7 @@ def _old_defaults() -> dict[str, Any]:
     before its schema had one (no field) and one written after (the value) are alike."""
     strategy = {**SCHEME_2_STRATEGY_DEFAULTS, **KEYED_WHEN_SET.get("strategy", {})}
     strategy = {f"strategy.{k}": v for k, v in strategy.items()}
-    return {**_flat(SCHEME_2_MODEL_DEFAULTS), **KEYED_WHEN_SET["model"], **strategy}
+    return {**flat(SCHEME_2_MODEL_DEFAULTS), **KEYED_WHEN_SET["model"], **strategy}
 
 
 def _default(name: str, value: Any) -> bool:
@@ -102,7 +103,7 @@ def settings_of(config: Mapping[str, Any]) -> str:
     for group, (_, prefix) in _SECTIONS.items():
         section = config.get(group) if isinstance(config.get(group), Mapping) else {}
         skip = _not_shaping(group)
-        out.update({f"{prefix}{k}": v for k, v in _flat(section).items() if k not in skip
+        out.update({f"{prefix}{k}": v for k, v in flat(section).items() if k not in skip
                     and not any(k.startswith(f"{s}.") for s in skip) and not _default(f"{prefix}{k}", v)})
     task = config.get("task") if isinstance(config.get("task"), Mapping) else {}  # none before records held it
     out.update({f"task.{k}": v for k, v in task.items()})  # each a change from the shipped file, empty ones too

@@ -31,6 +31,7 @@ from typing import Any
 
 import mip
 from mip.config import TaskConfig
+from mip.experiment.identity import flat
 from mip.experiment.keys import task_settings
 
 #: The repository's config folder, beside the package (run.py's ``conf/``).
@@ -41,7 +42,7 @@ def changes(task: TaskConfig, shipped: TaskConfig | None) -> dict[str, Any]:
     """The keyed fields of ``task`` whose value differs from ``shipped``'s, sorted by dotted name."""
     if shipped is None:
         return {}
-    mine, theirs = _flat(task_settings(task)), _flat(task_settings(shipped))
+    mine, theirs = flat(task_settings(task)), flat(task_settings(shipped))
     return {f"{task.name}.{k}": mine.get(k) for k in sorted({*mine, *theirs}) if mine.get(k) != theirs.get(k)}
 
 
@@ -80,13 +81,3 @@ def shipped_task(folder: str, name: str) -> TaskConfig | None:
         except Exception:  # noqa: BLE001 - a file that does not read as a task is not this task's
             continue
     return None
-
-
-def _flat(value: Mapping, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        if isinstance(item, Mapping):
-            out.update(_flat(item, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = item
-    return out
