@@ -374,8 +374,9 @@ def test_verdicts_of_the_old_answer_rule_are_named_where_labels_hold_a_space_or_
         update={"seed": 1})))
     frame = load_local([tmp_path])
     assert len(frame) == 2 and not any("rule" in note for note in frame.attrs["notes"])
-    Store(tmp_path).put(make_record("spaced-2", scoring_rule=2, experiment=spaced, verdict="invalid",
-                                    invalid_kind="parse", answer=None, instance_labels=["even number", "odd number"]))
+    Store(tmp_path).put(make_record("spaced-2", scoring_rule=2, experiment=spaced, pool_version="pv2",
+                                    verdict="invalid", invalid_kind="parse", answer=None,
+                                    instance_labels=["even number", "odd number"]))
     notes = load_local([tmp_path]).attrs["notes"]
     assert any("1 record(s) of a task whose labels hold a space or a hyphen were scored under answer rule 2" in note
                and "spaced-2" in note for note in notes), notes

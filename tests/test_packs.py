@@ -375,8 +375,9 @@ def test_a_job_says_the_damaged_records_it_moves_aside_in_one_line_per_folder(tm
     assert job.valid_keys(MODEL, TASK, {*lines, "old0", "old1", "old2"}) == {"k3"}
     said = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(said) == 2, said  # the pack's lines, and the files
-    assert sorted(line.split(" (")[0] for line in said) == [f"Copied 3 damaged lines of {folder} to {tmp_path / '.quarantine'}",
-                                                            f"Moved 3 damaged files of {folder} to {tmp_path / '.quarantine'}"]
+    quarantine = tmp_path / ".quarantine"
+    assert sorted(line.split(" (")[0] for line in said) == [f"Copied 3 damaged lines of {folder} to {quarantine}",
+                                                            f"Moved 3 damaged files of {folder} to {quarantine}"]
     assert all("will be asked again" in line for line in said)
     assert len(quarantined(tmp_path)) == 6
     _overwrite(lines["k3"], b"")

@@ -23,9 +23,9 @@ import pandas as pd
 from mip.analysis import folders, setting_slices, slices
 from mip.config import budgets
 from mip.experiment.identity import instances_of, settings_of
-from mip.experiment.records import Record, budget_limits, counted_attempt
+from mip.experiment.records import Record, budget_limits, counted_attempt, verdicts_rule
 from mip.experiment.spend import total as total_cost, usage_cost
-from mip.experiment.scoring import VALID_VERDICTS, Verdict, verdicts_as
+from mip.experiment.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, quarantined
 from mip.store.quarantine import moved_what
 
@@ -99,8 +99,7 @@ def record_row(record: Record) -> dict:
         "cost": total_cost(usage_cost(s.usage) for s in stages),  # usage.cost as sent: a number, or text
         "attempts": len(record.attempts),
         "key_scheme": record.key_scheme,
-        # the rule whose verdicts these are: rule 2's read as 3's where the task's labels hold no space or hyphen
-        "scoring_rule": verdicts_as(record.scoring_rule, {record.experiment.majority_label, *record.instance_labels}),
+        "scoring_rule": verdicts_rule(record),
     }
 
 

@@ -62,7 +62,7 @@ def verdicts_as(rule: int | None, labels: Sequence[str]) -> int:
     task of these labels: rule 2's are rule 3's unless a label holds a space or a hyphen. A
     stored verdict is not scored again; this says which may differ from today's.
 
-    >>> verdicts_as(2, ["even_number", "odd_number"]), verdicts_as(2, ["even number", "odd number"]), verdicts_as(None, [])
+    >>> verdicts_as(2, ["even_number", "odd_number"]), verdicts_as(2, ["even number", "odd"]), verdicts_as(None, [])
     (3, 2, 1)
     """
     rule = rule or 1

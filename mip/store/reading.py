@@ -158,13 +158,15 @@ def moved_said(moved: list[tuple[Path, str, str, str]], quarantine: Path) -> lis
     (``(where, kind, why, the line that says it alone)``): the record itself where it is alone,
     else how many, by reason (5,000 empty files are one line, not 5,000).
 
-    >>> moved_said([(Path(f"s/m/t/e{i}.json"), "file", "ValueError: EOF", "…") for i in range(2)], Path("s/.quarantine"))
-    ['Moved 2 damaged files of s/m/t to s/.quarantine (2 × ValueError: EOF); they no longer count and will be asked again.']
+    >>> moved = [(Path(f"s/m/t/e{i}.json"), "file", "ValueError: EOF", "…") for i in range(2)]
+    >>> moved_said(moved, Path("s/.q"))
+    ['Moved 2 damaged files of s/m/t to s/.q (2 × ValueError: EOF); they no longer count and will be asked again.']
     """
     groups: dict[tuple[Path, str], list[tuple[Path, str, str, str]]] = {}
     for entry in moved:
         groups.setdefault((entry[0].parent, entry[1]), []).append(entry)
     return [found[0][3] if len(found) == 1 else
             f"{'Copied' if kind == 'line' else 'Moved'} {len(found):,} damaged {kind}s of {folder} to {quarantine} "
-            f"({reasons_said([(path, why) for path, _, why, _ in found])}); they no longer count and will be asked again."
+            f"({reasons_said([(path, why) for path, _, why, _ in found])}); they no longer count and will be asked "
+            "again."
             for (folder, kind), found in groups.items()]
