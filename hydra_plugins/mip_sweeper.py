@@ -9,7 +9,9 @@ YAML file of ``conf/`` parsed once a process (:mod:`mip.entry.parsed_once`).
 
 from __future__ import annotations
 
+import copy
 import logging
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -17,11 +19,14 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.plugins import Plugins
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from mip.entry.parsed_once import ParsedOnceSearchPath, ParsedOnceSource  # noqa: F401 - found here by Hydra
 
 log = logging.getLogger(__name__)
+
+#: Hydra's basic launcher: the jobs one after another in this process (``hydra/launcher=local``).
+BASIC = "BasicLauncher"
 
 
 class MipSweeper(Sweeper):
@@ -37,12 +42,22 @@ class MipSweeper(Sweeper):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         from mip.entry.compositions import ComposedOnce
 
-        here = str(config.hydra.launcher.get("_target_", "")).endswith("BasicLauncher")  # composes in this process
+        here = str(config.hydra.launcher.get("_target_", "")).endswith(BASIC)  # composes in this process
+        launching = config
+        if config.get("dry_run") is True and not here:  # a dry run calls nothing: counted here, never submitted
+            launching = copy.deepcopy(config)
+            with open_dict(launching.hydra):
+                launching.hydra.sweep.dir = str(config.hydra.sweep.dir)  # the sweep's folder, not one resolved anew
+                launching.hydra.launcher = {"_target_": f"hydra._internal.core_plugins.basic_launcher.{BASIC}"}
+            here = True
+            launcher = str(config.hydra.launcher.get("_target_")).rpartition(".")[2]
+            print(f"dry run: the jobs run here, one after another, and nothing is submitted ({launcher} not used).",
+                  file=sys.stderr, flush=True)
         loader = ComposedOnce(hydra_context.config_loader, keep=here)
         self.config = config
         self.hydra_context = HydraContext(config_loader=loader, callbacks=hydra_context.callbacks)
         self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=self.hydra_context, task_function=task_function, config=config)
+            hydra_context=self.hydra_context, task_function=task_function, config=launching)
 
     def sweep(self, arguments: list[str]) -> Any:
         from mip.entry.compositions import split_jobs

@@ -11,6 +11,8 @@ once, keep the changed setting in its own slice, and match 20k with 100k on noth
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -26,6 +28,7 @@ from .test_tracking import wandb_env  # noqa: F401 - fixture
 
 SEEDS = (0, 1, 2)
 N, P = 20, 0.55
+PROMPT = "task.arith.prompt.task='Decide which parity most of the numbers have.'"
 
 
 def _base(tmp, *extra: str):
@@ -118,15 +121,17 @@ def test_wandb_tables_carry_the_same_identity_as_the_store(tmp_path, wandb_env):
     offline runs sets aside the same duplicate and names the same changed-setting slice."""
     from mip.analysis.results import load_wandb_offline
 
-    runs = [("default", ()), ("smoke", ("budget=smoke", "budget.max_tokens=20000")), ("read5", ("model.read_first=5",))]
+    runs = [("default", ()), ("smoke", ("budget=smoke", "budget.max_tokens=20000")), ("read5", ("model.read_first=5",)),
+            ("prompt", (PROMPT,))]
     for name, extra in runs:
         base = compose("model=simulated_first_k", "model.read_first=9", "task=arith", "n=20", "p=0.6", "budget=20k",
                        *extra, "logger=wandb", "progress=false", f"paths.results_dir={tmp_path}",
                        f"paths.cache_dir={tmp_path / 'cache'}")
         run_job(vary(base, pattern="majority_first", seed=0), tmp_path / "jobs" / name)
     local, remote = load_local([tmp_path / "store"]), load_wandb_offline([tmp_path / "jobs"])
-    assert len(local) == len(remote) == 4  # two labels, at two settings; the smoke rerun set aside
+    assert len(local) == len(remote) == 6  # two labels, at three settings; the smoke rerun set aside
     assert dict(zip(local["key"], local["model"])) == dict(zip(remote["key"], remote["model"]))
+    assert remote["model"].nunique() == 3
     assert dict(zip(local["key"], local["instances"])) == dict(zip(remote["key"], remote["instances"]))
     assert any("2 duplicate record" in note for note in remote.attrs["notes"])
 
@@ -292,3 +297,107 @@ def test_a_duplicate_valid_with_another_verdict_is_named_by_its_key(tmp_path):
     assert any(f"1 duplicate record(s) set aside were valid with another verdict than the record counted: {last.key};"
                in note for note in notes), notes
     assert not any("another verdict" in note for note in frame_of(records[:3] + [last], "store").attrs["notes"])
+
+
+
+@pytest.fixture(scope="module")
+def task_reruns(tmp_path_factory):
+    """The default arith task on two patterns at 20k and one at 100k; one pattern again at 20k and
+    at 100k with another task sentence, and at 20k with its labels written otherwise."""
+    tmp = tmp_path_factory.mktemp("task_reruns")
+
+    def run(name: str, pattern: str, *extra: str) -> None:
+        base = compose("model=simulated_first_k", "model.read_first=9", "task=arith", "n=20", "p=0.6", "budget=20k",
+                       *extra, "progress=false", f"paths.results_dir={tmp}", f"paths.cache_dir={tmp / 'cache'}")
+        run_job(vary(base, pattern=pattern, seed=0), tmp / "jobs" / name)
+
+    for pattern in ("majority_first", "majority_last"):
+        run(f"default-{pattern}", pattern)
+    run("default-100k", "majority_first", "budget=100k")
+    run("prompt", "majority_first", PROMPT)
+    run("prompt-100k", "majority_first", "budget=100k", PROMPT)
+    run("labels", "majority_first", "task.arith.labels=['Even number','Odd number']")
+    return tmp, load_local([tmp / "store"])
+
+
+def test_a_changed_task_setting_is_its_own_slice_named_by_what_differs(task_reruns):
+    """Another task sentence or other label spellings key other experiments (the store key hashes
+    the task's prompt fields): their records are neither duplicates of the default's nor pooled with them."""
+    _, frame = task_reruns
+    assert len(frame) == 12 and not any("duplicate" in note for note in frame.attrs["notes"])
+    prompt = "simulated_first_k [task.arith.prompt.task=Decide which parity most of the numbers have.]"
+    labels = "simulated_first_k [task.arith.labels=[\"Even number\", \"Odd number\"]]"
+    assert frame["model"].value_counts().to_dict() == {"simulated_first_k": 6, prompt: 4, labels: 2}
+
+
+def test_a_changed_task_setting_matches_nothing_of_the_default(task_reruns):
+    _, frame = task_reruns
+    default_20k = frame[(frame["model"] == "simulated_first_k") & (frame["budget"] == "20k")]
+    prompt_100k = frame[(frame["model"] != "simulated_first_k") & (frame["budget"] == "100k")]
+    both = pairs.matched(pd.concat([default_20k, prompt_100k]), "budget", order=["20k", "100k"])
+    assert both.empty and "different answer-shaping settings" in both.note()
+    each = pairs.matched(frame, "budget", order=["20k", "100k"])  # the default with the default, the rerun with itself
+    assert len(each.frame) == 8 and each.frame.groupby("settings").size().tolist() == [4, 4]
+
+
+def test_records_carry_their_task_changes_and_older_records_read_as_the_default(task_reruns):
+    """A record holds what its task config changed from the shipped task file (empty for the
+    default); a record stored before records held it reads as the default task."""
+    from mip.analysis.results import frame_of
+    from mip.store import Store
+
+    tmp, _ = task_reruns
+    records = list(Store(tmp / "store"))
+    changes = {json.dumps(r.config["task"], sort_keys=True) for r in records}
+    assert changes == {'{}', '{"arith.labels": ["Even number", "Odd number"]}',
+                       '{"arith.prompt.task": "Decide which parity most of the numbers have."}'}
+    default = [r for r in records if not r.config["task"]]
+    older = [r.model_copy(update={"config": {k: v for k, v in r.config.items() if k != "task"}}) for r in default]
+    assert frame_of(older, "store")["settings"].tolist() == frame_of(default, "store")["settings"].tolist()
+
+
+def test_verdicts_of_the_old_answer_rule_are_named_where_labels_hold_a_space_or_a_hyphen(tmp_path):
+    """Verdicts are stored, not scored again at analysis. Rule 2 compared the folded answer with
+    each label as written, so a label with a space or a hyphen never scored: such records are named
+    (their verdicts may differ from today's rule); records of labels that read alike under both
+    rules (every shipped task's) are pooled with today's without a note."""
+    from mip.experiment import scoring
+    from mip.store import Store
+
+    from .test_records import make_record
+
+    assert scoring.RULE_VERSION == 3
+    assert scoring.parse_answer('{"answer": "even number"}', ["even number", "odd number"]) == "even number"
+    spaced = make_record().experiment.model_copy(update={"majority_label": "even number", "task": "spaced"})
+    Store(tmp_path).put(make_record("plain-2", scoring_rule=2))
+    Store(tmp_path).put(make_record("plain-3", scoring_rule=3, experiment=make_record().experiment.model_copy(
+        update={"seed": 1})))
+    frame = load_local([tmp_path])
+    assert len(frame) == 2 and not any("rule" in note for note in frame.attrs["notes"])
+    Store(tmp_path).put(make_record("spaced-2", scoring_rule=2, experiment=spaced, pool_version="pv2",
+                                    verdict="invalid", invalid_kind="parse", answer=None,
+                                    instance_labels=["even number", "odd number"]))
+    notes = load_local([tmp_path]).attrs["notes"]
+    assert any("1 record(s) of a task whose labels hold a space or a hyphen were scored under answer rule 2" in note
+               and "spaced-2" in note for note in notes), notes
+
+
+def test_a_task_of_a_users_config_folder_is_compared_with_its_own_file(results, tmp_path):
+    """A task from another config folder (``hydra.searchpath``) differs from its own file there:
+    as shipped its records hold no change, with another task sentence they hold that sentence."""
+    from mip.store import Store
+
+    from .conftest import REPO, run_entry
+
+    (tmp_path / "conf" / "task").mkdir(parents=True)
+    text = (REPO / "conf" / "task" / "arith.yaml").read_text().replace("arith:", "mytask:").replace("name: arith",
+                                                                                                   "name: mytask")
+    (tmp_path / "conf" / "task" / "mytask.yaml").write_text(text)
+    common = (f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "model=simulated_first_k", "task=mytask",
+              "setting=smoke", "progress=false")
+    for extra in (["pattern=majority_first"], ["pattern=majority_last"],
+                  ["pattern=majority_first", "task.mytask.prompt.task='Decide the parity.'"]):
+        ran = run_entry("run.py", *common, *extra)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+    changes = sorted(str(r.config["task"]) for r in Store(results / "store"))
+    assert changes == ["{'mytask.prompt.task': 'Decide the parity.'}"] * 2 + ["{}"] * 4

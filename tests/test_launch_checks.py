@@ -173,14 +173,41 @@ def test_a_sweeps_jobs_run_with_the_sweeps_check(results, monkeypatch):
     assert ran.returncode == 0 and read == [("arith",)], ran.stderr[-2000:]  # a job alone checks itself, once
 
 
-@pytest.mark.parametrize("mode", ["dry_run=true", "preflight=off"])
-def test_a_launcher_that_cannot_start_is_one_line_and_leaves_no_folder(results, tmp_path, mode):
+def test_a_launcher_that_cannot_start_is_one_line_and_leaves_no_folder(results, tmp_path):
     """SLURM refuses the submission here (an sbatch that cannot reach a cluster): one line that
     says what to do, exit 2, no traceback, and no sweep folder left behind."""
     env, log = _failing_sbatch(tmp_path)
-    ran = run_entry("run.py", "-m", "hydra/launcher=slurm_cpu", "model=mock", mode, *SWEEP, env=env)
+    ran = run_entry("run.py", "-m", "hydra/launcher=slurm_cpu", "model=mock", "preflight=off", *SWEEP, env=env)
     assert log.exists(), ran.stderr[-2000:]  # it did try to submit
     assert ran.returncode == 2 and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
     assert ran.stderr.startswith("error: ") and "Traceback" not in ran.stderr and "sbatch: error: no cluster" in ran.stderr
     assert "login node" in ran.stderr and "hydra/launcher=local" in ran.stderr
-    assert not (results / "sweeps").exists() or not any((results / "sweeps").iterdir())
+    assert not (results / "sweeps").exists(), list((results / "sweeps").rglob("*"))  # nor its empty day or sweeps/
+
+
+@pytest.mark.parametrize("launcher", ["slurm_cpu", "slurm_gpu"])
+def test_a_dry_run_with_a_slurm_launcher_submits_nothing(results, tmp_path, launcher):
+    """A dry run counts on the submitting machine (no call, no GPU, no key): nothing goes to
+    sbatch, each job says what it would run, and the sweep ends as a dry run does."""
+    env, log = _failing_sbatch(tmp_path)
+    ran = run_entry("run.py", "-m", f"hydra/launcher={launcher}", "model=mock", "dry_run=true", *SWEEP, env=env)
+    assert not log.exists(), ran.stderr[-2000:]
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "dry run: the jobs run here, one after another, and nothing is submitted" in ran.stderr + ran.stdout
+    assert (ran.stderr + ran.stdout).count("would run") == 2
+
+
+def test_a_sweep_over_models_takes_a_key_only_they_have(results):
+    """``model.base_url=`` beside ``-m model=a,b``: Hydra composes the sweep's primary config with
+    the default model, whose schema has no base_url; each job gets it on its own model."""
+    from omegaconf import OmegaConf
+
+    url = "http://127.0.0.1:9/v1"
+    ran = run_entry("run.py", "-m", "model=gpt_oss_120b,gemma4_31b", f"model.base_url={url}", "task=arith",
+                    "setting=smoke", "pattern=majority_first", "progress=false", "dry_run=true")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    configs = sorted(results.glob("sweeps/*/*/*/.hydra/config.yaml"))
+    assert [(c.model.name, c.model.base_url) for c in map(OmegaConf.load, configs)] == [
+        ("gpt_oss_120b", url), ("gemma4_31b", url)]
+    overrides = OmegaConf.load(configs[0].parent / "overrides.yaml")
+    assert f"model.base_url={url}".replace(":", "\\:") in overrides  # as written (Hydra escapes the colons)

@@ -357,3 +357,29 @@ def test_a_pack_edited_in_place_is_read_again_not_through_its_stale_index(tmp_pa
     assert again.stored_now == 0 and again.calls == 0, again
     assert quarantined(tmp_path / "store") == []
     assert sorted(r.key for r in iter_records([tmp_path / "store"])) == sorted(r.key for r in Store(tmp_path / "store"))
+
+
+def test_a_job_says_the_damaged_records_it_moves_aside_in_one_line_per_folder(tmp_path, capsys):
+    """Three damaged lines of a pack and three damaged files of an older store, in one task
+    folder: a job moves each aside (each logged in the quarantine) and says so in one line, as
+    readers do (mip.store.reading.say_unreadable); a single one is named by itself."""
+    store = Store(tmp_path)
+    lines = {f"k{i}": store.put(make_record(f"k{i}")) for i in range(4)}
+    store.close()
+    for key in ("k0", "k1", "k2"):
+        _overwrite(lines[key], b"")
+    folder = tmp_path / MODEL / TASK
+    for i in range(3):
+        (folder / f"old{i}.json").write_text("{")
+    job = Store(tmp_path)
+    assert job.valid_keys(MODEL, TASK, {*lines, "old0", "old1", "old2"}) == {"k3"}
+    said = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(said) == 2, said  # the pack's lines, and the files
+    quarantine = tmp_path / ".quarantine"
+    assert sorted(line.split(" (")[0] for line in said) == [f"Copied 3 damaged lines of {folder} to {quarantine}",
+                                                            f"Moved 3 damaged files of {folder} to {quarantine}"]
+    assert all("will be asked again" in line for line in said)
+    assert len(quarantined(tmp_path)) == 6
+    _overwrite(lines["k3"], b"")
+    assert Store(tmp_path).valid_keys(MODEL, TASK, {"k3"}) == set()
+    assert capsys.readouterr().err.startswith(f"Copied the damaged line at byte {lines['k3'].offset} of")

@@ -23,7 +23,7 @@ import pandas as pd
 from mip.analysis import folders, setting_slices, slices
 from mip.config import budgets
 from mip.experiment.identity import instances_of, settings_of
-from mip.experiment.records import Record, budget_limits, counted_attempt
+from mip.experiment.records import Record, budget_limits, counted_attempt, verdicts_rule
 from mip.experiment.spend import total as total_cost, usage_cost
 from mip.experiment.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, quarantined
@@ -99,7 +99,7 @@ def record_row(record: Record) -> dict:
         "cost": total_cost(usage_cost(s.usage) for s in stages),  # usage.cost as sent: a number, or text
         "attempts": len(record.attempts),
         "key_scheme": record.key_scheme,
-        "scoring_rule": record.scoring_rule or 1,
+        "scoring_rule": verdicts_rule(record),
     }
 
 
@@ -198,12 +198,20 @@ def _disagreeing(order: pd.DataFrame, first: pd.Series, identity: list[str]) -> 
 
 def _rules(frame: pd.DataFrame) -> list[str]:
     """A note where verdicts come from different answer rules."""
-    if "scoring_rule" not in frame.columns or frame["scoring_rule"].nunique(dropna=True) < 2:
+    if "scoring_rule" not in frame.columns:
         return []
-    counts = frame["scoring_rule"].value_counts().sort_index()
-    return ["Verdicts come from different answer rules: " + ", ".join(f"rule {int(k)}: {v} record(s)"
-            for k, v in counts.items()) + " (rule 1: mip ≤ 0.2, whose JSON answer search reached 2,000 "
-            "characters back; see mip.experiment.scoring)."]
+    notes = []
+    if frame["scoring_rule"].nunique(dropna=True) > 1:
+        counts = frame["scoring_rule"].value_counts().sort_index()
+        notes.append("Verdicts come from different answer rules: " + ", ".join(f"rule {int(k)}: {v} record(s)"
+                     for k, v in counts.items()) + " (rule 1: mip ≤ 0.2, whose JSON answer search reached 2,000 "
+                     "characters back; see mip.experiment.scoring).")
+    if len(older := frame[frame["scoring_rule"] == 2]):
+        keys = ", ".join(older["key"].head(5)) + (f" and {len(older) - 5} more" if len(older) > 5 else "")
+        notes.append(f"{len(older)} record(s) of a task whose labels hold a space or a hyphen were scored under answer "
+                     "rule 2, which read no answer as such a label (a parse failure): their verdicts are as stored, "
+                     f"not scored again, and may differ from rule 3's: {keys}; see one with `python -m mip.show KEY`.")
+    return notes
 
 
 def load_local(paths: Sequence[str | Path]) -> pd.DataFrame:

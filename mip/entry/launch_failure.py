@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
+from mip.entry.refusals import remove_empty_parents
+
 ADVICE = "submit from the cluster's login node, or run the sweep on this machine with hydra/launcher=local"
 
 
@@ -87,8 +89,7 @@ def refused_launch(sweep_dir: Path, submitted: int) -> Iterator[None]:
                   f"Their folder {sweep_dir} is kept: rerun the same command to submit the rest.", file=sys.stderr)
             sys.exit(2)
         shutil.rmtree(sweep_dir, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            sweep_dir.parent.rmdir()  # the day's folder, where this sweep was its only one
+        remove_empty_parents(sweep_dir)  # the day's folder and sweeps/, where this sweep was their only one
         print(f"error: SLURM cannot take jobs from this machine ({why}); {ADVICE}. Nothing was launched.",
               file=sys.stderr)
         sys.exit(2)

@@ -34,6 +34,8 @@ def sweep_configs(config: DictConfig) -> Iterator[Config]:
     from hydra import compose
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from mip.entry.per_job import as_given
+
     task = list(config.hydra.overrides.task)
     overrides = task + [f"{k}={v}" for k, v in (config.hydra.sweeper.params or {}).items()]
     choices: dict[str, list[str]] = {}
@@ -44,7 +46,8 @@ def sweep_configs(config: DictConfig) -> Iterator[Config]:
                 else [override.get_value_element_as_str()]
     models = choices.get("model") or [config.hydra.runtime.choices.model]
     budgets = choices.get("budget") or [config.hydra.runtime.choices.budget]
-    fixed = [o for o in task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget.", "paths.", "preflight_"))]
+    fixed = [as_given(o) for o in task if o.split("=")[0].lstrip("+~").startswith(("model.", "budget.", "paths.",
+                                                                                    "preflight_"))]
     # the command's own hydra overrides: the user's model files (searchpath) and the launcher it
     # chose, so a site file that sets hydra.launcher.partition composes here as it does for the sweep
     fixed += list(config.hydra.overrides.hydra)

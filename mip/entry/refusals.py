@@ -44,7 +44,13 @@ def discard_job_folder(folder: str | os.PathLike, sweep_folder: str | os.PathLik
     if sweep is not None and sweep.is_dir() and {p.name for p in sweep.iterdir()} <= {"multirun.yaml"}:
         shutil.rmtree(sweep)
         top = sweep
-    for parent in top.parents[:2]:  # <day>, then runs/ or sweeps/
+    remove_empty_parents(top)
+
+
+def remove_empty_parents(folder: Path) -> None:
+    """Remove the date folder above a removed run or sweep folder, then ``runs/`` or ``sweeps/``,
+    each only where it is left empty (another run's folder keeps it)."""
+    for parent in folder.parents[:2]:  # <day>, then runs/ or sweeps/
         try:
             parent.rmdir()
         except OSError:  # not empty: another job's

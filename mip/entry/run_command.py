@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from mip.config import Config
 from mip.data import DataError
 from mip.entry.cli import NEXT_STEPS, check_keys, check_overrides, check_sweep_preset
+from mip.entry.per_job import per_job
 from mip.entry.refusals import refusals
 from mip.entry.stops import stopped, stopped_in_job
 from mip.entry.sweep_checks import checked_for
@@ -107,6 +108,7 @@ def start(main: Callable[[], None], conf: Path) -> None:
     """``python run.py …``: the command line checked before Hydra composes, then ``main``; Ctrl-C
     between a sweep's jobs (inside a job it is a drained stop) is one line, no traceback."""
     check_overrides(sys.argv[1:], Config, "run.py", groups=("experiment",), conf_dir=conf)
+    sys.argv[1:] = per_job(sys.argv[1:])  # a swept model's keys (-m model=a,b model.base_url=…) go to each job
     try:
         main()
     except KeyboardInterrupt:

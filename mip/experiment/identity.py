@@ -13,8 +13,12 @@ columns say it, for every record, in the store's table and in W&B's alike:
   :func:`mip.config.shaping.setting` and those the experiment holds, such as the names; a
   field at the value every config had before the field was keyed, or unset, is left out, so
   older records read alike). The model's fields go by their names (``read_first``), the
-  strategy's under ``strategy.`` (``strategy.batch_size``). The budget (a column by its
-  value), the prompt variant and the strategy's name are columns of their own.
+  strategy's under ``strategy.`` (``strategy.batch_size``); and the task's prompt fields (also
+  keyed) where they differ from the task's shipped file, under ``task.`` by the name a command
+  line overrides them with (``task.ner.labels``; the record holds them as its job found them,
+  :mod:`mip.job.task_changes`; a record stored before records held them reads as the task as
+  shipped). The budget (a column by its value), the prompt variant and the strategy's name are
+  columns of their own.
 - ``instances``: a hash of the pool version and the instance IDs drawn (as a set: every
   pattern presents one draw in its own order).
 
@@ -23,8 +27,12 @@ columns say it, for every record, in the store's table and in W&B's alike:
 '{"read_first": 5}'
 >>> settings_of({**record, "strategy": {"name": "decomposed", "batch_size": 5, "max_reasks": 2}})
 '{"read_first": 5, "strategy.batch_size": 5}'
+>>> settings_of({**record, "task": {"ner.labels": ["A", "B"]}})
+'{"read_first": 5, "task.ner.labels": ["A", "B"]}'
 >>> differences('{"read_first": 9}', '{"read_first": 5}')
 'read_first=5'
+>>> differences('{"task.ner.labels": ["A", "B"]}', '{}')
+'task.ner.labels=as-shipped'
 >>> instances_of("p1", ["b", "a"]) == instances_of("p1", ["a", "b"]) != instances_of("p2", ["a", "b"])
 True
 """
@@ -60,12 +68,13 @@ def _not_shaping(group: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _flat(value: Mapping, prefix: str = "") -> dict[str, Any]:
+def flat(value: Mapping, prefix: str = "") -> dict[str, Any]:
+    """A nested mapping's values by dotted name (an empty mapping is a value of its own)."""
     out: dict[str, Any] = {}
     for key, item in value.items():
         name = f"{prefix}{key}"
         if isinstance(item, Mapping) and item:
-            out.update(_flat(item, f"{name}."))
+            out.update(flat(item, f"{name}."))
         else:
             out[name] = item
     return out
@@ -77,7 +86,7 @@ def _old_defaults() -> dict[str, Any]:
     before its schema had one (no field) and one written after (the value) are alike."""
     strategy = {**SCHEME_2_STRATEGY_DEFAULTS, **KEYED_WHEN_SET.get("strategy", {})}
     strategy = {f"strategy.{k}": v for k, v in strategy.items()}
-    return {**_flat(SCHEME_2_MODEL_DEFAULTS), **KEYED_WHEN_SET["model"], **strategy}
+    return {**flat(SCHEME_2_MODEL_DEFAULTS), **KEYED_WHEN_SET["model"], **strategy}
 
 
 def _default(name: str, value: Any) -> bool:
@@ -94,8 +103,10 @@ def settings_of(config: Mapping[str, Any]) -> str:
     for group, (_, prefix) in _SECTIONS.items():
         section = config.get(group) if isinstance(config.get(group), Mapping) else {}
         skip = _not_shaping(group)
-        out.update({f"{prefix}{k}": v for k, v in _flat(section).items() if k not in skip
+        out.update({f"{prefix}{k}": v for k, v in flat(section).items() if k not in skip
                     and not any(k.startswith(f"{s}.") for s in skip) and not _default(f"{prefix}{k}", v)})
+    task = config.get("task") if isinstance(config.get("task"), Mapping) else {}  # none before records held it
+    out.update({f"task.{k}": v for k, v in task.items()})  # each a change from the shipped file, empty ones too
     return json.dumps(out, sort_keys=True, default=str)
 
 
@@ -117,7 +128,12 @@ def differences(reference: str, other: str) -> str:
     as ``field=value`` words: the name of a slice run under a changed setting."""
     ref, new = json.loads(reference), json.loads(other)
     changed = sorted(k for k in {*ref, *new} if ref.get(k) != new.get(k))
-    return " ".join(f"{k}={_shown(new.get(k, _old_defaults().get(k)))}" for k in changed)
+    return " ".join(f"{k}={_shown(new[k]) if k in new else _unset(k)}" for k in changed)
+
+
+def _unset(name: str) -> str:
+    """A field ``other`` leaves out: a task field as its shipped file has it, else its old default."""
+    return "as-shipped" if name.startswith("task.") else _shown(_old_defaults().get(name))
 
 
 def _shown(value: Any) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, ValidationError
 
-from mip.experiment.scoring import InvalidKind, Verdict
+from mip.experiment.scoring import InvalidKind, Verdict, verdicts_as
 
 SCHEMA_VERSION = 1
 
@@ -178,3 +178,24 @@ def budget_limits(record: Record) -> dict[str, Any]:
     split = model.get("budget_split") if isinstance(model.get("budget_split"), dict) else {}
     return {"budget_tokens": budget.get("max_tokens"), "budget_answer": split.get("answer_tokens"),
             "budget_stated": budget.get("stated_tokens")}
+
+
+#: The rule whose verdicts a record's are, by its rule and pool version (a pool holds one task's two labels).
+_RULES: dict[tuple[Optional[int], str], int] = {}
+
+
+def verdicts_rule(record: Record) -> int:
+    """The answer rule whose verdicts the record's are: rule 2's are rule 3's where its task's
+    labels hold no space or hyphen (:func:`mip.experiment.scoring.verdicts_as`); found once per pool.
+
+    >>> verdicts_rule(Record.model_construct(scoring_rule=None, pool_version="p", instance_labels=["a"],
+    ...                                      experiment=Experiment.model_construct(majority_label="a", p=0.5)))
+    1
+    """
+    which = (record.scoring_rule, record.pool_version)
+    if which not in _RULES:
+        rule = verdicts_as(record.scoring_rule, {record.experiment.majority_label, *record.instance_labels})
+        if record.experiment.p < 1:  # its prompt shows both labels
+            _RULES[which] = rule
+        return rule
+    return _RULES[which]

@@ -49,10 +49,24 @@ from mip.experiment.jsonscan import Scan
 
 TIE = "-1"
 
-RULE_VERSION = 2
+RULE_VERSION = 3
 """The answer rule's version: 1 looked for an object within 2,000 characters of the last 50
-keys; 2 is the rule above. Verdicts of two versions must not be pooled in one table."""
+keys; 2 is the rule above, but compared the folded answer with each label as written (case
+aside), so no answer was ever read as a label holding a space or a hyphen (``even number``:
+a parse failure); 3 is the rule above, answer and label folded alike. Verdicts of two versions
+must not be pooled in one table where they can differ (:func:`verdicts_as`)."""
 
+
+def verdicts_as(rule: int | None, labels: Sequence[str]) -> int:
+    """The oldest rule whose verdicts a record scored under ``rule`` (None: rule 1) has, for a
+    task of these labels: rule 2's are rule 3's unless a label holds a space or a hyphen. A
+    stored verdict is not scored again; this says which may differ from today's.
+
+    >>> verdicts_as(2, ["even_number", "odd_number"]), verdicts_as(2, ["even number", "odd"]), verdicts_as(None, [])
+    (3, 2, 1)
+    """
+    rule = rule or 1
+    return 3 if rule == 2 and not any(" " in str(x) or "-" in str(x) for x in labels) else rule
 
 
 class Verdict(StrEnum):

@@ -62,7 +62,7 @@ class _Stored:
     def __call__(self) -> set[str]:
         for task, wanted in self.wanted.items():
             new = (self.store.keys(self.model, task) & wanted) - self.checked
-            self.valid |= {k for k in new if self.store.load(self.model, task, k) is not None}
+            self.valid |= self.store.valid_keys(self.model, task, new)  # the damaged moved aside, said per folder
             self.checked |= new
         return set(self.valid)
 

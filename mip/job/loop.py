@@ -38,7 +38,7 @@ from mip.tracking import progress
 from mip.tracking.in_flight import Heartbeat, InFlight
 from mip.tracking.progress import Progress
 from mip.experiment.records import Attempt
-from mip.job.stored_record import make_record, record_config, refused_as_overflow
+from mip.job.stored_record import make_record, record_configs, refused_as_overflow
 from mip.store import Store
 from mip.strategies import Landed, Strategy
 from mip.tracking.tracker import Tracker
@@ -67,7 +67,7 @@ class JobLoop:
         self.settled: set[str] = set()
         """Experiments stored by this job, or left to another: the rest of a stopped job's are left unstored."""
         """The requests sent and not yet answered, which the heartbeat tells of (mip.tracking.in_flight)."""
-        self.record_config = record_config(cfg, self.allowed)
+        self.record_configs = record_configs(cfg, self.allowed)
 
     def calls(self, requests: Iterable[Request]) -> Iterator[Completion]:
         """Completions through the one retry wrapper; calls and errors go into the summary,
@@ -204,7 +204,8 @@ class JobLoop:
 
     def _store(self, plan: Planned, n_tokens: int, attempts: list[Attempt], bar: Progress,
                predictions: list[str | None] | None = None) -> None:
-        record, prompt = make_record(plan, n_tokens, attempts, self.strategy, self.allowed, self.record_config,
+        record, prompt = make_record(plan, n_tokens, attempts, self.strategy, self.allowed,
+                                     self.record_configs[plan.experiment.task],
                                      self.git, predictions)
         try:
             self.store.put(record)

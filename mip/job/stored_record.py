@@ -23,12 +23,15 @@ from mip.experiment.planning import Planned
 from mip.experiment.records import Attempt, Record, counted_attempt
 from mip.experiment.scoring import InvalidKind, Verdict
 from mip.job.provenance import GitState, now
+from mip.job.task_changes import task_changes
 from mip.strategies import Strategy
 
 
-def record_config(cfg: Config, allowed: int) -> dict[str, Any]:
-    """The settings every record of the job carries (its model, budget, variant, strategy…)."""
-    return {
+def record_configs(cfg: Config, allowed: int) -> dict[str, dict[str, Any]]:
+    """The settings each record of the job carries, by task name: its model, budget, variant,
+    strategy…, and what its task changes from the task's shipped file
+    (:func:`mip.job.task_changes.task_changes`; empty as shipped)."""
+    shared = {
         "model": to_plain(cfg.model),
         "budget": to_plain(cfg.budget),
         "prompt_variant": cfg.prompt_variant.name,
@@ -38,6 +41,7 @@ def record_config(cfg: Config, allowed: int) -> dict[str, Any]:
         "attempts_made_at_most": allowed,
         "data_dir": cfg.data_dir,
     }
+    return {task.name: {**shared, "task": task_changes(task)} for task in cfg.task.values()}
 
 
 def make_record(plan: Planned, n_tokens: int, attempts: list[Attempt], strategy: Strategy, allowed: int,

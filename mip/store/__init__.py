@@ -45,7 +45,7 @@ from mip.experiment.records import Attempt, Record
 from mip.store.packs import Line, PackWriter, is_pack, scan
 from mip.store.quarantine import QUARANTINE, quarantine, quarantine_line, quarantined, skipped_lines, why_unreadable
 from mip.store.json_text import record_json
-from mip.store.reading import _skipped, iter_records, read_model, read_record, record_files
+from mip.store.reading import _skipped, iter_records, moved_said, read_model, read_record, record_files
 
 __all__ = ["ATTEMPTS", "QUARANTINE", "JsonFolder", "Store", "iter_records", "quarantine", "quarantined", "read_model",
            "read_record", "record_files", "record_json", "why_unreadable", "_skipped"]
@@ -67,6 +67,7 @@ class JsonFolder:
         self.readonly = readonly
         """A reader's view: nothing is moved, removed or written (a damaged file is only listed)."""
         self.damaged: list[tuple[Path, str]] = []
+        self._moved: list[tuple[Path, str, str, str]] = []  # moved aside, not yet said (reading.moved_said)
         self._folders: set[Path] = set()
         self.syncer = Syncer()
 
@@ -76,7 +77,14 @@ class JsonFolder:
 
     def close(self) -> None:
         """:meth:`flush`, then end the flushing thread (a later write starts another)."""
+        self.say_moved()
         self.syncer.close()
+
+    def say_moved(self) -> None:
+        """Say the damaged records moved aside since last said: one line per folder and kind."""
+        moved, self._moved = self._moved, []
+        for line in moved_said(moved, self.root / QUARANTINE):
+            print(line, file=sys.stderr)
 
     def path(self, model: str, task: str, key: str) -> Path:
         return self.root / model / task / f"{key}.json"
@@ -111,7 +119,9 @@ class JsonFolder:
         """The keys of ``wanted`` that are stored and read back valid. Damaged files are
         quarantined, so the experiment is asked again."""
         listed = self.keys(model, task)
-        return {k for k in wanted if k in listed and self.load(model, task, k) is not None}
+        valid = {k for k in wanted if k in listed and self.load(model, task, k) is not None}
+        self.say_moved()
+        return valid
 
     def _quarantine(self, path: Path, error: BaseException) -> None:
         why = why_unreadable(error)
@@ -120,8 +130,8 @@ class JsonFolder:
             warnings.warn(f"Skipping unreadable record {path}: {why[:300]}", stacklevel=3)
             return
         if quarantine(self.root, path, why):
-            print(f"Moved the damaged file {path} to {self.root / QUARANTINE} ({why}); it will be asked again.",
-                  file=sys.stderr)
+            self._moved.append((path, "file", why, f"Moved the damaged file {path} to {self.root / QUARANTINE} "
+                                                   f"({why}); it will be asked again."))
 
     def __iter__(self) -> Iterator[Any]:
         for model_dir in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")) \
@@ -131,6 +141,7 @@ class JsonFolder:
                     item = self.load(model_dir.name, task_dir.name, key)
                     if item is not None:
                         yield item
+                self.say_moved()
 
 
 class Store(JsonFolder):
@@ -254,8 +265,8 @@ class Store(JsonFolder):
             data = b""
         quarantine_line(self.root, line, why, data)
         self._skip = (self._skip or set()) | {(str(line.pack.relative_to(self.root)), line.offset)}
-        print(f"Copied the damaged line at byte {line.offset} of {line.pack} to {self.root / QUARANTINE} ({why}); "
-              "it no longer counts and will be asked again.", file=sys.stderr)
+        self._moved.append((line.pack, "line", why, f"Copied the damaged line at byte {line.offset} of {line.pack} to "
+                            f"{self.root / QUARANTINE} ({why}); it no longer counts and will be asked again."))
 
     # ------------------------------------------------------------------ attempts
     def _attempts_dir(self, model: str, task: str) -> Path:
@@ -283,5 +294,6 @@ class Store(JsonFolder):
                 continue
             except (OSError, ValueError) as e:
                 self._quarantine(path, e)
+        self.say_moved()
         return {k: sorted(v, key=lambda a: a.index) for k, v in found.items()}
 

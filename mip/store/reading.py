@@ -145,6 +145,29 @@ def said(found: list[tuple[Path, str]]) -> str:
     many, by reason (at most three reasons shown)."""
     if len(found) == 1:
         return f"Skipping unreadable record {found[0][0]}: {found[0][1]}"
+    return f"Skipping {len(found):,} unreadable records here: {reasons_said(found)} (the first: {found[0][0].name})"
+
+
+def reasons_said(found: list[tuple[Path, str]]) -> str:
+    """How many records failed for each reason, the most common first (at most three shown)."""
     reasons = Counter(re.sub(r"at byte \d+", "at byte …", why) for _, why in found).most_common()
-    shown = "; ".join(f"{n:,} × {why[:200]}" for why, n in reasons[:3]) + ("; …" if len(reasons) > 3 else "")
-    return f"Skipping {len(found):,} unreadable records here: {shown} (the first: {found[0][0].name})"
+    return "; ".join(f"{n:,} × {why[:200]}" for why, n in reasons[:3]) + ("; …" if len(reasons) > 3 else "")
+
+
+def moved_said(moved: list[tuple[Path, str, str, str]], quarantine: Path) -> list[str]:
+    """One line per folder and kind (``file`` or ``line``) for damaged records a job moved aside
+    (``(where, kind, why, the line that says it alone)``): the record itself where it is alone,
+    else how many, by reason (5,000 empty files are one line, not 5,000).
+
+    >>> moved = [(Path(f"s/m/t/e{i}.json"), "file", "ValueError: EOF", "…") for i in range(2)]
+    >>> moved_said(moved, Path("s/.q"))
+    ['Moved 2 damaged files of s/m/t to s/.q (2 × ValueError: EOF); they no longer count and will be asked again.']
+    """
+    groups: dict[tuple[Path, str], list[tuple[Path, str, str, str]]] = {}
+    for entry in moved:
+        groups.setdefault((entry[0].parent, entry[1]), []).append(entry)
+    return [found[0][3] if len(found) == 1 else
+            f"{'Copied' if kind == 'line' else 'Moved'} {len(found):,} damaged {kind}s of {folder} to {quarantine} "
+            f"({reasons_said([(path, why) for path, _, why, _ in found])}); they no longer count and will be asked "
+            "again."
+            for (folder, kind), found in groups.items()]

@@ -1,0 +1,83 @@
+"""What a job's task config changes from the task's shipped file, for its records to carry.
+
+The store key hashes a task's prompt fields (its labels and App. B texts:
+:func:`mip.experiment.keys.task_settings`), so a rerun with ``task.ner.prompt.task='…'`` asks
+other experiments. A record says which: ``config["task"]`` holds the keyed fields whose value
+differs from the task file shipped in the config folder (``conf/task/<name>.yaml``), by dotted
+name under the task's name, as a command line overrides them (``{"ner.labels": ["A", "B"]}``);
+empty for the task as shipped. The analysis reads them as settings
+(:func:`mip.experiment.identity.settings_of`), so such records form a slice of their own.
+
+A task found in no task file of the config folders (Hydra's, where the job runs under it, and
+the repository's ``conf/``) has nothing to differ from: its changes read empty, as a record
+stored before records held them does.
+
+>>> from mip.config import TaskConfig
+>>> shipped = TaskConfig(name="t", labels=["a", "b"])
+>>> changes(TaskConfig(name="t", labels=["a", "b"]), shipped)
+{}
+>>> changes(TaskConfig(name="t", labels=["x", "b"]), shipped)
+{'t.labels': ['x', 'b']}
+>>> changes(TaskConfig(name="t", labels=["x", "b"]), None)
+{}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import mip
+from mip.config import TaskConfig
+from mip.experiment.identity import flat
+from mip.experiment.keys import task_settings
+
+#: The repository's config folder, beside the package (run.py's ``conf/``).
+REPO_CONF = Path(mip.__file__).resolve().parent.parent / "conf"
+
+
+def changes(task: TaskConfig, shipped: TaskConfig | None) -> dict[str, Any]:
+    """The keyed fields of ``task`` whose value differs from ``shipped``'s, sorted by dotted name."""
+    if shipped is None:
+        return {}
+    mine, theirs = flat(task_settings(task)), flat(task_settings(shipped))
+    return {f"{task.name}.{k}": mine.get(k) for k in sorted({*mine, *theirs}) if mine.get(k) != theirs.get(k)}
+
+
+def task_changes(task: TaskConfig) -> dict[str, Any]:
+    """What ``task`` changes from its shipped file (:func:`changes`), the file found in the config folders."""
+    return changes(task, next((t for folder in conf_folders() if (t := shipped_task(str(folder), task.name))), None))
+
+
+def conf_folders() -> list[Path]:
+    """The config folders a job's tasks come from: Hydra's (``--config-dir`` and search paths
+    included) where the job runs under Hydra, then the repository's."""
+    folders: list[Path] = []
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            sources = HydraConfig.get().runtime.config_sources
+            folders = [Path(s.path) for s in sources if s.schema in ("file", "parsed-file")]
+    except Exception:  # noqa: BLE001 - no Hydra runtime: the repository's folder alone
+        folders = []
+    return [*folders, REPO_CONF]
+
+
+@lru_cache(maxsize=None)
+def shipped_task(folder: str, name: str) -> TaskConfig | None:
+    """The task ``name`` as a file of ``folder/task/`` ships it (``<name>.yaml`` first), or None."""
+    from omegaconf import OmegaConf
+
+    files = Path(folder) / "task"
+    candidates = [files / f"{name}.yaml", *(f for f in sorted(files.glob("*.yaml")) if f.stem != name)]
+    for path in candidates:
+        try:
+            data = OmegaConf.load(path) if path.is_file() else None
+            if data is not None and "defaults" not in data and isinstance(data.get(name), Mapping):
+                return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), data[name]))
+        except Exception:  # noqa: BLE001 - a file that does not read as a task is not this task's
+            continue
+    return None
