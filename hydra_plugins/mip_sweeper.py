@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.config_store import ConfigStore
 from hydra.core.plugins import Plugins
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
@@ -48,7 +49,8 @@ class MipSweeper(Sweeper):
             launching = copy.deepcopy(config)
             with open_dict(launching.hydra):
                 launching.hydra.sweep.dir = str(config.hydra.sweep.dir)  # the sweep's folder, not one resolved anew
-                launching.hydra.launcher = {"_target_": f"hydra._internal.core_plugins.basic_launcher.{BASIC}"}
+                # Hydra's own launcher config, as ``hydra/launcher=basic`` selects it (its ConfigStore entry)
+                launching.hydra.launcher = ConfigStore.instance().load("hydra/launcher/basic.yaml").node
             here = True
             launcher = str(config.hydra.launcher.get("_target_")).rpartition(".")[2]
             print(f"dry run: the jobs run here, one after another, and nothing is submitted ({launcher} not used).",

@@ -53,7 +53,10 @@ def _compose(config_name: str, overrides: tuple[str, ...]):
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
+    from mip.job.task_changes import composed_from
+
     registered()
+    composed_from(str(REPO / "conf"))  # a job's task changes are read against this folder, as under run.py's Hydra
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = hydra_compose(config_name, overrides=list(overrides))
     return OmegaConf.to_object(cfg)

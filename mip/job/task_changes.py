@@ -29,13 +29,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import mip
 from mip.config import TaskConfig
 from mip.experiment.identity import flat
 from mip.experiment.keys import task_settings
 
-#: The repository's config folder, beside the package (run.py's ``conf/``).
-REPO_CONF = Path(mip.__file__).resolve().parent.parent / "conf"
+#: Config folders this process composed from outside a Hydra app (Hydra's own are read from its runtime).
+_COMPOSED: list[str] = []
 
 
 def changes(task: TaskConfig, shipped: TaskConfig | None) -> dict[str, Any]:
@@ -53,7 +52,9 @@ def task_changes(task: TaskConfig) -> dict[str, Any]:
 
 def conf_folders() -> list[Path]:
     """The config folders a job's tasks come from: Hydra's (``--config-dir`` and search paths
-    included) where the job runs under Hydra, then the repository's."""
+    included) where the job runs under Hydra, then those this process composed a config from with
+    Compose API (:func:`composed_from`). The package never looks for a ``conf/`` of its own: a job
+    whose config came from neither records no task changes."""
     folders: list[Path] = []
     try:
         from hydra.core.hydra_config import HydraConfig
@@ -61,9 +62,15 @@ def conf_folders() -> list[Path]:
         if HydraConfig.initialized():
             sources = HydraConfig.get().runtime.config_sources
             folders = [Path(s.path) for s in sources if s.schema in ("file", "parsed-file")]
-    except Exception:  # noqa: BLE001 - no Hydra runtime: the repository's folder alone
+    except Exception:  # noqa: BLE001 - no Hydra runtime: the composed folders alone
         folders = []
-    return [*folders, REPO_CONF]
+    return [*folders, *(Path(f) for f in _COMPOSED if Path(f) not in folders)]
+
+
+def composed_from(folder: str) -> None:
+    """Note a config folder this process composed a job's config from (:func:`mip.tools.config_store.compose_conf`)."""
+    if folder not in _COMPOSED:
+        _COMPOSED.append(folder)
 
 
 @lru_cache(maxsize=None)

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from mip.config import (AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig, StrategyConfig,
                         group_options)
 from mip.analysis import out_dirs
+from mip.job.task_changes import composed_from
 from mip.models import backend_class, schemas
 from mip.strategies import STRATEGIES, strategy_class
 from mip.strategies import schemas as strategy_schemas
@@ -71,6 +72,7 @@ def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str 
         raise FileNotFoundError(f"No config folder at {folder} (it holds config.yaml); run from the repository "
                                 "folder or pass --conf <repository>/conf.")
     register()
+    composed_from(folder)  # a job composed here is compared with this folder's task files
     # Inside a Hydra app (analyze.py's @hydra.main) Hydra is initialized already: compose beside it
     # and put it back after.
     from hydra.core.global_hydra import GlobalHydra
