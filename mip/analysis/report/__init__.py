@@ -16,8 +16,8 @@ import pandas as pd
 
 from mip.analysis import inference, slices
 from mip.experiment.instances import PATTERNS
-from mip.analysis.report import compared, figures, html, kept_figures, sections, swap, strategy_section as strategies, \
-    metric_tables as tables
+from mip.analysis.report import compared, drawing, figures, html, kept_figures, sections, swap, \
+    strategy_section as strategies, metric_tables as tables
 from mip.analysis.report.model_sets import TracePool
 
 
@@ -84,6 +84,10 @@ class Report:
     """Each table's and data file's frame by name, for report.html (mip.analysis.report.html)."""
     kept: kept_figures.Kept | None = None
     """The last report's figures, kept where nothing they are drawn from changed; None: draw every one."""
+    drawing: drawing.Drawing | None = None
+    """Where handed-over figures are drawn and encoded (worker processes); None: here, as they come."""
+    pending: list[int] = field(default_factory=list)
+    """The items whose figures are being drawn, resolved by :meth:`finish`."""
 
     def table(self, frame: pd.DataFrame, name: str, how: str) -> None:
         self.shown[name] = frame
@@ -98,19 +102,36 @@ class Report:
         self.items.append((self.section, "data", [path], how))
 
     def figure(self, fig, name: str, how: str) -> None:
-        """Save ``fig``; a :class:`mip.analysis.report.figures.Missing` is not drawn, and the report says why."""
+        """Save ``fig``: a :class:`mip.analysis.report.figures.Later` is drawn and encoded (by
+        :attr:`drawing`) unless the last report's is kept; a :class:`~mip.analysis.report.figures.Missing`
+        is not drawn, and the report says why."""
+        folder = self.folder / "figures"
         if isinstance(fig, figures.Missing):
-            self.items.append((self.section, "missing", [self.folder / "figures" / f"{name}.png"], f"{how}\n\n"
-                               f"**Not drawn**: {fig.reason}"))
+            self.items.append((self.section, "missing", [folder / f"{name}.png"], f"{how}\n\n**Not drawn**: {fig.reason}"))
             return
-        if self.kept is not None and self.kept.kept(name):
-            figures.plt.close(fig)
+        if not isinstance(fig, figures.Later):  # drawn already: encoded now, never kept
+            if self.kept is not None:
+                self.kept.kept(name, "")
+                self.kept.missing(name)
+            self.items.append((self.section, "figure", figures.save(fig, folder, name), how))
+            return
+        if self.kept is not None and self.kept.kept(name, self.kept.key(fig.draw, fig.args, fig.kwargs)):
             self.items.append((self.section, "figure", self.kept.paths(name), how))
             return
-        self.items.append((self.section, "figure", figures.save(fig, self.folder / "figures", name), how))
+        self.drawing = self.drawing or drawing.Drawing(workers=1)
+        self.drawing.add(fig, folder, name)
+        self.pending.append(len(self.items))
+        self.items.append((self.section, "figure", [folder / f"{name}.png", folder / f"{name}.pdf"], how))
 
     def finish(self, header: list[str]) -> Path:
-        """After the last table and figure: the index of the figures kept for the next report, and report.md."""
+        """After the last table and figure: every figure drawn, the index of the figures kept for the
+        next report, and report.md."""
+        for i, drawn in zip(self.pending, self.drawing.results() if self.drawing is not None else []):
+            if isinstance(drawn, figures.Missing):
+                section, _, paths, how = self.items[i]
+                self.items[i] = (section, "missing", paths[:1], f"{how}\n\n**Not drawn**: {drawn.reason}")
+                if self.kept is not None:
+                    self.kept.missing(paths[0].stem)
         if self.kept is not None:
             self.kept.close()
         path = self.folder / "report.md"
@@ -167,29 +188,30 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
     """Write tables, figures, report.md and report.html into a folder beside ``folder`` and swap it in
     whole (:mod:`mip.analysis.report.swap`): a kill leaves the previous report or this one. See :func:`_write`."""
     final = Path(folder).expanduser()
-    with swap.beside(final) as new:
-        _write(frame, new, filter_dir, where, core, pool, source, say)
+    with swap.beside(final) as new, drawing.Drawing(say=say) as figures_drawn:
+        _write(frame, new, filter_dir, where, core, pool, source, say, figures_drawn)
     return final / "report.md"
 
 
 def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
            where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
            pool: TracePool | None = None, source: html.Source | None = None,
-           say: Callable[[str], None] | None = None) -> Path:
+           say: Callable[[str], None] | None = None, figures_drawn: drawing.Drawing | None = None) -> Path:
     """Write tables, figures and report.md under ``folder``; return the report's path.
 
     ``where`` restricts the records (:func:`mip.analysis.slices.restrict`); ``core`` is the core
     (n, p), None to take every (n, p) run with several selection seeds. With ``filter_dir``
     holding filter.py's Table 4, it joins the report. ``pool``: the models pooled trace figures
     pool (default: those whose shipped config declares full traces). The report is always
-    written: a slice without a valid experiment shows "–" and a note. ``say`` hears each step as it starts.
+    written: a slice without a valid experiment shows "–" and a note. ``say`` hears each step as it starts;
+    ``figures_drawn`` draws the figures (default: here, one after another).
     """
     say = say or (lambda line: None)
-    report = Report(Path(folder), pool=pool if pool is not None else TracePool.of(None))
+    report = Report(Path(folder), pool=pool if pool is not None else TracePool.of(None), drawing=figures_drawn)
     report.folder.mkdir(parents=True, exist_ok=True)
     loaded = list(frame.attrs.get("notes", []))  # unreadable and quarantined records, key schemes
     frame = slices.restrict(frame, where)
-    report.kept = kept_figures.Kept(report.folder / "figures", kept_figures.key(frame, core, report.pool))
+    report.kept = kept_figures.Kept(report.folder / "figures", kept_figures.code_key())
     report.notes = [*loaded, *coverage_notes(frame)]
     parts = slices.sections(frame, core)
     report.notes += parts.notes

@@ -15,6 +15,7 @@ from mip.config.budgets import slug as budget_slug
 
 from mip.analysis import coverage, pairs, slices, stats
 from mip.analysis.report import figures, metric_tables as tables, variant_figures
+from mip.analysis.report.figures import later
 from mip.analysis.report.sections import holds, model_rows
 from mip.analysis.report.titles import tasks_of
 
@@ -44,12 +45,12 @@ def _budget_pair(report, both, tag: str, name: str) -> None:
                  f"Budgets side by side at {name} (Table 6, App. C.5): per model, each metric at each budget and its "
                  f"change from the smallest (pp; accuracy mean ± sd over selection seeds). {both.note()}")
     report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and budget.")
-    report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
+    report.figure(later(figures.budgets)(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
                   f"Budgets compared per model at {name}, on the matched experiments of the table above.")
     for model, sub in group.groupby("model"):
         acc = stats.accuracy(sub, ["budget", "pattern"])
         title = f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"
-        report.figure(figures.budget_outcomes(sub, acc, title),
+        report.figure(later(figures.budget_outcomes)(sub, acc, title),
                       f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
                       "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.")
     by_budget = slices.by_budget(coverage.coverage_table(group, ["model", "budget"]))
@@ -82,7 +83,7 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
             report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus the standard "
                          f"prompt's per model, variant and pattern ('overall': all patterns), per selection seed on the "
                          f"experiments both prompts hold, at {where}. {notes}")
-            report.figure(variant_figures.variant_deltas(deltas, f"{where}; {tasks_of(kept)}"),
+            report.figure(later(variant_figures.variant_deltas)(deltas, f"{where}; {tasks_of(kept)}"),
                           f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
                           "selection seeds, on matched experiments (counts under the table above).")
@@ -98,7 +99,7 @@ def _variant_table(report, every, tag: str, name: str) -> None:
     report.table(table.round(4), f"table5_prompt_variants_{tag}",
                  f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
                  + every.note())
-    report.figure(variant_figures.variant_panels(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
+    report.figure(later(variant_figures.variant_panels)(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
                   f"fig4_prompt_variants_{tag}",
                   f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
                   "matched experiments of Table 5.")

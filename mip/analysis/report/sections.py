@@ -13,6 +13,7 @@ from mip.config.budgets import slug as budget_slug
 from mip.analysis import coverage, inference, pairs, slices, stats
 from mip.experiment.instances import PATTERNS
 from mip.analysis.report import figures, metric_tables as tables, trace_figures
+from mip.analysis.report.figures import later
 from mip.analysis.report.titles import plural, tasks_of
 
 #: What a core-section table row is: one slice of the setting (model × budget × pool).
@@ -104,19 +105,19 @@ def core(report, frame: pd.DataFrame) -> None:
         patterns = in_row_order(stats.pattern_table(rows), rows)
         report.table(patterns.assign(pattern=patterns["pattern"].astype(str)).round(4), f"patterns_by_model_{tag}",
                      f"Valid-only accuracy per slice and pattern at {name}, mean and sd over selection seeds.")
-        report.figure(figures.pattern_bars(patterns, _representative(patterns),
-                                           f"Representative patterns, {name}; {holds(group)}"),
+        report.figure(later(figures.pattern_bars)(patterns, _representative(patterns),
+                                                  f"Representative patterns, {name}; {holds(group)}"),
                       f"fig2_representative_patterns_{tag}", f"Fig. 2 at {name}; error bars: sd over seeds; n/a: no "
                       "valid experiment.")
-        report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"), f"fig17_all_patterns_{tag}",
+        report.figure(later(figures.pattern_bars)(patterns, None, f"All patterns, {name}; {holds(group)}"), f"fig17_all_patterns_{tag}",
                       f"All seven patterns per slice (Fig. 17) at {name}.")
         by_task = in_row_order(stats.pattern_table(rows, ["model", "task"]), rows)
-        report.figure(figures.counterpart_pairs(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
+        report.figure(later(figures.counterpart_pairs)(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
                                                          f"{name}; {holds(group)}"), f"fig18_counterparts_{tag}",
                       f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
                       "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
                       "error bars: sd over selection seeds.")
-        report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
+        report.figure(later(figures.error_types)(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
                       f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.")
         cell = rows.assign(cell=rows["task"] + " / " + rows["pattern"])
         order = [f"{t} / {p}" for t in sorted(rows["task"].unique()) for p in (*PATTERNS, *sorted(set(rows["pattern"]) - set(PATTERNS)))]
@@ -126,16 +127,16 @@ def core(report, frame: pd.DataFrame) -> None:
         # Task × pattern cells as rows (35 on the paper's grid), slices as columns: a figure as tall as it needs, never too wide.
         columns = [c for c in row_order(rows) if c in invalid.index]  # 20k before 100k, not by the label's text
         invalid, total = invalid.loc[columns, order].T, total.loc[columns, order].T
-        report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
-                                      "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
+        report.figure(later(figures.heatmap)(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
+                                             "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
                       f"fig15_invalid_counts_{tag}",
                       "Invalid experiments per task × pattern (rows) and slice (columns); under each count, (n=…) the "
                       "experiments of that cell.")
         per_task = stats.accuracy(rows, ["model", "task"])
         shown = [c for c in columns if c in set(per_task["model"])]
-        report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
-                                      f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
-                                      counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
+        report.figure(later(figures.heatmap)(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
+                                             f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
+                                             counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
                       f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and labels.")
         pools(report, group, tag, name)
         coverage_of(report, group, setting, tag, name)
@@ -208,16 +209,16 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
         members, who = report.pool.select(sub)
         rates = coverage.mention_rates(sub, n, sub)
         pooled = coverage.mention_rates(members, n, members.assign(model="pooled")) if not members.empty else rates.iloc[0:0]
-        report.figure(trace_figures.mention_rates(pooled[pooled["pattern"] == coverage.POOLED], n, p, who)
+        report.figure(later(trace_figures.mention_rates)(pooled[pooled["pattern"] == coverage.POOLED], n, p, who)
                       if not members.empty else figures.Missing(f"Fig. 5 at {where}: {who}"),
                       f"fig5_mention_rates_{suffix}", f"Fig. 5 at {where}: per-ID mention rate over the valid experiments "
                       "with a trace, all patterns, over the models its title names (§5.1: full reasoning traces).")
-        report.figure(trace_figures.mention_rates(rates[rates["pattern"] == coverage.POOLED], n, p, f"per model, {holds(sub)}"),
+        report.figure(later(trace_figures.mention_rates)(rates[rates["pattern"] == coverage.POOLED], n, p, f"per model, {holds(sub)}"),
                       f"fig5_mention_rates_per_model_{suffix}", f"Fig. 5 per model at {where}: each model's own curve, "
                       "never averaged with another's.")
         report.data(pd.concat([pooled, rates]), f"mention_rates_{suffix}", "Per-ID mention rates behind Figs. 5 and "
                     f"21: per model ('pooled': {who}) and pattern ('all patterns' pooled), per position.")
-        report.figure(trace_figures.mention_rates(rates[rates["pattern"] != coverage.POOLED], n, p, f"per model, {holds(sub)}"),
+        report.figure(later(trace_figures.mention_rates)(rates[rates["pattern"] != coverage.POOLED], n, p, f"per model, {holds(sub)}"),
                       f"fig21_mention_rates_{suffix}", "Per pattern with block boundaries (Fig. 21), one curve per model.")
 
 
@@ -237,9 +238,9 @@ def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
                                            size=("coverage", "size")).reset_index()
         fig = "fig22" if label == "pooled" else "fig23"
         title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]}); {holds(sub)}"
-        report.figure(figures.heatmap(cell.pivot(index="p", columns="n", values="coverage"), title, "coverage (%)",
-                                      counts=cell.pivot(index="p", columns="n", values="size"),
-                                      extra=cell.pivot(index="p", columns="n", values="mentioned")),
+        report.figure(later(figures.heatmap)(cell.pivot(index="p", columns="n", values="coverage"), title, "coverage (%)",
+                                             counts=cell.pivot(index="p", columns="n", values="size"),
+                                             extra=cell.pivot(index="p", columns="n", values="mentioned")),
                       f"{fig}_coverage_{label.replace(' ', '_')}_{tag}",
                       "Mean coverage (% of IDs mentioned) per cell over valid experiments with a trace, (mean count of "
                       "mentioned IDs) below." + (f" {who[0].upper()}{who[1:]}." if label == "pooled" else ""))
@@ -260,24 +261,24 @@ def generalisability(report, frame: pd.DataFrame) -> None:
             sd = None
             if pattern == "random":
                 sd = order_sd[order_sd["model"] == model].pivot(index="p", columns="n", values="order_sd")
-            report.figure(figures.heatmap(sub.pivot(index="p", columns="n", values="acc_mean"),
-                                          f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p; "
-                                          f"{holds(group[(group['model'] == model) & (group['pattern'] == pattern)])}",
-                                          "accuracy (%)",
-                                          counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
+            report.figure(later(figures.heatmap)(sub.pivot(index="p", columns="n", values="acc_mean"),
+                                                 f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p; "
+                                                 f"{holds(group[(group['model'] == model) & (group['pattern'] == pattern)])}",
+                                                 "accuracy (%)",
+                                                 counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
                           f"fig3_np_{model}_{pattern}_{tag}", f"Fig. 3 for {model} under {pattern}; random shows ± sd "
                           "over order seeds (the paper's), the structured patterns none.")
         for model, sub in group.groupby("model"):
             acc = stats.accuracy(sub, ["n", "p"])
             inv = stats.invalid_rates(sub, ["n", "p"])
-            report.figure(figures.heatmap(acc.pivot(index="p", columns="n", values="acc_mean"),
-                                          f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10); {holds(sub)}",
-                                          "accuracy (%)",
-                                          counts=acc.pivot(index="p", columns="n", values="valid")),
+            report.figure(later(figures.heatmap)(acc.pivot(index="p", columns="n", values="acc_mean"),
+                                                 f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10); {holds(sub)}",
+                                                 "accuracy (%)",
+                                                 counts=acc.pivot(index="p", columns="n", values="valid")),
                           f"fig10_np_accuracy_{model}_{tag}", "Valid-only accuracy pooled over patterns (Fig. 10).")
-            report.figure(figures.heatmap(inv.pivot(index="p", columns="n", values="invalid_rate"),
-                                          f"{model}, {name}: invalid rate over n × p (Fig. 11); {holds(sub)}", "invalid (%)",
-                                          counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
+            report.figure(later(figures.heatmap)(inv.pivot(index="p", columns="n", values="invalid_rate"),
+                                                 f"{model}, {name}: invalid rate over n × p (Fig. 11); {holds(sub)}", "invalid (%)",
+                                                 counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
                           f"fig11_np_invalid_{model}_{tag}", "Invalid rate pooled over patterns (Fig. 11).")
         coverage_grids(report, group, name, tag)
 
