@@ -111,8 +111,7 @@ class Report:
             return
         if not isinstance(fig, figures.Later):  # drawn already: encoded now, never kept
             if self.kept is not None:
-                self.kept.kept(name, "")
-                self.kept.missing(name)
+                self.kept.kept(name, None)
             self.items.append((self.section, "figure", figures.save(fig, folder, name), how))
             return
         if self.kept is not None and self.kept.kept(name, self.kept.key(fig.draw, fig.args, fig.kwargs)):

@@ -53,6 +53,8 @@ def key(code: str, draw, args: tuple, kwargs: dict) -> str:
     >>> k = lambda *args, **kw: key("c", len, args, kw)
     >>> k(a, 1) == k(a.copy(), 1), k(a, 1) == k(a, 2), k(a, 1) == k(a.assign(x=[1, 3]), 1), k(a) == k(a, t=None)
     (True, False, False, False)
+    >>> k(a.iloc[[1]]) == k(a.iloc[[1]].set_axis([5])), k(a.iloc[[1]]) == k(a.iloc[[0]])  # rows, not where they sat
+    (True, False)
     >>> t = pd.DataFrame({"reasoning": ["a", None]})   # traces are hashed as they are, not as CSV
     >>> k(t) == k(t.assign(reasoning=["b", None])), k(t) == k(t.assign(reasoning=["a", "a"]))
     (False, False)
@@ -75,11 +77,22 @@ def _feed(digest, value) -> None:
         return
     digest.update(repr((list(value.columns), value.columns.names, value.index.names, list(value.dtypes))).encode())
     texts = [c for c in TEXT_COLUMNS if c in value.columns]
-    digest.update(value.drop(columns=texts).to_csv(index=True).encode())  # every value as written: lists, dicts
+    index = not _positions(value.index)
+    digest.update(value.drop(columns=texts).to_csv(index=index).encode())  # every value as written: lists, dicts
     for column in texts:  # traces run to 100 KB a record: fed as they are, not copied into one CSV text
         for text in value[column]:
             digest.update(b"\x00" if text is None or text != text else str(text).encode("utf-8", "surrogatepass"))
             digest.update(b"\x1e")
+
+
+def _positions(index: pd.Index) -> bool:
+    """Whether ``index`` only says where the rows sat in the analysed frame (unnamed integers): no figure
+    draws that, and one more job's records read before them would move them all.
+
+    >>> _positions(pd.Index([3, 7])), _positions(pd.RangeIndex(2)), _positions(pd.Index([3, 7], name="n"))
+    (True, True, False)
+    """
+    return index.nlevels == 1 and index.name is None and pd.api.types.is_integer_dtype(index.dtype)
 
 
 class Kept:
@@ -107,11 +120,18 @@ class Kept:
     def paths(self, name: str) -> list[Path]:
         return [self.folder / f"{name}.png", self.folder / f"{name}.pdf"]
 
-    def kept(self, name: str, key: str) -> bool:
+    def kept(self, name: str, key: str | None) -> bool:
         """Whether the last report's ``name`` is kept (then it is not drawn); either way it is in this
-        report. A figure not kept is removed (a link's file is also the last report's: never overwritten)."""
-        self.new[name] = key
-        if self.old.get(name) == key and all(p.is_file() for p in self.paths(name)):
+        report. A figure not kept is removed (a link's file is also the last report's: never overwritten);
+        one without a ``key`` (handed over drawn) is never kept.
+
+        >>> import tempfile
+        >>> kept = Kept(Path(tempfile.mkdtemp()), "code")
+        >>> kept.kept("fig2", None), kept.kept("fig3", "k3"), kept.drawn
+        (False, False, ['fig2', 'fig3'])
+        """
+        self.new[name] = key or ""
+        if key and self.old.get(name) == key and all(p.is_file() for p in self.paths(name)):
             return True
         for path in self.paths(name):
             path.unlink(missing_ok=True)
