@@ -75,7 +75,8 @@ CHOICES = [
 @dataclass
 class Report:
     folder: Path
-    items: list[tuple[str, str, list[Path], str]] = field(default_factory=list)
+    entries: list[tuple[str, str, list[Path], str]] = field(default_factory=list)
+    """(section, kind, files, how) of every table, data file and figure, as handed over: read :attr:`items`."""
     notes: list[str] = field(default_factory=list)
     section: str = "core"
     pool: TracePool = field(default_factory=TracePool)
@@ -91,7 +92,7 @@ class Report:
 
     def table(self, frame: pd.DataFrame, name: str, how: str) -> None:
         self.shown[name] = frame
-        self.items.append((self.section, "table", tables.write_table(frame, self.folder / "tables", name), how))
+        self.entries.append((self.section, "table", tables.write_table(frame, self.folder / "tables", name), how))
 
     def data(self, frame: pd.DataFrame, name: str, how: str) -> None:
         """A long table kept as CSV only, under ``data/`` (not printed into report.md)."""
@@ -99,7 +100,7 @@ class Report:
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(path, index=False)
         self.shown[name] = frame
-        self.items.append((self.section, "data", [path], how))
+        self.entries.append((self.section, "data", [path], how))
 
     def figure(self, fig, name: str, how: str) -> None:
         """Save ``fig``: a :class:`mip.analysis.report.figures.Later` is drawn and encoded (by
@@ -107,30 +108,41 @@ class Report:
         is not drawn, and the report says why."""
         folder = self.folder / "figures"
         if isinstance(fig, figures.Missing):
-            self.items.append((self.section, "missing", [folder / f"{name}.png"], f"{how}\n\n**Not drawn**: {fig.reason}"))
+            self.entries.append((self.section, "missing", [folder / f"{name}.png"], f"{how}\n\n**Not drawn**: {fig.reason}"))
             return
         if not isinstance(fig, figures.Later):  # drawn already: encoded now, never kept
             if self.kept is not None:
                 self.kept.kept(name, None)
-            self.items.append((self.section, "figure", figures.save(fig, folder, name), how))
+            self.entries.append((self.section, "figure", figures.save(fig, folder, name), how))
             return
         if self.kept is not None and self.kept.kept(name, self.kept.key(fig.draw, fig.args, fig.kwargs)):
-            self.items.append((self.section, "figure", self.kept.paths(name), how))
+            self.entries.append((self.section, "figure", self.kept.paths(name), how))
             return
         self.drawing = self.drawing or drawing.Drawing(workers=1)
         self.drawing.add(fig, folder, name)
-        self.pending.append(len(self.items))
-        self.items.append((self.section, "figure", [folder / f"{name}.png", folder / f"{name}.pdf"], how))
+        self.pending.append(len(self.entries))
+        self.entries.append((self.section, "figure", [folder / f"{name}.png", folder / f"{name}.pdf"], how))
+
+    @property
+    def items(self) -> list[tuple[str, str, list[Path], str]]:
+        """(section, kind, files, how) of every table, data file and figure (:meth:`drawn`)."""
+        self.drawn()
+        return self.entries
+
+    def drawn(self) -> None:
+        """Wait for the figures being drawn; one that had nothing to draw becomes a "missing" entry."""
+        for i, drawn in zip(self.pending, self.drawing.results() if self.pending else []):
+            if isinstance(drawn, figures.Missing):
+                section, _, paths, how = self.entries[i]
+                self.entries[i] = (section, "missing", paths[:1], f"{how}\n\n**Not drawn**: {drawn.reason}")
+                if self.kept is not None:
+                    self.kept.missing(paths[0].stem)
+        self.pending = []
 
     def finish(self, header: list[str]) -> Path:
         """After the last table and figure: every figure drawn, the index of the figures kept for the
         next report, and report.md."""
-        for i, drawn in zip(self.pending, self.drawing.results() if self.drawing is not None else []):
-            if isinstance(drawn, figures.Missing):
-                section, _, paths, how = self.items[i]
-                self.items[i] = (section, "missing", paths[:1], f"{how}\n\n**Not drawn**: {drawn.reason}")
-                if self.kept is not None:
-                    self.kept.missing(paths[0].stem)
+        self.drawn()
         if self.kept is not None:
             self.kept.close()
         path = self.folder / "report.md"
@@ -247,11 +259,10 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
               + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
               "Core setting: " + parts.core_text, *spend_lines(frame), ""]
-    path = report.finish(header)
-    say("report.html: lists and record pages")
+    say("report.html: lists and record pages")  # while the figures are drawn: report.html waits for them last
     html.write(report, header, parts, source, SECTIONS,
                [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES], baseline)
-    return path
+    return report.finish(header)
 
 
 def core_notes(frame: pd.DataFrame, parts: slices.Sections, core: tuple[int, float] | None) -> list[str]:

@@ -65,9 +65,10 @@ class Drawing:
         self.jobs.append(self.pool.submit(draw, later, folder, name))
 
     def results(self) -> list[list[Path] | figures.Missing]:
-        """What each figure handed over became, in the order they were: its files, or why it is not drawn.
-        A line at least every ``every`` seconds while figures are still being drawn."""
-        futures = [job for job in self.jobs if isinstance(job, Future)]
+        """What each figure handed over since the last call became, in the order they were: its files, or
+        why it is not drawn. A line at least every ``every`` seconds while figures are still being drawn."""
+        jobs, self.jobs = self.jobs, []
+        futures = [job for job in jobs if isinstance(job, Future)]
         start, pending = time.monotonic(), {f for f in futures if not f.done()}
         before = len(futures) - len(pending)
         while pending:
@@ -76,4 +77,4 @@ class Drawing:
                 done, spent = len(futures) - len(pending), time.monotonic() - start
                 eta = len(pending) * spent / (done - before) if done > before else float("nan")
                 self.say(f"figures: {done}/{len(futures)} drawn ({spent:.0f} s, ETA {eta:.0f} s)")
-        return [job.result() if isinstance(job, Future) else job for job in self.jobs]
+        return [job.result() if isinstance(job, Future) else job for job in jobs]
