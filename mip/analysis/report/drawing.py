@@ -13,6 +13,7 @@ Exercised by ``pytest tests/test_report_scale.py``.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -34,9 +35,16 @@ def draw(later: figures.Later, folder: Path, name: str) -> list[Path] | figures.
     return fig if isinstance(fig, figures.Missing) else figures.save(fig, folder, name)
 
 
-def _quiet() -> None:
-    """A worker leaves Ctrl-C to the report's process, which says it in one line and stops the workers."""
+def _worker(parent: int) -> None:
+    """A worker leaves Ctrl-C to the report's process, which says it in one line and stops the workers;
+    it ends with that process, however that ends (a kill leaves no worker waiting for figures)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # Linux: a signal when the parent ends (PR_SET_PDEATHSIG)
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it ended before that was set
+        os._exit(1)
 
 
 class Drawing:
@@ -61,7 +69,8 @@ class Drawing:
             self.jobs.append(draw(later, folder, name))
             return
         if self.pool is None:
-            self.pool = ProcessPoolExecutor(self.workers, multiprocessing.get_context("fork"), initializer=_quiet)
+            self.pool = ProcessPoolExecutor(self.workers, multiprocessing.get_context("fork"), initializer=_worker,
+                                            initargs=(os.getpid(),))
         self.jobs.append(self.pool.submit(draw, later, folder, name))
 
     def results(self) -> list[list[Path] | figures.Missing]:
