@@ -211,3 +211,38 @@ def test_one_more_job_encodes_again_only_the_figures_its_records_reach(tmp_path)
                      "fig23_coverage_simulated_first_k_smoke_unfiltered",
                      "fig3_np_simulated_first_k_majority_last_smoke_unfiltered"]
     assert _encoded(report, 1) == sorted(set(first) - set(again))  # the rest: kept, as the first run wrote them
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_figure_workers_end_with_a_killed_report_process():
+    """A kill of analyze.py (no clean-up of any kind) ends the workers drawing its figures: none is
+    left waiting for figures that never come."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import os, sys, time\n"
+            "from pathlib import Path\n"
+            "from mip.analysis.report import drawing, figures\n"
+            "d = drawing.Drawing(workers=2)\n"
+            "for i in range(2):\n"
+            "    d.add(figures.Later(time.sleep, (60,), {}), Path('.'), f'f{i}')\n"
+            "while len(d.pool._processes) < 2: time.sleep(0.05)\n"
+            "print(*d.pool._processes, flush=True)\n"
+            "time.sleep(0.5)\n"
+            "os._exit(9)\n")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    workers = [int(p) for p in ran.stdout.split()]
+    assert ran.returncode == 9 and len(workers) == 2, ran.stderr
+    deadline = time.monotonic() + 30  # a wait for the kernel's signal, not a timing
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_alive, workers))
