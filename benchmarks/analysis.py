@@ -18,10 +18,10 @@ a process and a composition a job. No W&B (``logger=none``).
 What is timed, each in a fresh process (``analyze.py <store> out_dir=…``), with the machine's
 load beside: wall and CPU seconds per 1,000 records for the tables, figures and report.md
 (everything before report.html) and for report.html (its lists and record pages) separately,
-the process's peak memory, report.html's size per record (the ``records/`` and ``lists/``
-folders and report.html, beyond each record's own output and trace text), and the same after
-one more single-run job (the rerun). Goals (issue 52): ≤ 180 s for the store with report.html,
-≤ 25 KB a record, ≤ 20 s for the rerun, ≤ 4 GB.
+the figures encoded (not kept from the last report), the process's peak memory, report.html's
+size per record (the ``records/`` and ``lists/`` folders and report.html, beyond each record's
+own output and trace text), and the same after one more single-run job (the rerun). Goals
+(issue 52): ≤ 180 s for the store with report.html, ≤ 25 KB a record, ≤ 20 s for the rerun, ≤ 4 GB.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def analyse(store: Path, out: Path) -> dict:
               f"runpy.run_path('analyze.py', run_name='__main__')\n")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
-    start = time.monotonic()
+    start, started = time.monotonic(), time.time()
     ran = subprocess.run([sys.executable, "-c", driver], cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"},
                          capture_output=True, text=True)
     wall = time.monotonic() - start
@@ -134,8 +134,11 @@ def analyse(store: Path, out: Path) -> dict:
     if ran.returncode:
         sys.exit(f"analyze.py failed ({ran.returncode}): {ran.stderr[-3000:]}")
     html = json.loads(timing.read_text())
+    pngs = list((out / "figures").glob("*.png"))  # a kept figure is the last report's file, of its time
+    encoded = sum(1 for png in pngs if png.stat().st_mtime >= started)
     return {"wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "html_wall": html["wall"], "html_cpu": html["cpu"], "peak_mb": after.ru_maxrss / 1024, "load": load}
+            "html_wall": html["wall"], "html_cpu": html["cpu"], "peak_mb": after.ru_maxrss / 1024, "load": load,
+            "figures": f"{encoded} of {len(pngs)}"}
 
 
 def page_bytes(out: Path, store: Path) -> tuple[int, int]:
@@ -153,7 +156,7 @@ def row(name: str, n: int, t: dict) -> None:
     k = n / 1000
     print(f"| {name} | {n} | {t['wall']:.1f} | {t['cpu']:.1f} | {(t['wall'] - t['html_wall']) / k:.2f} / "
           f"{(t['cpu'] - t['html_cpu']) / k:.2f} | {t['html_wall'] / k:.2f} / {t['html_cpu'] / k:.2f} | "
-          f"{t['peak_mb']:.0f} | {t['load']:.1f} |", flush=True)
+          f"{t['figures']} | {t['peak_mb']:.0f} | {t['load']:.1f} |", flush=True)
 
 
 def main() -> None:
@@ -173,8 +176,8 @@ def main() -> None:
     print(f"{count} records in {store}", flush=True)
     out = root / "report"
     print("| run | records | wall s | CPU s | tables+figures wall / CPU s per 1k | report.html wall / CPU s per 1k "
-          "| peak MB | load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| figures encoded | peak MB | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     row("whole store", count, analyse(store, out))
     pages, own = page_bytes(out, store)
     print(f"report.html: {pages / 1e6:.1f} MB over {count} records = {pages / count / 1024:.1f} KB a record; "

@@ -14,7 +14,7 @@ import pytest
 
 from mip.analysis import slices, stats
 from mip.analysis.report import write_report
-from mip.analysis.report import figures, strategy_section as strategies, metric_tables as tables, trace_figures, variant_figures
+from mip.analysis.report import drawing, figures, strategy_section as strategies, metric_tables as tables, trace_figures, variant_figures
 from mip.analysis.report.titles import fill as fill_title, fit as fit_title
 from mip.analysis.report.model_sets import TracePool
 from mip.analysis.report.titles import fit, titles
@@ -65,6 +65,7 @@ def test_every_figure_a_report_writes_keeps_its_titles_inside_the_figure(tmp_pat
             drawn[path.stem] = outside(fig)
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", measure)
+    monkeypatch.setattr(drawing, "WORKERS", 1)  # drawn in this process, where measure sees them
     write_report(report_rows(), tmp_path / "report", core=(20, 0.6), pool=TracePool(chosen=("M",)))
     names = {stem.split("_")[0] for stem in drawn}
     assert {"fig2", "fig3", "fig4", "fig5", "fig9", "fig10", "fig11", "fig14", "fig15", "fig16", "fig17", "fig18",

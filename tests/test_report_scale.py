@@ -160,43 +160,106 @@ def test_a_report_interrupted_at_any_moment_leaves_the_previous_one_whole(tmp_pa
     assert after != before and "8 experiments" not in after and (tmp_path / ".out.writing-1").exists() is False
 
 
-def test_a_rerun_of_an_unchanged_store_encodes_no_figure(tmp_path, monkeypatch):
-    """A second analysis of the same store keeps every figure of the last report (none encoded again);
-    one more record, or a new FIGURE_RULES, draws every figure again: none is ever kept stale."""
-    encoded: list[str] = []
-
-    def encoding(fig, folder: Path, name: str) -> list[Path]:  # unencoded, but files that say which run drew them
+def _stamping(run: list[int]):
+    """figures.save less the encoding: each file says which run wrote it (``run[0]``), so that the figures a
+    run encoded are counted from the files, whichever worker process encoded them."""
+    def save(fig, folder: Path, name: str) -> list[Path]:
         paths = unencoded(fig, folder, name)
         folder.mkdir(parents=True, exist_ok=True)
         for path in paths:
-            path.write_bytes(f"run {run}".encode())
-        encoded.append(name)
+            path.write_bytes(f"run {run[0]}".encode())
         return paths
+    return save
 
-    results, out = tmp_path / "results", tmp_path / "out"
+
+def _encoded(report: Path, run: int) -> list[str]:
+    """The figures of ``report`` that ``run`` encoded (their PNG and PDF both), by name."""
+    files = sorted((report / "figures").glob("*.p*"))
+    names = sorted({p.stem for p in files if p.read_bytes() == f"run {run}".encode()})
+    assert all((report / "figures" / f"{n}.{e}").read_bytes() == f"run {run}".encode() for n in names for e in ("png", "pdf"))
+    return names
+
+
+def test_a_rerun_of_an_unchanged_store_encodes_no_figure(tmp_path, monkeypatch):
+    """A second analysis of the same store keeps every figure of the last report (none encoded again);
+    a new FIGURE_RULES draws every figure again: none is ever kept stale."""
+    results, out, run = tmp_path / "results", tmp_path / "out", [1]
     store = _store(results, patterns=("majority_first", "majority_last"))
-    run = 1
-    report = _analyze(store, out, f"paths.results_dir={results}", save=encoding)
-    drawn = sorted(encoded)
+    report = _analyze(store, out, f"paths.results_dir={results}", save=_stamping(run))
+    drawn = _encoded(report, 1)
     shown = sorted(p.name for p in (report / "figures").glob("*.p*"))
     assert len(drawn) > 5 and shown == sorted(f"{n}.{e}" for n in drawn for e in ("pdf", "png"))
-    encoded.clear()
-    run = 2
-    _analyze(store, out, f"paths.results_dir={results}", save=encoding)
-    assert encoded == []
+    run[0] = 2
+    _analyze(store, out, f"paths.results_dir={results}", save=_stamping(run))
+    assert _encoded(report, 2) == [] and _encoded(report, 1) == drawn
     assert sorted(p.name for p in (report / "figures").glob("*.p*")) == shown
-    assert {p.read_bytes() for p in (report / "figures").glob("*.p*")} == {b"run 1"}
     assert f"figures/{drawn[0]}.png" in (report / "report.md").read_text(encoding="utf-8")
     from mip.analysis.report import kept_figures
 
     monkeypatch.setattr(kept_figures, "FIGURE_RULES", kept_figures.FIGURE_RULES + 1)
-    run = 3
-    _analyze(store, out, f"paths.results_dir={results}", save=encoding)
-    assert sorted(encoded) == drawn
-    assert {p.read_bytes() for p in (report / "figures").glob("*.p*")} == {b"run 3"}
-    encoded.clear()
-    _store(results, patterns=("majority_edges",))
-    run = 4
-    _analyze(store, out, f"paths.results_dir={results}", save=encoding)
-    assert len(encoded) >= len(drawn)
-    assert {p.read_bytes() for p in (report / "figures").glob("*.p*")} == {b"run 4"}
+    run[0] = 3
+    _analyze(store, out, f"paths.results_dir={results}", save=_stamping(run))
+    assert _encoded(report, 3) == drawn
+
+
+def _job(results: Path, n: int, pattern: str, seed: int = 0) -> None:
+    base = compose("model=simulated_first_k", "task=arith", f"n={n}", f"p={P}", "budget=smoke", "progress=false",
+                   f"paths.results_dir={results}")
+    assert run_job(vary(base, pattern=pattern, seed=seed), results / "jobs" / f"n{n}-{pattern}-{seed}").ok
+
+
+def test_one_more_job_encodes_again_only_the_figures_its_records_reach(tmp_path):
+    """One more job at another (n, p) cell draws again the figures that pool that cell (Figs. 10, 11, 23)
+    and draws its pattern's Fig. 3; the core's figures and the other pattern's Fig. 3 are kept, the last
+    report's own files (links, never written over: a kill leaves that report whole)."""
+    results, out, run = tmp_path / "results", tmp_path / "out", [1]
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    _job(results, 10, "majority_first")
+    report = _analyze(store, out, f"paths.results_dir={results}", save=_stamping(run))
+    first = _encoded(report, 1)
+    assert {"fig2_representative_patterns_n20_p0.6", "fig3_np_simulated_first_k_majority_first_smoke_unfiltered",
+            "fig10_np_accuracy_simulated_first_k_smoke_unfiltered"} <= set(first), first
+    _job(results, 10, "majority_last")
+    run[0] = 2
+    _analyze(store, out, f"paths.results_dir={results}", save=_stamping(run))
+    again = _encoded(report, 2)
+    assert again == ["fig10_np_accuracy_simulated_first_k_smoke_unfiltered",
+                     "fig11_np_invalid_simulated_first_k_smoke_unfiltered",
+                     "fig23_coverage_simulated_first_k_smoke_unfiltered",
+                     "fig3_np_simulated_first_k_majority_last_smoke_unfiltered"]
+    assert _encoded(report, 1) == sorted(set(first) - set(again))  # the rest: kept, as the first run wrote them
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_figure_workers_end_with_a_killed_report_process():
+    """A kill of analyze.py (no clean-up of any kind) ends the workers drawing its figures: none is
+    left waiting for figures that never come."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import os, sys, time\n"
+            "from pathlib import Path\n"
+            "from mip.analysis.report import drawing, figures\n"
+            "d = drawing.Drawing(workers=2)\n"
+            "for i in range(2):\n"
+            "    d.add(figures.Later(time.sleep, (60,), {}), Path('.'), f'f{i}')\n"
+            "while len(d.pool._processes) < 2: time.sleep(0.05)\n"
+            "print(*d.pool._processes, flush=True)\n"
+            "time.sleep(0.5)\n"
+            "os._exit(9)\n")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    workers = [int(p) for p in ran.stdout.split()]
+    assert ran.returncode == 9 and len(workers) == 2, ran.stderr
+    deadline = time.monotonic() + 30  # a wait for the kernel's signal, not a timing
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_alive, workers))

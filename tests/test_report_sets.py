@@ -70,7 +70,7 @@ def test_the_simulated_pair_is_never_pooled_by_default_and_each_model_keeps_its_
 
 
 def test_coverage_models_pools_the_named_models_and_the_title_says_which(simulated, tmp_path, monkeypatch):
-    from mip.analysis.report import figures
+    from mip.analysis.report import drawing, figures
 
     titles = {}
 
@@ -80,6 +80,7 @@ def test_coverage_models_pools_the_named_models_and_the_title_says_which(simulat
         return [folder / f"{name}.png", folder / f"{name}.pdf"]
 
     monkeypatch.setattr(figures, "save", keep_title)
+    monkeypatch.setattr(drawing, "WORKERS", 1)  # drawn in this process, where keep_title sees them
     _analyze(simulated, tmp_path / "out", "coverage.models=[simulated_first_k]")
     assert titles["fig5_mention_rates_n20_p0.6_smoke_unfiltered"].endswith("pooled over coverage.models simulated_first_k")
     rates = pd.read_csv(tmp_path / "out" / "data" / "mention_rates_n20_p0.6_smoke_unfiltered.csv")

@@ -7,7 +7,6 @@ Choices where the paper leaves one are written into the report itself.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 
 from mip.analysis import inference, slices
-from mip.experiment.instances import PATTERNS
-from mip.analysis.report import compared, figures, grid_section, html, kept_figures, sections, swap, \
+from mip.analysis.report import compared, drawing, figures, grid_section, html, kept_figures, sections, swap, \
     strategy_section as strategies, metric_tables as tables
 from mip.analysis.report.cells import Item, Links, Table
+from mip.analysis.report.data_notes import core_notes, coverage_notes, spend_lines, where_text
 from mip.analysis.report.model_sets import TracePool
 
 
@@ -91,7 +90,8 @@ CHOICES = [
 @dataclass
 class Report:
     folder: Path
-    items: list[Item] = field(default_factory=list)
+    entries: list[Item] = field(default_factory=list)
+    """Every table, data file and figure as handed over; read :attr:`items`, which waits for the figures."""
     notes: list[str] = field(default_factory=list)
     section: str = "core"
     pool: TracePool = field(default_factory=TracePool)
@@ -100,11 +100,15 @@ class Report:
     """The IDs each traced experiment of the core section mentions, for report.html's mention-rate lists."""
     kept: kept_figures.Kept | None = None
     """The last report's figures, kept where nothing they are drawn from changed; None: draw every one."""
+    drawing: drawing.Drawing | None = None
+    """Where handed-over figures are drawn and encoded (worker processes); None: here, as they come."""
+    pending: list[int] = field(default_factory=list)
+    """The entries whose figures are being drawn, resolved by :meth:`drawn`."""
 
     def table(self, frame: pd.DataFrame, name: str, how: str, links: Links = ()) -> None:
         """A table: its values and, per row, the experiments behind its cells (:mod:`mip.analysis.report.cells`)."""
         paths = tables.write_table(frame, self.folder / "tables", name)
-        self.items.append(Item(self.section, "table", paths, how, Table(name, frame, how, links)))
+        self.entries.append(Item(self.section, "table", paths, how, Table(name, frame, how, links)))
 
     def data(self, frame: pd.DataFrame, name: str, how: str, shown: tuple[pd.DataFrame, Links] | None = None) -> None:
         """A long table kept as CSV only, under ``data/`` (not printed into report.md); report.html
@@ -112,33 +116,63 @@ class Report:
         path = self.folder / "data" / f"{name}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(path, index=False)
-        self.items.append(Item(self.section, "data", [path], how, Table(name, shown[0], how, shown[1])
-                               if shown is not None else None))
+        self.entries.append(Item(self.section, "data", [path], how, Table(name, shown[0], how, shown[1])
+                                 if shown is not None else None))
 
     def figure(self, fig, name: str, how: str, numbers: tuple[pd.DataFrame, Links] | None = None) -> None:
-        """Save ``fig``; a :class:`mip.analysis.report.figures.Missing` is not drawn, and the report says why.
-        ``numbers``: the table of what the figure plots and its links, shown under it in report.html."""
+        """Save ``fig``: a :class:`mip.analysis.report.figures.Later` is drawn and encoded (by
+        :attr:`drawing`) unless the last report's is kept; a :class:`~mip.analysis.report.figures.Missing`
+        is not drawn, and the report says why. ``numbers``: the table of what the figure plots and its
+        links, shown under it in report.html."""
+        folder = self.folder / "figures"
         if isinstance(fig, figures.Missing):
-            self.items.append(Item(self.section, "missing", [self.folder / "figures" / f"{name}.png"], f"{how}\n\n"
-                                   f"**Not drawn**: {fig.reason}"))
+            self.entries.append(Item(self.section, "missing", [folder / f"{name}.png"],
+                                     f"{how}\n\n**Not drawn**: {fig.reason}"))
             return
         table = Table(name, numbers[0], how, numbers[1]) if numbers is not None else None
-        if self.kept is not None and self.kept.kept(name):
-            figures.plt.close(fig)
-            self.items.append(Item(self.section, "figure", self.kept.paths(name), how, table))
+        if not isinstance(fig, figures.Later):  # drawn already: encoded now, never kept
+            if self.kept is not None:
+                self.kept.kept(name, None)
+            self.entries.append(Item(self.section, "figure", figures.save(fig, folder, name), how, table))
             return
-        self.items.append(Item(self.section, "figure", figures.save(fig, self.folder / "figures", name), how, table))
+        if self.kept is not None and self.kept.kept(name, self.kept.key(fig.draw, fig.args, fig.kwargs)):
+            self.entries.append(Item(self.section, "figure", self.kept.paths(name), how, table))
+            return
+        self.drawing = self.drawing or drawing.Drawing(workers=1)
+        self.drawing.add(fig, folder, name)
+        self.pending.append(len(self.entries))
+        self.entries.append(Item(self.section, "figure", [folder / f"{name}.png", folder / f"{name}.pdf"], how, table))
+
+    @property
+    def items(self) -> list[Item]:
+        """Every table, data file and figure, each figure drawn (:meth:`drawn`)."""
+        self.drawn()
+        return self.entries
+
+    def drawn(self) -> None:
+        """Wait for the figures being drawn; one that had nothing to draw becomes a "missing" entry."""
+        for i, done in zip(self.pending, self.drawing.results() if self.pending else []):
+            if isinstance(done, figures.Missing):
+                item = self.entries[i]
+                self.entries[i] = Item(item.section, "missing", item.paths[:1],
+                                       f"{item.how}\n\n**Not drawn**: {done.reason}")
+                if self.kept is not None:
+                    self.kept.missing(item.paths[0].stem)
+        self.pending = []
 
     def tables(self) -> list[Table]:
         """Every table of the report, in its order (W&B logs these)."""
-        return [i.table for i in self.items if i.kind == "table" and i.table is not None]
+        return [i.table for i in self.entries if i.kind == "table" and i.table is not None]
 
     def images(self) -> list[Path]:
         """Every drawn figure's PNG, relative to the report's folder."""
-        return [p.relative_to(self.folder) for i in self.items if i.kind == "figure" for p in i.paths if p.suffix == ".png"]
+        return [p.relative_to(self.folder) for i in self.items if i.kind == "figure" for p in i.paths
+                if p.suffix == ".png"]
 
     def finish(self, header: list[str]) -> Path:
-        """After the last table and figure: the index of the figures kept for the next report, and report.md."""
+        """After the last table and figure: every figure drawn, the index of the figures kept for the
+        next report, and report.md."""
+        self.drawn()
         if self.kept is not None:
             self.kept.close()
         path = self.folder / "report.md"
@@ -167,27 +201,6 @@ class Report:
         return "\n".join(lines)
 
 
-def coverage_notes(frame: pd.DataFrame) -> list[str]:
-    """What is absent from the data: patterns or seeds a model lacks that others have."""
-    notes = []
-    all_patterns = set(frame["pattern"])
-    all_seeds = set(frame["seed"])
-    for model, group in frame.groupby("model"):
-        missing_p = sorted(all_patterns - set(group["pattern"]), key=lambda p: PATTERNS.index(p) if p in PATTERNS else 99)
-        missing_s = sorted(all_seeds - set(group["seed"]))
-        if missing_p:
-            notes.append(f"{model}: no experiments for pattern(s) {', '.join(missing_p)} — its Δ covers the others only.")
-        if missing_s:
-            notes.append(f"{model}: no experiments for seed(s) {missing_s}.")
-        for pattern, g in group.groupby("pattern"):
-            if not g["valid"].any():
-                notes.append(f"{model}: every experiment of pattern {pattern} is invalid; it has no valid-only accuracy.")
-    absent = [p for p in PATTERNS if p not in all_patterns]
-    if absent:
-        notes.append(f"Patterns absent from all records: {', '.join(absent)}.")
-    return notes
-
-
 def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
                  where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
                  pool: TracePool | None = None, source: html.Source | None = None,
@@ -198,8 +211,8 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
     ``logged`` (W&B: :func:`mip.analysis.analyze.log_report`) then gets the report's folder, its tables
     (the structure report.md and report.html render) and its figures' images."""
     final = Path(folder).expanduser()
-    with swap.beside(final) as new:
-        report = _write(frame, new, filter_dir, where, core, pool, source, say)
+    with swap.beside(final) as new, drawing.Drawing(say=say) as figures_drawn:
+        report = _write(frame, new, filter_dir, where, core, pool, source, say, figures_drawn)
     if logged is not None:
         logged(final, report.tables(), [final / p for p in report.images()])
     return final / "report.md"
@@ -208,21 +221,22 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
 def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
            where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
            pool: TracePool | None = None, source: html.Source | None = None,
-           say: Callable[[str], None] | None = None) -> "Report":
+           say: Callable[[str], None] | None = None, figures_drawn: drawing.Drawing | None = None) -> "Report":
     """Write tables, figures and report.md under ``folder``; return the report.
 
     ``where`` restricts the records (:func:`mip.analysis.slices.restrict`); ``core`` is the core
     (n, p), None to take every (n, p) run with several selection seeds. With ``filter_dir``
     holding filter.py's Table 4, it joins the report. ``pool``: the models pooled trace figures
     pool (default: those whose shipped config declares full traces). The report is always
-    written: a slice without a valid experiment shows "–" and a note. ``say`` hears each step as it starts.
+    written: a slice without a valid experiment shows "–" and a note. ``say`` hears each step as it starts;
+    ``figures_drawn`` draws the figures (default: here, one after another).
     """
     say = say or (lambda line: None)
-    report = Report(Path(folder), pool=pool if pool is not None else TracePool.of(None))
+    report = Report(Path(folder), pool=pool if pool is not None else TracePool.of(None), drawing=figures_drawn)
     report.folder.mkdir(parents=True, exist_ok=True)
     loaded = list(frame.attrs.get("notes", []))  # unreadable and quarantined records, key schemes
     frame = slices.restrict(frame, where)
-    report.kept = kept_figures.Kept(report.folder / "figures", kept_figures.key(frame, core, report.pool))
+    report.kept = kept_figures.Kept(report.folder / "figures", kept_figures.code_key())
     report.notes = [*loaded, *coverage_notes(frame)]
     parts = slices.sections(frame, core)
     report.notes += parts.notes
@@ -257,36 +271,7 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
               + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
               "Core setting: " + parts.core_text, *spend_lines(frame), ""]
-    report.finish(header)
-    say("report.html: lists and record pages")
+    say("report.html: lists and record pages")  # while the figures are drawn: report.html waits for them last
     html.write(report, header, frame, source, SECTIONS, [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES])
+    report.finish(header)
     return report
-
-
-def core_notes(frame: pd.DataFrame, parts: slices.Sections, core: tuple[int, float] | None) -> list[str]:
-    """The note that no standard-prompt record is at the core (n, p), naming the (n, p) the records hold."""
-    if parts.core_setting is None or not parts.core.empty:
-        return []
-    held = sorted({(int(n), float(p)) for n, p in frame[["n", "p"]].drop_duplicates().itertuples(index=False)})
-    return [f"No standard-prompt record is at the core setting n = {core[0]}, p = {core[1]} (the records hold (n, p) = "
-            f"{held[:10]}): pass core=[n,p] or core=null to analyse another as the core."]
-
-
-def spend_lines(frame: pd.DataFrame) -> list[str]:
-    """What the providers reported the records' calls cost (``usage.cost``, every attempt), per
-    model; none where no record holds a reported cost.
-
-    >>> spend_lines(pd.DataFrame({"base_model": ["a", "a", "b"], "cost": [0.5, 0.25, None]}))
-    ['Spend the provider reported (usage.cost, every attempt): a $0.7500 (2 of 2 experiments).']
-    """
-    if "cost" not in frame or frame["cost"].isna().all():
-        return []
-    parts = [f"{model} ${g['cost'].sum():,.4f} ({int(g['cost'].notna().sum())} of {len(g)} experiments)"
-             for model, g in frame.groupby("base_model", sort=True) if g["cost"].notna().any()]
-    return [f"Spend the provider reported (usage.cost, every attempt): {'; '.join(parts)}."]
-
-
-def where_text(where: slices.Where | None) -> str:
-    if where is None:
-        return ""
-    return " ".join(f"where.{k}={v}" for k, v in dataclasses.asdict(where).items() if v is not None)

@@ -18,6 +18,7 @@ from mip.analysis.report import behind, figures, metric_tables as tables, varian
 from mip.analysis.report.cells import Experiments, Links, aligned, groups
 from mip.analysis.report.sections import holds, model_rows
 from mip.analysis.report.titles import tasks_of
+from mip.analysis.report.figures import later
 
 
 def budgets(report, frame: pd.DataFrame) -> None:
@@ -27,7 +28,7 @@ def budgets(report, frame: pd.DataFrame) -> None:
         tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
         compared = slices.budget_pairs(group)
         if not compared:
-            report.figure(figures.Missing(f"Budgets at {name}: no experiment was run at two budgets."),
+            report.figure(later(figures.Missing)(f"Budgets at {name}: no experiment was run at two budgets."),
                           f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
         for suffix, words, both in compared:
             _budget_pair(report, both, f"{tag}{suffix}", f"{name}, {words}" if suffix else name)
@@ -36,7 +37,7 @@ def budgets(report, frame: pd.DataFrame) -> None:
 def _budget_pair(report, both, tag: str, name: str) -> None:
     """One comparison of two budgets (:func:`budgets`): its tables and figures, or why none is drawn."""
     if both.empty:
-        report.figure(figures.Missing(f"Budgets at {name}: no experiment was run at both budgets. {both.note()}"),
+        report.figure(later(figures.Missing)(f"Budgets at {name}: no experiment was run at both budgets. {both.note()}"),
                       f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
         return
     group = both.frame
@@ -49,13 +50,13 @@ def _budget_pair(report, both, tag: str, name: str) -> None:
     links = behind.model_rows(table, group, ["model", "budget"], tag)
     report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and "
                  "budget.", links)
-    report.figure(figures.budgets(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
+    report.figure(later(figures.budgets)(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
                   f"Budgets compared per model at {name}, on the matched experiments of the table above.",
                   (table.round(4), links))
     for model, sub in group.groupby("model"):
         acc = stats.accuracy(sub, ["budget", "pattern"])
         title = f"{model}, {name}: outcomes per pattern and budget (Fig. 9); {holds(sub)}"
-        report.figure(figures.budget_outcomes(sub, acc, title),
+        report.figure(later(figures.budget_outcomes)(sub, acc, title),
                       f"fig9_budgets_{model}_{tag}", f"Fig. 9 for {model} at {name}: correct, incorrect and invalid "
                       "shares of all experiments per pattern and budget; mean valid-only accuracy above the bars.",
                       behind.numbers(acc, sub, ["budget", "pattern"], behind.ACCURACY, f"{model} at {name}"))
@@ -84,15 +85,15 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
             deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
                                 stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
             if deltas.empty:
-                report.figure(figures.Missing(f"Prompt-variant changes at {where}: no variant shares an experiment with "
-                                              f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
+                report.figure(later(figures.Missing)(f"Prompt-variant changes at {where}: no variant shares an experiment with "
+                                                     f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                               f"Fig. 20 at {where}.")
                 continue
             links = _delta_links(deltas, both, where)
             report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus the "
                          f"standard prompt's per model, variant and pattern ('overall': all patterns), per selection seed "
                          f"on the experiments both prompts hold, at {where}. {notes}", links)
-            report.figure(variant_figures.variant_deltas(deltas, f"{where}; {tasks_of(kept)}"),
+            report.figure(later(variant_figures.variant_deltas)(deltas, f"{where}; {tasks_of(kept)}"),
                           f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
                           "selection seeds, on matched experiments (counts under the table above).",
@@ -102,8 +103,8 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
 def _variant_table(report, every, tag: str, name: str) -> None:
     """Table 5 and Fig. 4 of one prompt-variant comparison (:func:`mip.analysis.pairs.variant_sets`)."""
     if every.empty:
-        report.figure(figures.Missing(f"Prompt variants at {name}: no experiment was run under every variant. "
-                                      f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
+        report.figure(later(figures.Missing)(f"Prompt variants at {name}: no experiment was run under every variant. "
+                                             f"{every.note()}"), f"fig4_prompt_variants_{tag}", f"Fig. 4 at {name}.")
         return
     by = ["model", "prompt_variant", "budget"]
     table = model_rows(every.frame, by)
@@ -111,7 +112,7 @@ def _variant_table(report, every, tag: str, name: str) -> None:
     report.table(table.round(4), f"table5_prompt_variants_{tag}",
                  f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
                  + every.note(), links)
-    report.figure(variant_figures.variant_panels(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
+    report.figure(later(variant_figures.variant_panels)(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
                   f"fig4_prompt_variants_{tag}",
                   f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
                   "matched experiments of Table 5.", (table.round(4), links))

@@ -16,6 +16,7 @@ from mip.config.budgets import slug as budget_slug
 from mip.analysis import coverage, slices
 from mip.analysis.report import behind, figures, trace_figures
 from mip.analysis.report.titles import holds
+from mip.analysis.report.figures import later
 
 #: What a Table 3 row is: one slice of the setting (model × budget × pool).
 ROW = ["model", "budget", "pool"]
@@ -44,19 +45,19 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
         pooled = (coverage.mention_rates(members, n, members.assign(model="pooled")) if not members.empty
                   else rates.iloc[0:0])
         all_patterns, each_pattern = rates["pattern"] == coverage.POOLED, rates["pattern"] != coverage.POOLED
-        report.figure(trace_figures.mention_rates(pooled[pooled["pattern"] == coverage.POOLED], n, p, who)
+        report.figure(later(trace_figures.mention_rates)(pooled[pooled["pattern"] == coverage.POOLED], n, p, who)
                       if not members.empty else figures.Missing(f"Fig. 5 at {where}: {who}"),
                       f"fig5_mention_rates_{suffix}", f"Fig. 5 at {where}: per-ID mention rate over the valid "
                       "experiments with a trace, all patterns, over the models its title names (§5.1: full reasoning "
                       "traces).")
-        report.figure(trace_figures.mention_rates(rates[all_patterns], n, p, f"per model, {holds(sub)}"),
+        report.figure(later(trace_figures.mention_rates)(rates[all_patterns], n, p, f"per model, {holds(sub)}"),
                       f"fig5_mention_rates_per_model_{suffix}", f"Fig. 5 per model at {where}: each model's own curve, "
                       "never averaged with another's.")
         both = pd.concat([pooled, rates])
         report.data(both, f"mention_rates_{suffix}", "Per-ID mention rates behind Figs. 5 and 21: per model "
                     f"('pooled': {who}) and pattern ('all patterns' pooled), per position.",
                     behind.mention_rates(both, sub, f"budget {budget}, {pool} pool, {tag}"))
-        report.figure(trace_figures.mention_rates(rates[each_pattern], n, p, f"per model, {holds(sub)}"),
+        report.figure(later(trace_figures.mention_rates)(rates[each_pattern], n, p, f"per model, {holds(sub)}"),
                       f"fig21_mention_rates_{suffix}", "Per pattern with block boundaries (Fig. 21), one curve per "
                       "model.")
 
@@ -68,7 +69,7 @@ def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
         return
     members, who = report.pool.select(traced)
     if members.empty:
-        report.figure(figures.Missing(f"Fig. 22 at {name}: {who}"), f"fig22_coverage_pooled_{tag}",
+        report.figure(later(figures.Missing)(f"Fig. 22 at {name}: {who}"), f"fig22_coverage_pooled_{tag}",
                       "Mean coverage per (n, p) cell, pooled over models (Fig. 22).")
     for label, sub in [("pooled", members), *traced.groupby("model")]:
         if sub.empty:
@@ -77,9 +78,10 @@ def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
                                            size=("coverage", "size")).reset_index()
         fig = "fig22" if label == "pooled" else "fig23"
         title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]}); {holds(sub)}"
-        report.figure(figures.heatmap(cell.pivot(index="p", columns="n", values="coverage"), title, "coverage (%)",
-                                      counts=cell.pivot(index="p", columns="n", values="size"),
-                                      extra=cell.pivot(index="p", columns="n", values="mentioned")),
+        report.figure(later(figures.heatmap)(cell.pivot(index="p", columns="n", values="coverage"), title,
+                                             "coverage (%)",
+                                             counts=cell.pivot(index="p", columns="n", values="size"),
+                                             extra=cell.pivot(index="p", columns="n", values="mentioned")),
                       f"{fig}_coverage_{label.replace(' ', '_')}_{tag}",
                       "Mean coverage (% of IDs mentioned) per cell over valid experiments with a trace, (mean count of "
                       "mentioned IDs) below." + (f" {who[0].upper()}{who[1:]}." if label == "pooled" else ""),

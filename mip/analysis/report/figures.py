@@ -3,8 +3,7 @@ legends, and the number of experiments behind each point or cell on the figure."
 
 from __future__ import annotations
 
-import re
-import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +110,28 @@ def counterpart_pairs(by_task: pd.DataFrame, title: str = "Counterpart pairs") -
     axes[0, -1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(title, fontsize=9)
     return fig
+
+
+@dataclass(frozen=True)
+class Later:
+    """A figure handed to the report undrawn: ``draw(*args, **kwargs)`` makes it when the report needs
+    it (not where the last report's is kept: what it is drawn from keys it, mip.analysis.report.kept_figures)."""
+
+    draw: Callable
+    args: tuple
+    kwargs: dict
+
+    def __call__(self) -> plt.Figure | Missing:
+        return self.draw(*self.args, **self.kwargs)
+
+
+def later(draw: Callable) -> Callable[..., Later]:
+    """``later(heatmap)(table, title, …)``: what ``heatmap(table, title, …)`` draws, drawn when the report needs it.
+
+    >>> later(no_data)("Fig. 2")()
+    Missing(reason='Fig. 2: no data to draw.')
+    """
+    return lambda *args, **kwargs: Later(draw, args, kwargs)
 
 
 @dataclass(frozen=True)

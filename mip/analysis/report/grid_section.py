@@ -16,6 +16,7 @@ from mip.analysis.report import coverage_section, figures
 from mip.analysis.report.behind import ACCURACY, numbers
 from mip.analysis.report.cells import grouped
 from mip.analysis.report.titles import holds
+from mip.analysis.report.figures import later
 
 CELL = ["n", "p"]
 
@@ -50,9 +51,10 @@ def pattern_grids(report, group: pd.DataFrame, cells: pd.DataFrame, tag: str, na
         if pattern == "random":
             sd = order_sd[order_sd["model"] == model].pivot(index="p", columns="n", values="order_sd")
         rows = group[(group["model"] == model) & (group["pattern"] == pattern)]
-        report.figure(figures.heatmap(sub.pivot(index="p", columns="n", values="acc_mean"),
-                                      f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p; {holds(rows)}",
-                                      "accuracy (%)", counts=sub.pivot(index="p", columns="n", values="valid"), sd=sd),
+        report.figure(later(figures.heatmap)(sub.pivot(index="p", columns="n", values="acc_mean"),
+                                             f"Fig. 3: {model}, {pattern}, {name}: accuracy over n × p; {holds(rows)}",
+                                             "accuracy (%)", counts=sub.pivot(index="p", columns="n", values="valid"),
+                                             sd=sd),
                       f"fig3_np_{model}_{pattern}_{tag}", f"Fig. 3 for {model} under {pattern}; random shows ± sd "
                       "over order seeds (the paper's), the structured patterns none.",
                       numbers(sub, rows, ["model", "pattern", *CELL], ACCURACY, cell_words(name)))
@@ -62,14 +64,15 @@ def model_grids(report, model: str, sub: pd.DataFrame, tag: str, name: str) -> N
     """Figs. 10 and 11 of one model: accuracy and invalid rate per cell, pooled over patterns."""
     acc = stats.accuracy(sub, CELL)
     inv = stats.invalid_rates(sub, CELL)
-    report.figure(figures.heatmap(acc.pivot(index="p", columns="n", values="acc_mean"),
-                                  f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10); {holds(sub)}",
-                                  "accuracy (%)", counts=acc.pivot(index="p", columns="n", values="valid")),
+    report.figure(later(figures.heatmap)(acc.pivot(index="p", columns="n", values="acc_mean"),
+                                         f"{model}, {name}: accuracy over n × p, all patterns (Fig. 10); {holds(sub)}",
+                                         "accuracy (%)", counts=acc.pivot(index="p", columns="n", values="valid")),
                   f"fig10_np_accuracy_{model}_{tag}", "Valid-only accuracy pooled over patterns (Fig. 10).",
                   numbers(acc, sub, CELL, ACCURACY, f"{model}, {name}, all patterns, cell"))
-    report.figure(figures.heatmap(inv.pivot(index="p", columns="n", values="invalid_rate"),
-                                  f"{model}, {name}: invalid rate over n × p (Fig. 11); {holds(sub)}", "invalid (%)",
-                                  counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
+    report.figure(later(figures.heatmap)(inv.pivot(index="p", columns="n", values="invalid_rate"),
+                                         f"{model}, {name}: invalid rate over n × p (Fig. 11); {holds(sub)}",
+                                         "invalid (%)",
+                                         counts=inv.pivot(index="p", columns="n", values="experiments"), cmap="Reds"),
                   f"fig11_np_invalid_{model}_{tag}", "Invalid rate pooled over patterns (Fig. 11).",
                   numbers(inv, sub, CELL, [c for c in inv.columns if c not in CELL],
                           f"{model}, {name}, all patterns, cell"))

@@ -153,18 +153,26 @@ def table_html(table: Table, lists: Lists) -> Markup:
                   f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
-def _items(report, lists: Lists, sections) -> list[tuple[str, list[dict]]]:
+def _tables(report, lists: Lists) -> dict[int, Markup]:
+    """Every entry's table with its cells linked, by the entry's place (registers each cell's list):
+    the figures need not be drawn yet."""
+    return {n: table_html(item.table, lists) for n, item in enumerate(report.entries) if item.table is not None}
+
+
+def _items(report, tables: dict[int, Markup], sections) -> list[tuple[str, list[dict]]]:
     """Each section's items as the page shows them: every table (a data file: the table report.html
-    shows of it, if any) with its cells linked, every figure."""
+    shows of it, if any) with its cells linked, every figure (waiting for those being drawn)."""
     out = []
     for section in sections:
         items = []
-        for item in [i for i in report.items if i.section == section.name]:
+        for n, item in enumerate(report.items):
+            if item.section != section.name:
+                continue
             main = item.paths[0]
             items.append({"name": item.name, "how": item.how.replace("**", ""),
                           "kind": "figure not drawn" if item.kind == "missing" else item.kind,
                           "image": main.relative_to(report.folder).as_posix() if item.kind == "figure" else None,
-                          "table": table_html(item.table, lists) if item.table is not None else None,
+                          "table": tables.get(n),
                           "files": [] if item.kind == "missing" else
                           [p.relative_to(report.folder).as_posix() for p in item.paths]})
         out.append((section.title, items))
@@ -231,10 +239,10 @@ def write(report, header: list[str], frame: pd.DataFrame, source: Source | None,
     for asset in ("report.css", "report.js"):
         shutil.copyfile(TEMPLATES / asset, folder / "assets" / asset)
     lists = Lists()
-    shown = _items(report, lists, sections)  # registers every cell's list
-    written = _record_pages(env, folder, pages, source, lists.keys())
+    tables = _tables(report, lists)  # registers every cell's list
+    written = _record_pages(env, folder, pages, source, lists.keys())  # while the figures are drawn
     page = env.get_template("report.html.j2").render(header=[h for h in header if h], notes=report.notes,
-                                                     choices=choices, sections=shown)
+                                                     choices=choices, sections=_items(report, tables, sections))
     path = folder / "report.html"
     path.write_text(page, encoding="utf-8")
     info = frame.drop_duplicates("key").set_index("key")

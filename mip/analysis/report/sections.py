@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mip.analysis import coverage, inference, pairs, slices, stats
+from mip.analysis import inference, pairs, slices, stats
 from mip.experiment.instances import PATTERNS
 from mip.analysis.report import behind, coverage_section, figures, metric_tables as tables
 from mip.analysis.report.behind import numbers
 from mip.analysis.report.cells import Experiments, Links, grouped
 from mip.analysis.report.titles import holds, plural
+from mip.analysis.report.figures import later
 
 #: What a core-section table row is: one slice of the setting (model × budget × pool).
 ROW = coverage_section.ROW
@@ -124,23 +125,23 @@ def core_figures(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.D
     """Figs. 2, 17, 18 and 14 of one core setting, each with the table of its numbers."""
     chosen = _representative(patterns)
     what = f"Accuracy per pattern, {tag}"
-    report.figure(figures.pattern_bars(patterns, chosen, f"Representative patterns, {name}; {holds(group)}"),
+    report.figure(later(figures.pattern_bars)(patterns, chosen, f"Representative patterns, {name}; {holds(group)}"),
                   f"fig2_representative_patterns_{tag}", f"Fig. 2 at {name}; error bars: sd over seeds; n/a: no "
                   "valid experiment.", numbers(patterns[patterns["pattern"].astype(str).isin(chosen or ())], rows,
                                                ["model", "pattern"], ACCURACY, what) if chosen else None)
-    report.figure(figures.pattern_bars(patterns, None, f"All patterns, {name}; {holds(group)}"),
+    report.figure(later(figures.pattern_bars)(patterns, None, f"All patterns, {name}; {holds(group)}"),
                   f"fig17_all_patterns_{tag}",
                   f"All seven patterns per slice (Fig. 17) at {name}.",
                   numbers(patterns, rows, ["model", "pattern"], ACCURACY, what))
     by_task = in_row_order(stats.pattern_table(rows, ["model", "task"]), rows)
-    report.figure(figures.counterpart_pairs(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
+    report.figure(later(figures.counterpart_pairs)(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
                                                      f"{name}; {holds(group)}"), f"fig18_counterparts_{tag}",
                   f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
                   "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
                   "error bars: sd over selection seeds.",
                   numbers(by_task, rows, ["model", "task", "pattern"], ACCURACY, f"Experiments per task and pattern, "
                           f"{tag}"))
-    report.figure(figures.error_types(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
+    report.figure(later(figures.error_types)(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
                   f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.",
                   behind.error_kinds(rows, tag))
 
@@ -159,17 +160,17 @@ def cell_figures(report, group: pd.DataFrame, rows: pd.DataFrame, tag: str, name
     counts = in_row_order(rows.groupby(["model", "task", "pattern"]).agg(
         invalid=("valid", lambda v: int((~v).sum())), experiments=("valid", "size")).reset_index(), rows)
     invalid, total = invalid.loc[columns, order].T, total.loc[columns, order].T
-    report.figure(figures.heatmap(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
-                                  "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
+    report.figure(later(figures.heatmap)(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
+                                         "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
                   f"fig15_invalid_counts_{tag}",
                   "Invalid experiments per task × pattern (rows) and slice (columns); under each count, (n=…) the "
                   "experiments of that cell.", numbers(counts, rows, ["model", "task", "pattern"],
                                                        ("invalid", "experiments"), f"Experiments per task and pattern, {tag}"))
     per_task = stats.accuracy(rows, ["model", "task"])
     shown = [c for c in columns if c in set(per_task["model"])]
-    report.figure(figures.heatmap(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
-                                  f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
-                                  counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
+    report.figure(later(figures.heatmap)(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
+                                         f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
+                                         counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
                   f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and "
                   "labels.",
                   numbers(in_row_order(per_task, rows), rows, ["model", "task"], ACCURACY, f"Accuracy per task, {tag}"))

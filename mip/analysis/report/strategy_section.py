@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 from mip.analysis import pairs, slices  # noqa: E402
 from mip.experiment.instances import PATTERNS  # noqa: E402
 from mip.analysis.report import behind, sections  # noqa: E402
-from mip.analysis.report.figures import Missing  # noqa: E402
+from mip.analysis.report.figures import Missing, later  # noqa: E402
 from mip.analysis.report.cells import Links, grouped  # noqa: E402
 
 
@@ -136,5 +136,5 @@ def strategies(report, frame: pd.DataFrame, baseline: pd.DataFrame | None = None
         tag = slices.file_tag(setting, slices.SLICE)
         title = (f"Decomposed strategy: instance error rate by position, {slices.label(setting, slices.SLICE)}; "
                  f"{sections.holds(group)}")
-        report.figure(position_errors(group, title), f"position_error_rates_{tag}",
+        report.figure(later(position_errors)(group, title), f"position_error_rates_{tag}",
                       "Decomposed strategy: per-instance error rate against relative position, per pattern, in one slice.")
