@@ -48,8 +48,8 @@ def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None, promp
         raise ResultsError(refusal)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
     logged = (lambda folder, tables, images: log_report(folder, cfg, tables, images)) if cfg.wandb.log_report else None
-    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage), source(cfg, prompts),
-                        say, logged)
+    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage),
+                        source(cfg, prompts), say, logged)
     if show is not None:
         show(render(headline(restrict(frame, cfg.where))))
     return path

@@ -166,7 +166,8 @@ def with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
     return traced
 
 
-def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model", traced: pd.DataFrame | None = None) -> pd.DataFrame:
+def coverage_table(frame: pd.DataFrame, by: str | list[str] = "model",
+                   traced: pd.DataFrame | None = None) -> pd.DataFrame:
     """Table 3 (by model) / Table 7 (by model and budget): per group and coverage bin, the
     valid experiments, their share of the group's valid experiments and their accuracy.
     Valid experiments without a trace form the bin ``no trace``: the bins add up to every

@@ -41,7 +41,8 @@ def _quantiles(samples: np.ndarray, level: float) -> tuple[float, float]:
     return float(np.quantile(samples, alpha)), float(np.quantile(samples, 1 - alpha))
 
 
-def bootstrap_accuracy(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def bootstrap_accuracy(frame: pd.DataFrame, n_boot: int = 2000, seed: int = 0,
+                       level: float = 0.95) -> tuple[float, float]:
     """Cluster-bootstrap interval of pooled valid-only accuracy, resampling instance sets;
     NaN without :data:`MIN_PAIRS` sets holding a valid experiment."""
     sets = frame.groupby(set_columns(frame), dropna=False).agg(correct=("correct", "sum"), valid=("valid", "sum"))

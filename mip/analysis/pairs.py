@@ -12,8 +12,8 @@ use only these; what a condition holds beyond them is counted (:attr:`Matched.co
 beside the comparison (:meth:`Matched.note`), never pooled in. A partial grid (the variants run
 on one task of five) thus never reads a difference between tasks as an effect of the prompt.
 
->>> frame = pd.DataFrame({"base_model": "m", "task": ["a", "b", "a"], "prompt_variant": ["standard", "standard", "hint"],
-...                       "correct": [True, False, True]})
+>>> frame = pd.DataFrame({"base_model": "m", "task": ["a", "b", "a"],
+...                       "prompt_variant": ["standard", "standard", "hint"], "correct": [True, False, True]})
 >>> kept = matched(frame, "prompt_variant")
 >>> kept.frame["task"].tolist(), kept.counts["dropped"].tolist()
 (['a', 'a'], [0, 0, 1])
@@ -36,9 +36,9 @@ IDENTITY = ["base_model", "task", "n", "p", "majority_label", "seed", "pattern",
 DRAWN_BY = {"n": "instances", "p": "instances", "pool": "instances", "strategy": "strategy_settings"}
 
 #: How the note names the identity fields.
-WORDS = {"base_model": "model", "majority_label": "majority label", "seed": "selection seed", "order_seed": "order seed",
-         "shuffle_seed": "shuffle seed", "prompt_variant": "prompt variant", "family": "ordering family",
-         "instances": "instance set", "strategy_settings": "strategy settings"}
+WORDS = {"base_model": "model", "majority_label": "majority label", "seed": "selection seed",
+         "order_seed": "order seed", "shuffle_seed": "shuffle seed", "prompt_variant": "prompt variant",
+         "family": "ordering family", "instances": "instance set", "strategy_settings": "strategy settings"}
 
 
 @dataclass
@@ -79,13 +79,16 @@ class Matched:
                 cond = condition_label(self.factor, cond if isinstance(cond, tuple) else (cond,))
                 held, kept = int(rows["held"].sum()), int(rows["matched"].sum())
                 where = ", ".join(f"{t} {int(d)}" for t, d in zip(rows["task"], rows["dropped"]) if d)
-                parts[cond] = f"{cond}: {held} held, {kept} matched, {held - kept} dropped" + (f" ({where})" if where else "")
+                parts[cond] = (f"{cond}: {held} held, {kept} matched, {held - kept} dropped"
+                               + (f" ({where})" if where else ""))
             rank = {c: i for i, c in enumerate(self.order)}
             text = "; ".join(parts[c] for c in sorted(parts, key=lambda c: (rank.get(c, len(rank)), c)))
             if not group["matched"].any():
-                text += " — no matched pair, so this comparison is not made" + (f" ({self.reason})" if self.reason else "")
+                text += (" — no matched pair, so this comparison is not made"
+                         + (f" ({self.reason})" if self.reason else ""))
             groups.append(f"{' · '.join(map(str, key))} — {text}" if self.within else text)
-        same = ", ".join(WORDS.get(c, c) for c in IDENTITY if c in self.key or (c == "base_model" and "model" in self.key))
+        same = ", ".join(WORDS.get(c, c) for c in IDENTITY
+                         if c in self.key or (c == "base_model" and "model" in self.key))
         return (f"Compared on matched experiments only (same {same}; {' and '.join(self.factor)} compared): "
                 + ". ".join(groups) + ".")
 
@@ -117,8 +120,8 @@ def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[s
         within = ["model" if c == "base_model" else c for c in within]
     key = identity_key(frame.columns, factor, free)
     if frame.empty:
-        return Matched(frame, pd.DataFrame(columns=[*within, *factor, "task", "held", "matched", "dropped"]), factor, within,
-                       list(order), key, free)
+        counts = pd.DataFrame(columns=[*within, *factor, "task", "held", "matched", "dropped"])
+        return Matched(frame, counts, factor, within, list(order), key, free)
     # Group numbers, not strings joined per row (50,000 records): a missing order seed (structured
     # patterns) is a value like any other (dropna=False).
     ident = frame.groupby(key, dropna=False, sort=False).ngroup()
@@ -198,7 +201,8 @@ def pair_key(frame: pd.DataFrame) -> list[str]:
     return identity_key(frame.columns, ["pattern"], PATTERN_REPLICATES)
 
 
-def against(frame: pd.DataFrame, factor: str, reference: str, within: Sequence[str] = ("base_model",)) -> dict[str, Matched]:
+def against(frame: pd.DataFrame, factor: str, reference: str,
+            within: Sequence[str] = ("base_model",)) -> dict[str, Matched]:
     """Each other value of ``factor`` matched with ``reference`` (a variant with the standard
     prompt): ``{value: Matched}``, in the order the values first appear."""
     out = {}

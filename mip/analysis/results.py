@@ -29,9 +29,10 @@ from mip.experiment.scoring import VALID_VERDICTS, Verdict
 from mip.store import QUARANTINE, quarantined
 from mip.store.quarantine import moved_what
 
-EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant", "budget"]
-COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version", "pool",
-           "family", "budget_name", "budget_tokens", "settings", "strategy_settings", "instances", "verdict",
+EXPERIMENT_COLUMNS = ["model", "task", "n", "p", "majority_label", "seed", "pattern", "order_seed", "prompt_variant",
+                      "budget"]
+COLUMNS = ["key", *EXPERIMENT_COLUMNS, "shuffle_seed", "strategy", "base_model", "pool_filtered", "pool_version",
+           "pool", "family", "budget_name", "budget_tokens", "settings", "strategy_settings", "instances", "verdict",
            "invalid_kind", "answer", "valid", "correct", "reasoning", "output", "prompt_tokens", "completion_tokens",
            "reasoning_tokens", "cost", "attempts", "calls", "count_error_majority", "count_error_minority",
            "instance_accuracy", "missing_share", "position_errors"]

@@ -37,6 +37,7 @@ from typing import Optional
 
 import pandas as pd
 
+from mip.analysis import cell_grid
 from mip.config import WhereConfig
 
 #: The slice dimensions, in the order the report names them.
@@ -172,7 +173,8 @@ def sections(frame: pd.DataFrame, core: Optional[tuple[int, float]] = (CORE_N, C
             core, core_text = None, f"each (n, p) the records hold, as its own core cell: {held}."
     else:
         seeds = standard.groupby(["base_model", "n", "p"])["seed"].transform("nunique")
-        settings = {(int(n), float(p)) for n, p in standard.loc[seeds > 1, ["n", "p"]].drop_duplicates().itertuples(index=False)}
+        repeated = standard.loc[seeds > 1, ["n", "p"]].drop_duplicates()
+        settings = {(int(n), float(p)) for n, p in repeated.itertuples(index=False)}
         at_core = pd.Series([(n, p) in settings for n, p in zip(base["n"], base["p"])], index=base.index, dtype=bool)
         notes.append("Core setting: every (n, p) that a model ran with several selection seeds "
                      f"({sorted(settings) or 'none'}); the paper's is n = {CORE_N}, p = {CORE_P}.")
@@ -182,7 +184,7 @@ def sections(frame: pd.DataFrame, core: Optional[tuple[int, float]] = (CORE_N, C
     parts = {
         "core": core_rows,
         "budgets": _with_several(core_rows, ["base_model", "n", "p", "pool"], "budget"),
-        "generalisability": _grid(standard, notes),
+        "generalisability": cell_grid.matched_grid(standard, notes),
         "prompt_variants": _with_several(base[at_core], ["base_model", "n", "p", "budget", "pool"], "prompt_variant"),
         "strategies": frame[~single & core_family],
         "expanded": frame[~core_family],
@@ -210,53 +212,6 @@ def single_call_twins(frame: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
         single.merge(ran, on=where, how="inner")
 
 
-def _grid(standard: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
-    """Standard-prompt slices of models with more than one (n, p) cell at a budget and pool, on the
-    experiments every cell of the grid holds (:func:`mip.analysis.pairs.matched`: the same task,
-    label, selection and order seeds; §4.2 runs seed 1 only, and the core cell's other seeds and
-    tasks would otherwise weigh it differently). What a cell holds beyond them is counted in a note."""
-    from mip.analysis import pairs
-
-    if standard.empty:
-        return standard
-    cells = standard["n"].astype(str) + "/" + standard["p"].astype(str)
-    grid = standard[cells.groupby([standard["base_model"], standard["budget"], standard["pool"]]).transform("nunique") > 1]
-    if grid.empty:
-        return grid
-    grid, aside = _stray_cells(grid)
-    notes += aside
-    order = [pairs.condition_label(["n", "p"], c) for c in sorted(set(zip(grid["n"], grid["p"])))]
-    every = pairs.matched(grid, ["n", "p"], within=["base_model", "budget", "pool"], order=order)
-    if int(every.counts["dropped"].sum()):
-        notes.append("Generalisability grid: " + every.note() + " The dropped experiments stay in their own sections.")
-    kept = every.frame.copy()
-    kept.attrs["matched"] = every.note()  # said beside the section's tables (mip.analysis.report.sections)
-    return kept
-
-
-def _stray_cells(grid: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The grid less the cells that would shrink it: while setting aside a model's smallest (n, p)
-    cell leaves more matched experiments per cell, it is set aside (a 2-experiment run at a new
-    cell then costs only itself, not the grid's other cells), and the note says so."""
-    from mip.analysis import pairs
-
-    keep, notes = pd.Series(True, index=grid.index), []
-    for key, group in grid.groupby(["base_model", "budget", "pool"], sort=True):
-        cells = group.groupby(["n", "p"]).size().sort_values(kind="stable")
-        while len(cells) > 2:
-            now = len(pairs.matched(group, ["n", "p"], within=()).frame) / len(cells)
-            n, p = cells.index[0]
-            rest = group[~((group["n"] == n) & (group["p"] == p))]
-            if len(pairs.matched(rest, ["n", "p"], within=()).frame) / (len(cells) - 1) <= now:
-                break
-            keep[group.index.difference(rest.index)] = False
-            notes.append(f"Generalisability grid of {' · '.join(map(str, key))}: the cell (n={n}, p={p:g}) holds "
-                         f"{int(cells.iloc[0])} experiment(s), fewer than the other cells share; it is compared on "
-                         "its own section only, not matched into the grid.")
-            group, cells = rest, cells.iloc[1:]
-    return grid[keep], notes
-
-
 def unassigned(rest: pd.DataFrame) -> pd.DataFrame:
     """Records in no section, counted per slice."""
     if rest.empty:
@@ -275,7 +230,8 @@ def of(frame: pd.DataFrame, keys: list[str] = SLICE):
     """Iterate ``(slice row, records)`` over the slices (or settings) of ``frame``."""
     if frame.empty:
         return
-    groups = [(dict(zip(keys, v if isinstance(v, tuple) else (v,))), g) for v, g in frame.groupby(keys, dropna=False, sort=True)]
+    groups = [(dict(zip(keys, v if isinstance(v, tuple) else (v,))), g)
+              for v, g in frame.groupby(keys, dropna=False, sort=True)]
     if "budget" in keys:  # budgets by their value (20k before 100k); groupby's order otherwise
         rank = {b: i for i, b in enumerate(budget_order(frame["budget"]))}
         first = {k: {v: i for i, v in enumerate(sorted({row[k] for row, _ in groups}, key=_sortable))} for k in keys}

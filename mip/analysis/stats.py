@@ -113,7 +113,8 @@ def accuracy(frame: pd.DataFrame, by: Sequence[str] = ("model",), metric: str = 
 def invalid_rates(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
     """Invalid rate overall and by kind (input_overflow, parse, truncated), per group."""
     kinds = [kind.value for kind in InvalidKind]
-    g = frame.assign(**{k: frame["invalid_kind"] == k for k in kinds}, invalid=~frame["valid"]).groupby(list(by), dropna=False)
+    flags = frame.assign(**{k: frame["invalid_kind"] == k for k in kinds}, invalid=~frame["valid"])
+    g = flags.groupby(list(by), dropna=False)
     out = g[["invalid", *kinds]].mean().add_suffix("_rate")
     out["experiments"] = g.size()
     return out.reset_index()
@@ -201,9 +202,11 @@ def model_columns() -> list[str]:
     """The columns of :func:`model_table`, after its ``by`` columns."""
     columns = ["experiments", "valid", "sets"]
     for i, m in enumerate(METRICS.values()):
-        columns += [f"acc{m.suffix}", f"acc{m.suffix}_sd", f"delta{m.suffix}", f"delta{m.suffix}_sd", f"delta{m.suffix}_marker"]
+        columns += [f"acc{m.suffix}", f"acc{m.suffix}_sd", f"delta{m.suffix}", f"delta{m.suffix}_sd",
+                    f"delta{m.suffix}_marker"]
         if i == 0:
-            columns += ["paired_seeds", "best", "worst", "best_tied", "worst_tied", "patterns_matched", "patterns_dropped"]
+            columns += ["paired_seeds", "best", "worst", "best_tied", "worst_tied", "patterns_matched",
+                        "patterns_dropped"]
     return [*columns, "invalid_rate", "invalid_rate_sd"]
 
 
@@ -220,7 +223,8 @@ def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataF
         # The accuracies are functions of the counts per seed and pattern: sum once (50,000
         # records → a few hundred cells), then work on the cells.
         g = raw.groupby([*by, "seed", "pattern"], dropna=False, sort=False)
-        group = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(), "experiments": g.size()}).reset_index()
+        group = pd.DataFrame({"correct": g["correct"].sum(), "valid": g["valid"].sum(),
+                              "experiments": g.size()}).reset_index()
         # Δ compares patterns: on the experiments every pattern of the group holds (one rule: mip.analysis.pairs).
         compared = pairs.patterns(raw)
         for i, (name, m) in enumerate(METRICS.items()):
@@ -232,7 +236,8 @@ def model_table(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataF
                            best_tied=", ".join(gap.best_tied), worst_tied=", ".join(gap.worst_tied),
                            patterns_matched=len(compared.frame), patterns_dropped=gap.dropped())
             row.update({f"acc{m.suffix}": acc["acc_mean"], f"acc{m.suffix}_sd": acc["acc_sd"],
-                        f"delta{m.suffix}": gap.delta, f"delta{m.suffix}_sd": gap.sd, f"delta{m.suffix}_marker": gap.marker})
+                        f"delta{m.suffix}": gap.delta, f"delta{m.suffix}_sd": gap.sd,
+                        f"delta{m.suffix}_marker": gap.marker})
         invalid = per_seed(group, by).assign(rate=lambda d: 1 - d["valid"] / d["experiments"])["rate"]
         rows.append({**row, "invalid_rate": invalid.mean(), "invalid_rate_sd": invalid.std(ddof=1)})
     return pd.DataFrame(rows, columns=[*by, *model_columns()])
@@ -282,5 +287,6 @@ def variant_deltas(frame: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.Da
         for key, d in diff.groupby(level=by if len(by) > 1 else by[0]):
             key = key if isinstance(key, tuple) else (key,)
             rows.append({**dict(zip(by, key)), "prompt_variant": variant, "delta_mean": d.mean(),
-                         "delta_sd": d.std(ddof=1), "seeds": len(d), "matched": int(size.get(key if len(by) > 1 else key[0], 0))})
+                         "delta_sd": d.std(ddof=1), "seeds": len(d),
+                         "matched": int(size.get(key if len(by) > 1 else key[0], 0))})
     return pd.DataFrame(rows, columns=columns)

@@ -89,7 +89,8 @@ class TracePool:
         with none, an empty frame and the reason for the report."""
         members = self.members(frame["base_model"].astype(str))
         if not members:
-            kinds = ", ".join(f"{m}: {self.declared.get(m, 'absent')}" for m in sorted(set(frame["base_model"].astype(str))))
+            kinds = ", ".join(f"{m}: {self.declared.get(m, 'absent')}"
+                              for m in sorted(set(frame["base_model"].astype(str))))
             why = (f"coverage.models={list(self.chosen)} names none of them" if self.chosen is not None
                    else "none declares full reasoning traces")
             return frame.iloc[0:0], (f"no pooled figure: of the models here ({kinds}) {why}; the per-model figures "

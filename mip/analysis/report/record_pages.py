@@ -95,7 +95,8 @@ def clipped(prompt: str, lines: int = PROMPT_LINES) -> tuple[str, int]:
 
 
 def _line(e: dict) -> str:
-    order = f" order_seed={e['order_seed']}" if e.get("order_seed") is not None and str(e["order_seed"]) != "<NA>" else ""
+    seeded = e.get("order_seed") is not None and str(e["order_seed"]) != "<NA>"
+    order = f" order_seed={e['order_seed']}" if seeded else ""
     return (f"{e['model']} · {e['task']} · n={e['n']} p={e['p']} majority={e['majority_label']} · seed={e['seed']} "
             f"pattern={e['pattern']}{order} · {e['prompt_variant']} · budget {e['budget']}")
 

@@ -37,7 +37,8 @@ def variant_panels(table: pd.DataFrame, title: str = "Prompt variants") -> plt.F
     variants = _ordered(rows["prompt_variant"], VARIANTS)
     width = 0.8 / max(1, len(variants))
     fig, axes = plt.subplots(2, 1, figsize=(max(6, 1.5 * len(groups) + 2), 6), sharex=True)
-    for ax, (column, sd, label) in zip(axes, [("acc", "acc_sd", "valid-only accuracy (%)"), ("delta", "delta_sd", "Δ best−worst (pp)")]):
+    panels = [("acc", "acc_sd", "valid-only accuracy (%)"), ("delta", "delta_sd", "Δ best−worst (pp)")]
+    for ax, (column, sd, label) in zip(axes, panels):
         for i, variant in enumerate(variants):
             sub = rows[rows["prompt_variant"] == variant].set_index("group").reindex(groups)
             x = np.arange(len(groups)) + (i - (len(variants) - 1) / 2) * width
@@ -81,7 +82,8 @@ def variant_deltas(deltas: pd.DataFrame, name: str = "") -> plt.Figure:
             sd, seeds = grid["delta_sd"].iat[r, c], grid["seeds"].iat[r, c]
             label = "n/a" if np.isnan(v) else f"{v:+.1f}" + (f"\n± {100 * sd:.1f}" if pd.notna(sd) else "")
             label += f"\n({int(seeds)} seed{'' if int(seeds) == 1 else 's'})" if pd.notna(seeds) else ""
-            ax.text(c, r, label, ha="center", va="center", fontsize=6, color="black" if abs(v) < 0.6 * limit else "white")
+            ax.text(c, r, label, ha="center", va="center", fontsize=6,
+                    color="black" if abs(v) < 0.6 * limit else "white")
         ax.set_xticks(range(len(columns)), [c.replace("_", "-") for c in columns], rotation=35, ha="right", fontsize=7)
         ax.set_yticks(range(len(models)), models, fontsize=7)
         ax.set_title(f"{variant} − standard", fontsize=9)
