@@ -1,6 +1,8 @@
 """The analysis report: every table and figure the records support, and report.md.
 
 >>> write_report(frame, "results/report")          # doctest: +SKIP
+>>> [section.name for section in SECTIONS]         # report.md's and report.html's sections, in order
+['core', 'budgets', 'generalisability', 'prompt_variants', 'strategies', 'expanded', 'other']
 
 Choices where the paper leaves one are written into the report itself.
 """

@@ -23,15 +23,18 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
     all_patterns = set(frame["pattern"])
     all_seeds = set(frame["seed"])
     for model, group in frame.groupby("model"):
-        missing_p = sorted(all_patterns - set(group["pattern"]), key=lambda p: PATTERNS.index(p) if p in PATTERNS else 99)
+        missing_p = sorted(all_patterns - set(group["pattern"]),
+                           key=lambda p: PATTERNS.index(p) if p in PATTERNS else 99)
         missing_s = sorted(all_seeds - set(group["seed"]))
         if missing_p:
-            notes.append(f"{model}: no experiments for pattern(s) {', '.join(missing_p)} — its Δ covers the others only.")
+            notes.append(f"{model}: no experiments for pattern(s) {', '.join(missing_p)} — its Δ covers the "
+                         "others only.")
         if missing_s:
             notes.append(f"{model}: no experiments for seed(s) {missing_s}.")
         for pattern, g in group.groupby("pattern"):
             if not g["valid"].any():
-                notes.append(f"{model}: every experiment of pattern {pattern} is invalid; it has no valid-only accuracy.")
+                notes.append(f"{model}: every experiment of pattern {pattern} is invalid; it has no valid-only "
+                             "accuracy.")
     absent = [p for p in PATTERNS if p not in all_patterns]
     if absent:
         notes.append(f"Patterns absent from all records: {', '.join(absent)}.")
