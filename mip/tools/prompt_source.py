@@ -1,8 +1,8 @@
 """A stored record's prompt rebuilt, as ``python -m mip.show`` and report.html's record pages
 show it: the record's task config (the job folder's own copy, else ``conf/task/`` composed by
-name), its pool (a cached or filtered pool file of its version, else the pool built again), and
-the prompt rebuilt from both and checked against the record's hash
-(:func:`mip.strategies.rebuild.rebuild_prompt`).
+name with the changes the record says its job made to it), its pool (a cached or filtered pool
+file of its version, else the pool built again), and the prompt rebuilt from both and checked
+against the record's hash (:func:`mip.strategies.rebuild.rebuild_prompt`).
 
     rebuild = Rebuilder(job_tasks, results_dir, cache_dir, conf_dir)   # the paths group's folders
     prompt, how = rebuild(record)          # (None, "not rebuilt: …") where it cannot be
@@ -14,24 +14,43 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mip.config import TaskConfig
 from mip.experiment.records import Record
+from mip.job.task_changes import applied
 
 
 class ShowError(Exception):
     """What went wrong, in one line that says what to do."""
 
 
-def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskConfig:
+def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path,
+                changed: Mapping[str, Any] | None = None) -> TaskConfig:
     """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name
-    (each task file composed once a process: :func:`conf_tasks`; the tasks ``task/all.yaml`` lists
+    with ``changed`` applied (a record's ``config["task"]``: :func:`mip.job.task_changes.applied`).
+    Each task file is composed once a process (:func:`conf_tasks`; the tasks ``task/all.yaml`` lists
     from its one composition, so a store of the paper's five composes once, not five times)."""
+    if name in job_tasks:
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
+    return applied(shipped_config(name, conf_dir), changed or {})
+
+
+def task_changes_of(record: Record) -> dict[str, Any]:
+    """What the record's job changed in its task config (empty as shipped, and for records stored before
+    records held it)."""
+    changed = record.config.get("task")
+    return changed if isinstance(changed, dict) else {}
+
+
+def shipped_config(name: str, conf_dir: Path) -> TaskConfig:
+    """The task as ``conf_dir/task/`` ships it, composed by name."""
     from omegaconf import OmegaConf
 
-    if name in job_tasks:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
     folder = conf_dir.expanduser() / "task"
     if not folder.is_dir():
         raise ShowError(f"Task {name!r}: no config folder {folder}; run from the repository folder, pass "
@@ -105,7 +124,7 @@ def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path
     from mip.strategies.rebuild import rebuild_prompt
 
     try:
-        task = task_config(record.experiment.task, job_tasks, conf_dir)
+        task = task_config(record.experiment.task, job_tasks, conf_dir, task_changes_of(record))
         return rebuild_prompt(record, task, pool_for(record, task, results_dir, cache_dir))
     except (ValueError, DataError) as e:
         raise ShowError(str(e)) from None
@@ -126,18 +145,19 @@ class Rebuilder:
                  loaded: dict[tuple, tuple | str] | None = None):
         self.tasks, self.results_dir, self.cache_dir, self.conf_dir = tasks, results_dir, cache_dir, conf_dir
         self.loaded = {} if loaded is None else loaded
-        """(task, pool version, where from) → (task config, pool), or why they could not be had."""
+        """(task, pool version, where from, which task config) → (task config, pool), or why they could not be had."""
 
     def __call__(self, record: Record) -> tuple[str | None, str]:
         from mip.data import DataError
         from mip.strategies.rebuild import rebuild_prompt
 
         name = record.experiment.task
-        own = json.dumps(self.tasks.get(name), sort_keys=True, default=str)  # the job's own copy, if any
-        which = (name, record.pool_version, str(self.results_dir), own)
+        changed = task_changes_of(record)
+        own = ("job", self.tasks[name]) if name in self.tasks else ("changed", changed)  # which task config
+        which = (name, record.pool_version, str(self.results_dir), json.dumps(own, sort_keys=True, default=str))
         if which not in self.loaded:
             try:
-                task = task_config(name, self.tasks, self.conf_dir)
+                task = task_config(name, self.tasks, self.conf_dir, changed)
                 self.loaded[which] = (task, pool_for(record, task, self.results_dir, self.cache_dir))
             except (ShowError, ValueError, DataError) as e:
                 self.loaded[which] = f"not rebuilt: {e}"
