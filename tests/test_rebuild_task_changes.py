@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
 
 import pytest
 
@@ -32,14 +31,13 @@ REBUILT = "rebuilt from the record and its pool; hash checked"
 
 @pytest.fixture(scope="module")
 def changed(tmp_path_factory):
-    """The arith task as shipped, with other labels, and with another task sentence, one job each;
-    the job folders removed afterwards, so only the store is left."""
+    """The arith task as shipped, with other labels, and with another task sentence, one job each
+    (a key looked up in the store and a report of the store read no job folder)."""
     tmp = tmp_path_factory.mktemp("changed")
     for name, extra in [("default", ()), ("labels", (LABELS,)), ("prompt", (PROMPT,))]:
         base = compose("model=simulated_first_k", "model.read_first=9", "task=arith", "n=20", "p=0.6", "budget=20k",
                        *extra, "progress=false", f"paths.results_dir={tmp}", f"paths.cache_dir={tmp / 'cache'}")
         assert run_job(vary(base, pattern="majority_first", seed=0), tmp / "jobs" / name).ok
-    shutil.rmtree(tmp / "jobs")
     records = {}
     for record in Store(tmp / "store"):
         change = record.config.get("task") or {}
@@ -82,17 +80,24 @@ def test_report_record_pages_rebuild_changed_tasks_with_one_composition(changed,
     """report.html read from the store: every record page, changed tasks' included, is rebuilt and
     hash-checked, and ``task=arith`` is composed once for the three task configs."""
     tmp, records = changed
-    cfg = compose(f"results=[{tmp / 'store'}]", f"out_dir={tmp / 'report'}", "core=[20,0.6]",
+    _pages_rebuilt(_report(tmp, tmp / "store", "store-report"), records)
+    assert counted == [(str(REPO / "conf"), "task=arith")], counted
+
+
+def _report(tmp, folder, out: str):
+    cfg = compose(f"results=[{folder}]", f"out_dir={tmp / out}", "core=[20,0.6]",
                   f"paths.results_dir={tmp}", f"paths.cache_dir={tmp / 'cache'}",
                   f"coverage.model_dir={REPO / 'conf' / 'model'}", config_name="analyze")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(figures, "save", unencoded)
-        report = analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+        return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+
+
+def _pages_rebuilt(report, records) -> None:
     for kind, made in records.items():
         for record in made:
             page = report / "records" / record.key[:2] / f"{record.key}.html"
             assert REBUILT in page.read_text(encoding="utf-8"), (kind, page)
-    assert counted == [(str(REPO / "conf"), "task=arith")], counted
 
 
 def test_a_change_the_task_file_cannot_take_is_said_in_one_line(changed):
@@ -102,3 +107,13 @@ def test_a_change_the_task_file_cannot_take_is_said_in_one_line(changed):
     odd = record.model_copy(update={"config": {**record.config, "task": {"arith.prompt.gone": "x"}}})
     prompt, how = Rebuilder({}, tmp, tmp / "cache", REPO / "conf")(odd)
     assert prompt is None and how.startswith("not rebuilt: ") and "prompt.gone" in how and "\n" not in how
+
+
+def test_a_folder_of_jobs_that_changed_the_task_differently_rebuilds_each_record(changed):
+    """A folder holding the default job and the changed ones, given to mip.show and analyze.py: each
+    record is rebuilt with its own task config, not the one job's copy read for the task."""
+    tmp, records = changed
+    code, out, err = _show(str(tmp / "jobs"), "--all", f"cache_dir={tmp / 'cache'}", f"conf={REPO / 'conf'}")
+    assert code == 0, err
+    assert out.count("hash checked") == 6
+    _pages_rebuilt(_report(tmp, tmp / "jobs", "jobs-report"), records)

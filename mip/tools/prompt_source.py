@@ -120,21 +120,23 @@ def _version(path: Path) -> str | None:
 
 def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path, cache_dir: Path,
                    conf_dir: Path) -> str:
-    from mip.data import DataError
-    from mip.strategies.rebuild import rebuild_prompt
-
-    try:
-        task = task_config(record.experiment.task, job_tasks, conf_dir, task_changes_of(record))
-        return rebuild_prompt(record, task, pool_for(record, task, results_dir, cache_dir))
-    except (ValueError, DataError) as e:
-        raise ShowError(str(e)) from None
+    """The record's prompt, rebuilt and hash-checked as :class:`Rebuilder` does; ShowError says why not."""
+    prompt, how = Rebuilder(job_tasks, results_dir, cache_dir, conf_dir)(record)
+    if prompt is None:
+        raise ShowError(how.removeprefix("not rebuilt: "))
+    return prompt
 
 
 class Rebuilder:
     """Prompts rebuilt as mip.show rebuilds them, with each (task, pool version) loaded once —
     or found missing once: report.html's record pages (``Rebuilder.maker(cache_dir, conf_dir)`` is
     what :func:`mip.analysis.analyze.analyze` takes as ``prompts``; the rebuilders it makes, one
-    per folder read, share what they loaded)."""
+    per folder read, share what they loaded).
+
+    The task config is the job's own copy where the folder read holds one, else the shipped task with
+    the record's changes. A folder of several jobs holds one copy a task (the last job's read): a record
+    of another job, whose prompt that copy does not rebuild, is rebuilt from the shipped task with its
+    own changes."""
 
     @classmethod
     def maker(cls, cache_dir: Path, conf_dir: Path):
@@ -152,18 +154,29 @@ class Rebuilder:
         from mip.strategies.rebuild import rebuild_prompt
 
         name = record.experiment.task
-        changed = task_changes_of(record)
-        own = ("job", self.tasks[name]) if name in self.tasks else ("changed", changed)  # which task config
-        which = (name, record.pool_version, str(self.results_dir), json.dumps(own, sort_keys=True, default=str))
+        sources = [{name: self.tasks[name]}] if name in self.tasks else []
+        why: list[str] = []
+        for job_tasks in [*sources, {}]:  # the job's own copy, then the shipped task and the record's changes
+            loaded = self._load(record, job_tasks)
+            if not isinstance(loaded, str):
+                try:
+                    return rebuild_prompt(record, *loaded), "rebuilt from the record and its pool; hash checked"
+                except (ValueError, DataError) as e:
+                    loaded = str(e)
+            why.append(loaded)
+        return None, f"not rebuilt: {why[0]}"  # the job's own copy's reason, where there is one
+
+    def _load(self, record: Record, job_tasks: dict[str, dict]) -> tuple | str:
+        """The record's task config and pool (:func:`task_config`, :func:`pool_for`), or why not: once each."""
+        from mip.data import DataError
+
+        name, changed = record.experiment.task, task_changes_of(record)
+        source = ("job", job_tasks[name]) if job_tasks else ("changed", changed)
+        which = (name, record.pool_version, str(self.results_dir), json.dumps(source, sort_keys=True, default=str))
         if which not in self.loaded:
             try:
-                task = task_config(name, self.tasks, self.conf_dir, changed)
+                task = task_config(name, job_tasks, self.conf_dir, changed)
                 self.loaded[which] = (task, pool_for(record, task, self.results_dir, self.cache_dir))
             except (ShowError, ValueError, DataError) as e:
-                self.loaded[which] = f"not rebuilt: {e}"
-        if isinstance(self.loaded[which], str):
-            return None, self.loaded[which]
-        try:
-            return rebuild_prompt(record, *self.loaded[which]), "rebuilt from the record and its pool; hash checked"
-        except (ShowError, ValueError, DataError) as e:
-            return None, f"not rebuilt: {e}"
+                self.loaded[which] = str(e)
+        return self.loaded[which]
