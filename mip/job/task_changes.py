@@ -20,10 +20,14 @@ stored before records held them does.
 {'t.labels': ['x', 'b']}
 >>> changes(TaskConfig(name="t", labels=["x", "b"]), None)
 {}
+>>> applied(shipped, {"t.labels": ["x", "b"]}).labels
+['x', 'b']
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -43,6 +47,30 @@ def changes(task: TaskConfig, shipped: TaskConfig | None) -> dict[str, Any]:
         return {}
     mine, theirs = flat(task_settings(task)), flat(task_settings(shipped))
     return {f"{task.name}.{k}": mine.get(k) for k in sorted({*mine, *theirs}) if mine.get(k) != theirs.get(k)}
+
+
+def applied(shipped: TaskConfig, changed: Mapping[str, Any]) -> TaskConfig:
+    """``shipped`` with ``changed`` (as :func:`changes` writes them) set: the task config the job of a
+    record holding those changes ran with. Raises ValueError, naming it, for a change ``shipped`` has no field for."""
+    task = shipped
+    for name, value in changed.items():
+        path = name.split(".")
+        if path[0] != shipped.name or len(path) < 2:
+            raise ValueError(f"The task change {name!r} is not of task {shipped.name!r}; pass the job folder instead.")
+        try:
+            task = _set(task, path[1:], copy.deepcopy(value))
+        except LookupError:
+            raise ValueError(f"The task change {name!r} names no field of task {shipped.name!r} as its file ships "
+                             "it now; pass the job folder, whose config.yaml holds the task it ran.") from None
+    return task
+
+
+def _set(obj: Any, path: list[str], value: Any) -> Any:
+    """A copy of the dataclass ``obj`` with the field at ``path`` set to ``value`` (LookupError: no such field)."""
+    if not dataclasses.is_dataclass(obj) or path[0] not in {f.name for f in dataclasses.fields(obj)}:
+        raise LookupError(path[0])
+    inner = value if len(path) == 1 else _set(getattr(obj, path[0]), path[1:], value)
+    return dataclasses.replace(obj, **{path[0]: inner})
 
 
 def task_changes(task: TaskConfig) -> dict[str, Any]:

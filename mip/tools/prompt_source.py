@@ -1,8 +1,8 @@
 """A stored record's prompt rebuilt, as ``python -m mip.show`` and report.html's record pages
 show it: the record's task config (the job folder's own copy, else ``conf/task/`` composed by
-name), its pool (a cached or filtered pool file of its version, else the pool built again), and
-the prompt rebuilt from both and checked against the record's hash
-(:func:`mip.strategies.rebuild.rebuild_prompt`).
+name with the changes the record says its job made to it), its pool (a cached or filtered pool
+file of its version, else the pool built again), and the prompt rebuilt from both and checked
+against the record's hash (:func:`mip.strategies.rebuild.rebuild_prompt`).
 
     rebuild = Rebuilder(job_tasks, results_dir, cache_dir, conf_dir)   # the paths group's folders
     prompt, how = rebuild(record)          # (None, "not rebuilt: …") where it cannot be
@@ -14,24 +14,43 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mip.config import TaskConfig
 from mip.experiment.records import Record
+from mip.job.task_changes import applied
 
 
 class ShowError(Exception):
     """What went wrong, in one line that says what to do."""
 
 
-def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path) -> TaskConfig:
+def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path,
+                changed: Mapping[str, Any] | None = None) -> TaskConfig:
     """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name
-    (each task file composed once a process: :func:`conf_tasks`; the tasks ``task/all.yaml`` lists
+    with ``changed`` applied (a record's ``config["task"]``: :func:`mip.job.task_changes.applied`).
+    Each task file is composed once a process (:func:`conf_tasks`; the tasks ``task/all.yaml`` lists
     from its one composition, so a store of the paper's five composes once, not five times)."""
+    if name in job_tasks:
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
+    return applied(shipped_config(name, conf_dir), changed or {})
+
+
+def task_changes_of(record: Record) -> dict[str, Any]:
+    """What the record's job changed in its task config (empty as shipped, and for records stored before
+    records held it)."""
+    changed = record.config.get("task")
+    return changed if isinstance(changed, dict) else {}
+
+
+def shipped_config(name: str, conf_dir: Path) -> TaskConfig:
+    """The task as ``conf_dir/task/`` ships it, composed by name."""
     from omegaconf import OmegaConf
 
-    if name in job_tasks:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
     folder = conf_dir.expanduser() / "task"
     if not folder.is_dir():
         raise ShowError(f"Task {name!r}: no config folder {folder}; run from the repository folder, pass "
@@ -101,21 +120,23 @@ def _version(path: Path) -> str | None:
 
 def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path, cache_dir: Path,
                    conf_dir: Path) -> str:
-    from mip.data import DataError
-    from mip.strategies.rebuild import rebuild_prompt
-
-    try:
-        task = task_config(record.experiment.task, job_tasks, conf_dir)
-        return rebuild_prompt(record, task, pool_for(record, task, results_dir, cache_dir))
-    except (ValueError, DataError) as e:
-        raise ShowError(str(e)) from None
+    """The record's prompt, rebuilt and hash-checked as :class:`Rebuilder` does; ShowError says why not."""
+    prompt, how = Rebuilder(job_tasks, results_dir, cache_dir, conf_dir)(record)
+    if prompt is None:
+        raise ShowError(how.removeprefix("not rebuilt: "))
+    return prompt
 
 
 class Rebuilder:
     """Prompts rebuilt as mip.show rebuilds them, with each (task, pool version) loaded once —
     or found missing once: report.html's record pages (``Rebuilder.maker(cache_dir, conf_dir)`` is
     what :func:`mip.analysis.analyze.analyze` takes as ``prompts``; the rebuilders it makes, one
-    per folder read, share what they loaded)."""
+    per folder read, share what they loaded).
+
+    The task config is the job's own copy where the folder read holds one, else the shipped task with
+    the record's changes. A folder of several jobs holds one copy a task (the last job's read): a record
+    of another job, whose prompt that copy does not rebuild, is rebuilt from the shipped task with its
+    own changes."""
 
     @classmethod
     def maker(cls, cache_dir: Path, conf_dir: Path):
@@ -126,24 +147,36 @@ class Rebuilder:
                  loaded: dict[tuple, tuple | str] | None = None):
         self.tasks, self.results_dir, self.cache_dir, self.conf_dir = tasks, results_dir, cache_dir, conf_dir
         self.loaded = {} if loaded is None else loaded
-        """(task, pool version, where from) → (task config, pool), or why they could not be had."""
+        """(task, pool version, where from, which task config) → (task config, pool), or why they could not be had."""
 
     def __call__(self, record: Record) -> tuple[str | None, str]:
         from mip.data import DataError
         from mip.strategies.rebuild import rebuild_prompt
 
         name = record.experiment.task
-        own = json.dumps(self.tasks.get(name), sort_keys=True, default=str)  # the job's own copy, if any
-        which = (name, record.pool_version, str(self.results_dir), own)
+        sources = [{name: self.tasks[name]}] if name in self.tasks else []
+        why: list[str] = []
+        for job_tasks in [*sources, {}]:  # the job's own copy, then the shipped task and the record's changes
+            loaded = self._load(record, job_tasks)
+            if not isinstance(loaded, str):
+                try:
+                    return rebuild_prompt(record, *loaded), "rebuilt from the record and its pool; hash checked"
+                except (ValueError, DataError) as e:
+                    loaded = str(e)
+            why.append(loaded)
+        return None, f"not rebuilt: {why[0]}"  # the job's own copy's reason, where there is one
+
+    def _load(self, record: Record, job_tasks: dict[str, dict]) -> tuple | str:
+        """The record's task config and pool (:func:`task_config`, :func:`pool_for`), or why not: once each."""
+        from mip.data import DataError
+
+        name, changed = record.experiment.task, task_changes_of(record)
+        source = ("job", job_tasks[name]) if job_tasks else ("changed", changed)
+        which = (name, record.pool_version, str(self.results_dir), json.dumps(source, sort_keys=True, default=str))
         if which not in self.loaded:
             try:
-                task = task_config(name, self.tasks, self.conf_dir)
+                task = task_config(name, job_tasks, self.conf_dir, changed)
                 self.loaded[which] = (task, pool_for(record, task, self.results_dir, self.cache_dir))
             except (ShowError, ValueError, DataError) as e:
-                self.loaded[which] = f"not rebuilt: {e}"
-        if isinstance(self.loaded[which], str):
-            return None, self.loaded[which]
-        try:
-            return rebuild_prompt(record, *self.loaded[which]), "rebuilt from the record and its pool; hash checked"
-        except (ShowError, ValueError, DataError) as e:
-            return None, f"not rebuilt: {e}"
+                self.loaded[which] = str(e)
+        return self.loaded[which]
