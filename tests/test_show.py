@@ -82,6 +82,22 @@ def test_a_job_folder_lists_its_records_and_prints_each_with_all(job):
     assert every.returncode == 0 and every.stdout.count("== record") == 2
 
 
+def test_all_records_of_a_folder_share_one_pool_load(job, monkeypatch):
+    """--all rebuilds every record's prompt with one Rebuilder: records of one task and pool version
+    load that pool once, not once a record."""
+    from mip.tools import prompt_source
+
+    folder, records = job
+    loads = []
+    real = prompt_source.pool_for
+    monkeypatch.setattr(prompt_source, "pool_for", lambda record, *a: loads.append(record.key) or real(record, *a))
+    assert len({(r.experiment.task, r.pool_version) for r in records}) == 1 < len(records)
+    proc = show(str(folder), "--all")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("== record") == len(records) and proc.stdout.count("hash checked") == len(records)
+    assert len(loads) == 1
+
+
 def test_a_pack_file_shows_its_records(job, results):
     """docs/store.md: a pack's records, read by hand."""
     _, records = job

@@ -118,20 +118,11 @@ def _version(path: Path) -> str | None:
     return head[start + 12:head.find('"', start + 12)] if start >= 0 else None
 
 
-def rebuilt_prompt(record: Record, job_tasks: dict[str, dict], results_dir: Path, cache_dir: Path,
-                   conf_dir: Path) -> str:
-    """The record's prompt, rebuilt and hash-checked as :class:`Rebuilder` does; ShowError says why not."""
-    prompt, how = Rebuilder(job_tasks, results_dir, cache_dir, conf_dir)(record)
-    if prompt is None:
-        raise ShowError(how.removeprefix("not rebuilt: "))
-    return prompt
-
-
 class Rebuilder:
-    """Prompts rebuilt as mip.show rebuilds them, with each (task, pool version) loaded once —
-    or found missing once: report.html's record pages (``Rebuilder.maker(cache_dir, conf_dir)`` is
-    what :func:`mip.analysis.analyze.analyze` takes as ``prompts``; the rebuilders it makes, one
-    per folder read, share what they loaded).
+    """Prompts rebuilt, with each (task, pool version) loaded once — or found missing once: mip.show
+    (one for all the records it prints) and report.html's record pages (``Rebuilder.maker(cache_dir,
+    conf_dir)`` is what :func:`mip.analysis.analyze.analyze` takes as ``prompts``; the rebuilders it
+    makes, one per folder read, share what they loaded).
 
     The task config is the job's own copy where the folder read holds one, else the shipped task with
     the record's changes. A folder of several jobs holds one copy a task (the last job's read): a record

@@ -32,7 +32,7 @@ from mip.models import backend_class
 from mip.store import Store, iter_records, read_record
 from mip.store.packs import is_pack
 from mip.tools import record_list
-from mip.tools.prompt_source import ShowError, rebuilt_prompt
+from mip.tools.prompt_source import Rebuilder, ShowError
 
 
 # ---------------------------------------------------------------------------- finding records
@@ -225,10 +225,13 @@ def main(argv: list[str] | None = None) -> int:
             print(printable(f"{len(records)} records{of}:\n{record_list.table(records)}"))
             if not args.all:
                 print("The first one follows; --all prints each, `python -m mip.show <key>` any one.\n")
+        results_dir = Path(args.results_dir).expanduser() if args.results_dir else store.parent
+        cache_dir = Path(args.cache_dir or job_cache or paths()["cache_dir"]).expanduser()
+        rebuild = Rebuilder(job_tasks, results_dir, cache_dir, Path(args.conf))  # each pool loaded once, not a record
         for record in records if args.all else records[:1]:
-            results_dir = Path(args.results_dir).expanduser() if args.results_dir else store.parent
-            cache_dir = Path(args.cache_dir or job_cache or paths()["cache_dir"]).expanduser()
-            prompt = rebuilt_prompt(record, job_tasks, results_dir, cache_dir, Path(args.conf))
+            prompt, how = rebuild(record)
+            if prompt is None:
+                raise ShowError(how.removeprefix("not rebuilt: "))
             print(printable(render(record, prompt, args.full)) + "\n")  # a reply's control codes escaped
     except ShowError as e:
         print(printable(f"error: {e}"), file=sys.stderr)

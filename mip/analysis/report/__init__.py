@@ -71,11 +71,12 @@ CHOICES = [
     "Beyond the paper: 95 % cluster-bootstrap intervals over instance sets (2,000 resamples) and paired tests of π⁺ "
     "against π⁻ (exact McNemar; sign-flip permutation where random has several orders) need at least "
     "{min_pairs} sets or pairs, else they read 'not testable' — fewer cannot reach p < 0.05.",
-    "Coverage: an ID counts when it appears in the trace as a standalone number 1..N (mip.analysis.coverage): a list `1,2,3` "
-    "mentions 1, 2 and 3; a range `1-40` mentions 1 and 40; signed numbers (`-1`), decimals (`3.5`), thousands "
-    "(`1,000`) and numbers glued to letters (`x2`, `200th`) mention none. Table 3 bins every valid experiment; those "
-    "without a trace form the 'no trace' row (the paper's models all had traces). Per-ID mention rates (Fig. 5) and "
-    "mean coverage (Fig. 22) are over valid experiments with a trace (the paper is silent on traceless ones).",
+    "Coverage: an ID counts when it appears in the trace as a standalone number 1..N (mip.analysis.coverage): "
+    "a list `1,2,3` mentions 1, 2 and 3; a range `1-40` mentions 1 and 40; signed numbers (`-1`), decimals "
+    "(`3.5`), thousands (`1,000`) and numbers glued to letters (`x2`, `200th`) mention none. Table 3 bins "
+    "every valid experiment; those without a trace form the 'no trace' row (the paper's models all had traces). "
+    "Per-ID mention rates (Fig. 5) and mean coverage (Fig. 22) are over valid experiments with a trace (the paper "
+    "is silent on traceless ones).",
     "Pooled trace figures (Fig. 5, Fig. 22) pool the models whose config declares full reasoning traces (`traces: "
     "full`: the paper's four, §5.1, footnote 10), or those analyze.py's `coverage.models` names; their titles name "
     "them. Summaries (Grok 4.1 Fast) and planted simulated traces are never pooled by default; per-model figures "

@@ -37,8 +37,8 @@ def budgets(report, frame: pd.DataFrame) -> None:
 def _budget_pair(report, both, tag: str, name: str) -> None:
     """One comparison of two budgets (:func:`budgets`): its tables and figures, or why none is drawn."""
     if both.empty:
-        report.figure(later(figures.Missing)(f"Budgets at {name}: no experiment was run at both budgets. {both.note()}"),
-                      f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+        missing = later(figures.Missing)(f"Budgets at {name}: no experiment was run at both budgets. {both.note()}")
+        report.figure(missing, f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
         return
     group = both.frame
     table = model_rows(group, ["model", "budget"])
@@ -50,7 +50,8 @@ def _budget_pair(report, both, tag: str, name: str) -> None:
     links = behind.model_rows(table, group, ["model", "budget"], tag)
     report.table(table.round(4), f"budgets_numbers_{tag}", "The numbers behind the table above, one row per model and "
                  "budget.", links)
-    report.figure(later(figures.budgets)(table, f"Budgets compared at {name}; {holds(group)}"), f"budgets_by_model_{tag}",
+    report.figure(later(figures.budgets)(table, f"Budgets compared at {name}; {holds(group)}"),
+                  f"budgets_by_model_{tag}",
                   f"Budgets compared per model at {name}, on the matched experiments of the table above.",
                   (table.round(4), links))
     for model, sub in group.groupby("model"):
@@ -64,7 +65,8 @@ def _budget_pair(report, both, tag: str, name: str) -> None:
     by_budget = slices.by_budget(coverage.coverage_table(group, ["model", "budget"], traced))
     if not by_budget.empty:
         shown = by_budget.assign(bin=by_budget["bin"].astype(str)).round(4)
-        report.table(shown, f"table7_coverage_by_budget_{tag}", f"Coverage bins per model and budget at {name} (Table 7).",
+        report.table(shown, f"table7_coverage_by_budget_{tag}",
+                     f"Coverage bins per model and budget at {name} (Table 7).",
                      behind.coverage_bins(shown, group, traced, ["model", "budget"], f"Table 7, {tag}"))
 
 
@@ -85,14 +87,14 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
             deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
                                 stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
             if deltas.empty:
-                report.figure(later(figures.Missing)(f"Prompt-variant changes at {where}: no variant shares an experiment with "
-                                                     f"the standard prompt. {notes}"), f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
-                              f"Fig. 20 at {where}.")
+                missing = later(figures.Missing)(f"Prompt-variant changes at {where}: no variant shares an "
+                                                 f"experiment with the standard prompt. {notes}")
+                report.figure(missing, f"fig20_prompt_variants_{tag}_{budget_slug(budget)}", f"Fig. 20 at {where}.")
                 continue
             links = _delta_links(deltas, both, where)
-            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus the "
-                         f"standard prompt's per model, variant and pattern ('overall': all patterns), per selection seed "
-                         f"on the experiments both prompts hold, at {where}. {notes}", links)
+            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus "
+                         f"the standard prompt's per model, variant and pattern ('overall': all patterns), per "
+                         f"selection seed on the experiments both prompts hold, at {where}. {notes}", links)
             report.figure(later(variant_figures.variant_deltas)(deltas, f"{where}; {tasks_of(kept)}"),
                           f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
                           f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
@@ -112,8 +114,8 @@ def _variant_table(report, every, tag: str, name: str) -> None:
     report.table(table.round(4), f"table5_prompt_variants_{tag}",
                  f"Table 5 at {name}: per model, prompt variant and budget, π⁺/π⁻ chosen separately for each. "
                  + every.note(), links)
-    report.figure(later(variant_figures.variant_panels)(table, f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"),
-                  f"fig4_prompt_variants_{tag}",
+    title = f"Prompt variants (Fig. 4), {name}; {holds(every.frame)}"
+    report.figure(later(variant_figures.variant_panels)(table, title), f"fig4_prompt_variants_{tag}",
                   f"Fig. 4 at {name}: accuracy (top) and Δ (bottom) per prompt variant; sd over seeds; on the "
                   "matched experiments of Table 5.", (table.round(4), links))
 
@@ -126,7 +128,7 @@ def _delta_links(deltas: pd.DataFrame, both: dict[str, pairs.Matched], where: st
     for variant, matched in both.items():
         shown = matched.frame.assign(prompt_variant=variant)  # the row's variant: its own and the standard's
         for key, rows in groups(pd.concat([shown, shown.assign(pattern=variant_figures.OVERALL)]), by):
-            every = Experiments.of(f"{' · '.join(map(str, key))} against the standard prompt, {where}: the matched pairs",
-                                   rows)
+            every = Experiments.of(f"{' · '.join(map(str, key))} against the standard prompt, {where}: "
+                                   "the matched pairs", rows)
             found[key] = {c: every for c in ("delta_mean", "delta_sd", "seeds", "matched")}
     return aligned(deltas, by, found)

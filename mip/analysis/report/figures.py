@@ -64,12 +64,13 @@ def pattern_bars(patterns: pd.DataFrame, which: tuple[str, ...] | None = None, t
                 ax.annotate(f"0% ({int(count)})", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6,
                             rotation=90)
             elif pd.notna(count):
-                ax.annotate(f"{int(count)}", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6, rotation=90)
+                ax.annotate(f"{int(count)}", (bar.get_x() + bar.get_width() / 2, 1), ha="center", fontsize=6,
+                            rotation=90)
     ax.set_xticks(x, models, rotation=30, ha="right")
     ax.set_ylabel("valid-only accuracy (%)")
     ax.set_ylim(0, 105)
-    ax.set_title(title or "Accuracy by order pattern\n(error bars: sd over selection seeds; numbers: valid experiments)",
-                 fontsize=9)
+    ax.set_title(title or "Accuracy by order pattern\n"
+                 "(error bars: sd over selection seeds; numbers: valid experiments)", fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
@@ -195,8 +196,8 @@ def heatmap(table: pd.DataFrame, title: str, value_label: str, counts: pd.DataFr
 def _shown(value: float, fmt: str, scale: float) -> str:
     """A cell's value; a percentage below 10 keeps two significant digits (0.45 % is not "0", 4.5 % not "4").
 
-    >>> _shown(0.45, "{:.0f}", 100.0), _shown(4.5, "{:.0f}", 100.0), _shown(0.0, "{:.0f}", 100.0), _shown(63.2, "{:.0f}", 100.0)
-    ('0.45', '4.5', '0', '63')
+    >>> [_shown(value, "{:.0f}", 100.0) for value in (0.45, 4.5, 0.0, 63.2)]
+    ['0.45', '4.5', '0', '63']
     """
     if scale == 100.0 and 0 < abs(value) < 10:
         return f"{value:.2g}"
@@ -205,11 +206,13 @@ def _shown(value: float, fmt: str, scale: float) -> str:
 
 def error_kinds(frame: pd.DataFrame) -> dict[str, pd.Series]:
     """Fig. 14's kinds: which experiments of ``frame`` are mistakes, and which invalid by each kind."""
+    invalid = (InvalidKind.PARSE, InvalidKind.TRUNCATED, InvalidKind.INPUT_OVERFLOW)
     return {Verdict.INCORRECT: frame["verdict"] == Verdict.INCORRECT,
-            **{k: frame["invalid_kind"] == k for k in (InvalidKind.PARSE, InvalidKind.TRUNCATED, InvalidKind.INPUT_OVERFLOW)}}
+            **{k: frame["invalid_kind"] == k for k in invalid}}
 
 
-def error_types(frame: pd.DataFrame, title: str = "Error types per model (mistakes and invalid outputs by kind)") -> plt.Figure:
+def error_types(frame: pd.DataFrame,
+                title: str = "Error types per model (mistakes and invalid outputs by kind)") -> plt.Figure:
     """Fig. 14: share of experiments per model that are mistakes or invalid, by kind."""
     shares = pd.DataFrame(error_kinds(frame)).groupby(frame["model"]).mean()
     counts = frame.groupby("model").size()
@@ -252,7 +255,8 @@ def budget_outcomes(frame: pd.DataFrame, accuracy: pd.DataFrame, title: str) -> 
             bottom += values
         acc = accuracy[accuracy["budget"] == budget].set_index("pattern").reindex(names)["acc_mean"]
         for xi, a in zip(x, acc):  # just above the frame: the axis itself stops at 100
-            ax.annotate("n/a" if pd.isna(a) else f"{100 * a:.0f}", (xi, 101), ha="center", fontsize=6, annotation_clip=False)
+            ax.annotate("n/a" if pd.isna(a) else f"{100 * a:.0f}", (xi, 101), ha="center", fontsize=6,
+                        annotation_clip=False)
     ax.set_xticks(range(len(names)), [n.replace("_", "-") for n in names], rotation=30, ha="right")
     ax.set_ylabel("share of all experiments (%)")
     ax.set_ylim(0, 100)

@@ -41,7 +41,8 @@ def row_order(rows: pd.DataFrame) -> list[str]:
     before 100k, :func:`mip.analysis.slices.budget_order`), then pool."""
     firsts = rows.drop_duplicates("model")
     rank = {b: i for i, b in enumerate(slices.budget_order(firsts["budget"]))}
-    key = {m: (m.split(" · ")[0], rank[str(b)], str(p)) for m, b, p in zip(firsts["model"], firsts["budget"], firsts["pool"])}
+    key = {m: (m.split(" · ")[0], rank[str(b)], str(p))
+           for m, b, p in zip(firsts["model"], firsts["budget"], firsts["pool"])}
     return sorted(key, key=key.__getitem__)
 
 
@@ -134,15 +135,16 @@ def core_figures(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.D
                   f"All seven patterns per slice (Fig. 17) at {name}.",
                   numbers(patterns, rows, ["model", "pattern"], ACCURACY, what))
     by_task = in_row_order(stats.pattern_table(rows, ["model", "task"]), rows)
-    report.figure(later(figures.counterpart_pairs)(by_task, f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), "
-                                                     f"{name}; {holds(group)}"), f"fig18_counterparts_{tag}",
+    overlaid = f"Task accuracy per pattern, counterpart pairs overlaid (Fig. 18), {name}; {holds(group)}"
+    report.figure(later(figures.counterpart_pairs)(by_task, overlaid), f"fig18_counterparts_{tag}",
                   f"Fig. 18 at {name}: per task, each counterpart pair overlaid (filled: the first of the pair, "
                   "open: its counterpart) beside random; one row of panels per slice, as no figure pools two slices; "
                   "error bars: sd over selection seeds.",
                   numbers(by_task, rows, ["model", "task", "pattern"], ACCURACY, f"Experiments per task and pattern, "
                           f"{tag}"))
-    report.figure(later(figures.error_types)(rows, f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"),
-                  f"fig14_error_types_{tag}", f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.",
+    by_kind = f"Mistakes and invalid outputs by kind (Fig. 14), {name}; {holds(group)}"
+    report.figure(later(figures.error_types)(rows, by_kind), f"fig14_error_types_{tag}",
+                  f"Mistakes and invalid outputs by kind (Fig. 14) at {name}.",
                   behind.error_kinds(rows, tag))
 
 
@@ -160,17 +162,19 @@ def cell_figures(report, group: pd.DataFrame, rows: pd.DataFrame, tag: str, name
     counts = in_row_order(rows.groupby(["model", "task", "pattern"]).agg(
         invalid=("valid", lambda v: int((~v).sum())), experiments=("valid", "size")).reset_index(), rows)
     invalid, total = invalid.loc[columns, order].T, total.loc[columns, order].T
-    report.figure(later(figures.heatmap)(invalid, f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}",
-                                         "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
+    title = f"Invalid experiments per task and pattern (Fig. 15), {name}; {holds(group)}"
+    report.figure(later(figures.heatmap)(invalid, title, "invalid experiments", counts=total, scale=1.0, cmap="Reds"),
                   f"fig15_invalid_counts_{tag}",
                   "Invalid experiments per task × pattern (rows) and slice (columns); under each count, (n=…) the "
                   "experiments of that cell.", numbers(counts, rows, ["model", "task", "pattern"],
-                                                       ("invalid", "experiments"), f"Experiments per task and pattern, {tag}"))
+                                                       ("invalid", "experiments"),
+                                                       f"Experiments per task and pattern, {tag}"))
     per_task = stats.accuracy(rows, ["model", "task"])
     shown = [c for c in columns if c in set(per_task["model"])]
-    report.figure(later(figures.heatmap)(per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown],
-                                         f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}", "accuracy (%)",
-                                         counts=per_task.pivot(index="model", columns="task", values="valid").loc[shown]),
+    accuracy = per_task.pivot(index="model", columns="task", values="acc_mean").loc[shown]
+    valid = per_task.pivot(index="model", columns="task", values="valid").loc[shown]
+    report.figure(later(figures.heatmap)(accuracy, f"Valid-only accuracy per task (Fig. 16), {name}; {holds(group)}",
+                                         "accuracy (%)", counts=valid),
                   f"fig16_task_accuracy_{tag}", "Valid-only accuracy per slice and task, pooled over patterns and "
                   "labels.",
                   numbers(in_row_order(per_task, rows), rows, ["model", "task"], ACCURACY, f"Accuracy per task, {tag}"))

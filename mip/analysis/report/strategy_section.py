@@ -23,8 +23,8 @@ from mip.analysis.report.cells import Links, grouped  # noqa: E402
 
 
 #: The cost table's columns (each opens the slice's experiments in report.html).
-COST_COLUMNS = ("experiments", "calls per experiment", "prompt tokens per experiment", "completion tokens per experiment",
-                "cost per experiment (USD)", "total cost (USD)")
+COST_COLUMNS = ("experiments", "calls per experiment", "prompt tokens per experiment",
+                "completion tokens per experiment", "cost per experiment (USD)", "total cost (USD)")
 #: What a strategy's cost and count tables stand on (:func:`compared`).
 MATCHED = "matched with the single call"
 
@@ -52,8 +52,8 @@ def strategy_tables(frame: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, L
         "cost per experiment (USD)": g["cost"].mean(), "total cost (USD)": g["cost"].sum(min_count=1),
     }).reset_index().round(6)
     out.append((cost, "cost_and_tokens", "What each slice (strategies as their own rows) costs per experiment: calls, "
-                "prompt and completion tokens, and cost where the server reported it — the price of robustness." + where,
-                grouped(cost, frame, keys, COST_COLUMNS, f"Cost and tokens ({MATCHED})")))
+                "prompt and completion tokens, and cost where the server reported it — the price of robustness."
+                + where, grouped(cost, frame, keys, COST_COLUMNS, f"Cost and tokens ({MATCHED})")))
     counted = frame.dropna(subset=["count_error_majority"])
     if not counted.empty:
         c = counted.groupby([*keys, "pattern"], dropna=False)["count_error_majority"]
@@ -68,10 +68,10 @@ def strategy_tables(frame: pd.DataFrame) -> list[tuple[pd.DataFrame, str, str, L
         d = decomposed.groupby([*keys, "pattern"], dropna=False)
         table = pd.DataFrame({"experiments": d.size(), "instance accuracy": d["instance_accuracy"].mean(),
                               "missing share": d["missing_share"].mean()}).reset_index().round(4)
-        out.append((table, "decomposed_instances", "Decomposed strategy: accuracy of the per-instance labels and the share "
-                    "of instances left without a label, per slice and pattern." + where,
-                    grouped(table, decomposed, [*keys, "pattern"], ("experiments", "instance accuracy", "missing share"),
-                            f"Decomposed instances ({MATCHED})")))
+        columns = ("experiments", "instance accuracy", "missing share")
+        out.append((table, "decomposed_instances", "Decomposed strategy: accuracy of the per-instance labels and "
+                    "the share of instances left without a label, per slice and pattern." + where,
+                    grouped(table, decomposed, [*keys, "pattern"], columns, f"Decomposed instances ({MATCHED})")))
     return out
 
 
@@ -94,9 +94,11 @@ def position_errors(frame: pd.DataFrame, title: str, bins: int = 20) -> plt.Figu
         if width and not np.isnan(stack).all():
             with np.errstate(all="ignore"):
                 counts = (~np.isnan(stack)).sum(axis=0)
-                curves[pattern] = (np.where(counts > 0, np.nansum(stack, axis=0) / np.maximum(counts, 1), np.nan), len(rows))
+                mean = np.where(counts > 0, np.nansum(stack, axis=0) / np.maximum(counts, 1), np.nan)
+                curves[pattern] = (mean, len(rows))
     if not curves:
-        return Missing(f"{title}: no experiment of this slice labelled any instance, so there is no error rate to draw.")
+        return Missing(f"{title}: no experiment of this slice labelled any instance, so there is no error rate "
+                       "to draw.")
     fig, ax = plt.subplots(figsize=(8, 3.5))
     for pattern, (curve, count) in curves.items():
         ax.plot((np.arange(len(curve)) + 0.5) / len(curve) * 100, 100 * curve, marker="o", markersize=2,
@@ -137,4 +139,5 @@ def strategies(report, frame: pd.DataFrame, baseline: pd.DataFrame | None = None
         title = (f"Decomposed strategy: instance error rate by position, {slices.label(setting, slices.SLICE)}; "
                  f"{sections.holds(group)}")
         report.figure(later(position_errors)(group, title), f"position_error_rates_{tag}",
-                      "Decomposed strategy: per-instance error rate against relative position, per pattern, in one slice.")
+                      "Decomposed strategy: per-instance error rate against relative position, per pattern, "
+                      "in one slice.")
