@@ -64,9 +64,9 @@ class JobLoop:
                        if cfg.max_cost is not None else 0.0)
         """What the job may still spend (``max_cost``): reached, it sends nothing more."""
         self.waiting = InFlight()
+        """The requests sent and not yet answered, which the heartbeat tells of (mip.tracking.in_flight)."""
         self.settled: set[str] = set()
         """Experiments stored by this job, or left to another: the rest of a stopped job's are left unstored."""
-        """The requests sent and not yet answered, which the heartbeat tells of (mip.tracking.in_flight)."""
         self.record_configs = record_configs(cfg, self.allowed)
 
     def calls(self, requests: Iterable[Request]) -> Iterator[Completion]:
