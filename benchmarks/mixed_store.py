@@ -131,8 +131,8 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)  # the first analysis is a first
     print(f"analyze.py of {analysis.REPO} at {_commit(analysis.REPO)}, load average {os.getloadavg()[0]:.1f}")
     print("| run | records | wall s | CPU s | tables+figures wall / CPU s per 1k | report.html wall / CPU s per 1k "
-          "| peak MB | load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| figures encoded | peak MB | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     row("mixed store, first analysis", count, analyse(store, out))
     row("again, nothing changed", count, analyse(store, out))
     pages, own = page_bytes(out, store)
