@@ -1,5 +1,5 @@
 # The whole set-up on a fresh machine is one of these two commands:
-#   make run    create .venv if missing, install, run the embedded demo (mip/tools/embedded_demo.py), print its summary
+#   make run    create .venv if missing, install, run the embedded demo (mip/entry/demo_command.py), print its summary
 #   make test   install, then run the fast tests (README "Tests"; `make test-slow` runs the real-component ones)
 VENV ?= .venv
 PY := $(VENV)/bin/python

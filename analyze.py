@@ -20,7 +20,7 @@ import hydra
 from omegaconf import DictConfig
 
 from mip.entry import analyze_command
-from mip.tools.config_store import register
+from mip.entry.config_store import register
 
 register()
 

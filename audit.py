@@ -17,7 +17,7 @@ import hydra
 from omegaconf import DictConfig
 
 from mip.entry import audit_command
-from mip.tools.config_store import register
+from mip.entry.config_store import register
 
 register()
 

@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig
 
 from mip.entry import filter_command
-from mip.tools.config_store import register
+from mip.entry.config_store import register
 
 register()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from mip.entry.cli import quiet_library_bars, say_sweep_starts
 
 # torch's OpenMP threads wait passively: spinning, they fight for a busy machine's cores (a
-# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/tools/embedded_demo.py does the same).
+# decoding step of the embedded model took 2.7-5.9 s instead of 0.4-0.6 s; mip/entry/demo_command.py does the same).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 quiet_library_bars()  # before transformers is imported
 if __name__ == "__main__":
@@ -24,7 +24,7 @@ import hydra
 from omegaconf import DictConfig
 
 from mip.entry import run_command
-from mip.tools.config_store import register
+from mip.entry.config_store import register
 
 register()
 

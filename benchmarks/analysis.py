@@ -69,7 +69,7 @@ def build(root: Path, data_dir: str, paper_n: bool, shuffles: int) -> int:
     from omegaconf import OmegaConf
 
     from mip.job import run_job
-    from mip.tools.config_store import compose_conf
+    from mip.entry.config_store import compose_conf
 
     env = {**os.environ, "MIP_RESULTS_DIR": str(root), "HF_HUB_OFFLINE": "1"}
     common = ["task=all", "progress=false", "logger=none", f"data_dir={data_dir}", f"paths.results_dir={root}"]

@@ -51,7 +51,7 @@ API = [*[([f"n={n}", "p=0.6", "budget=20k", "task=arith", f"prompt_variant={v}"]
 
 def build(root: Path, data_dir: str) -> int:
     """Write the mixed store under ``root`` (``root/store``; job folders under ``root/jobs``); return its jobs."""
-    from mip.tools.config_store import compose_conf
+    from mip.entry.config_store import compose_conf
     from tests.fake_server import FakeServer
 
     env = {**os.environ, "MIP_RESULTS_DIR": str(root), "HF_HUB_OFFLINE": "1"}

@@ -32,7 +32,7 @@ def main() -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mip.tools.config_store import register
+    from mip.entry.config_store import register
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "raw"))

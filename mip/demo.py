@@ -1,6 +1,6 @@
-"""`python -m mip.demo`, as users type it: the command lives in :mod:`mip.tools.embedded_demo`."""
+"""`python -m mip.demo`, as users type it: the command lives in :mod:`mip.entry.demo_command`."""
 
-from mip.tools.embedded_demo import main
+from mip.entry.demo_command import main
 
 if __name__ == "__main__":
     main()

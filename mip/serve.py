@@ -1,8 +1,8 @@
-"""`python -m mip.serve`, as users type it: the command lives in :mod:`mip.tools.embedded_server`."""
+"""`python -m mip.serve`, as users type it: the command lives in :mod:`mip.entry.serve_command`."""
 
 import sys  # noqa: F401
 
-from mip.tools.embedded_server import main
+from mip.entry.serve_command import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,8 +1,8 @@
-"""`python -m mip.show`, as users type it: the command lives in :mod:`mip.tools.record_view`."""
+"""`python -m mip.show`, as users type it: the command lives in :mod:`mip.entry.show_command`."""
 
 import sys  # noqa: F401
 
-from mip.tools.record_view import main
+from mip.entry.show_command import main
 
 if __name__ == "__main__":
     sys.exit(main())

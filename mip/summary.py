@@ -1,8 +1,8 @@
-"""`python -m mip.summary`, as users type it: the command lives in :mod:`mip.tools.run_summary`."""
+"""`python -m mip.summary`, as users type it: the command lives in :mod:`mip.entry.summary_command`."""
 
 import sys  # noqa: F401
 
-from mip.tools.run_summary import main
+from mip.entry.summary_command import main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

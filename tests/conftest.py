@@ -26,7 +26,7 @@ needs_raw = pytest.mark.skipif(not RAW.is_dir(), reason=f"shared data not found 
 def registered() -> None:
     """mip's schemas in Hydra's ConfigStore, once per test process: the store is a process-wide
     singleton, and registering again re-converts every schema (a tenth of each compose's time)."""
-    from mip.tools.config_store import register
+    from mip.entry.config_store import register
 
     register()
 

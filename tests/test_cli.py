@@ -226,7 +226,7 @@ def test_unknown_keys_are_those_the_backends_schema_lacks():
 
     from mip.entry.cli import unknown_keys
     from mip.config import Config
-    from mip.tools.config_store import register
+    from mip.entry.config_store import register
 
     register()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

@@ -100,7 +100,7 @@ def test_every_launcher_composes(launcher, monkeypatch):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from mip.tools.config_store import register
+    from mip.entry.config_store import register
 
     monkeypatch.setenv("MIP_SLURM_PARTITION", "gpu-part")
     register()
@@ -125,7 +125,7 @@ def test_presets_sweep_the_papers_grids(preset, params):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from mip.tools.config_store import register
+    from mip.entry.config_store import register
 
     register()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

@@ -21,7 +21,7 @@ _FIGURE = "draws matplotlib figures from an analysis frame; tests/test_report*.p
 _SOURCE = "reads a dataset's raw files (shared/data/raw) or the Hugging Face hub"
 _HYDRA = "composes configs or runs as a Hydra entry point; tests/test_cli.py and test_config.py run it"
 _PACKAGE = "a package's registry and re-exports; its modules hold the examples"
-_SHIM = "`python -m mip.<tool>` as users type it: only calls the tool's main in mip.tools"
+_SHIM = "`python -m mip.<command>` as users type it: only calls the command's main in mip.entry"
 
 #: Modules that run no example, each with the reason no example can run in a docstring.
 NO_EXAMPLE: dict[str, str] = {
@@ -35,7 +35,9 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.analysis.report.compared": "a section needs a Report and the records of a partial grid (tests/test_matched.py)",
     "mip.tools.prompt_source": "rebuilding needs a stored record, its task config and its pool (tests/test_show.py)",
     "mip.tools.embedded_server": _MODEL,
-    "mip.tools.config_store": _HYDRA,
+    "mip.entry.config_store": _HYDRA,
+    "mip.entry.demo_command": "runs SmolLM2 end to end (minutes)",
+    "mip.entry.serve_command": _MODEL,
     "mip.entry.hydra_callbacks": _HYDRA,
     "mip.entry.run_command": _HYDRA,
     "mip.entry.analyze_command": _HYDRA,

@@ -16,7 +16,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from mip.config import ModelConfig
-from mip.tools.config_store import register
+from mip.entry.config_store import register
 from mip.experiment.instances import REGISTRY, Pattern, arrange, regions
 from mip.job import run_job
 from mip.models import BACKENDS, Backend, Completion, Request

@@ -29,7 +29,7 @@ def filter_config(tmp_path, *overrides):
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mip.tools.config_store import register
+    from mip.entry.config_store import register
 
     register()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):

@@ -21,6 +21,7 @@ import pytest
 from mip.analysis.analyze import analyze
 from mip.analysis.report import figures
 from mip.job import run_job
+from mip.entry.shipped_tasks import shipped
 from mip.tools.prompt_source import Rebuilder
 
 from .conftest import REPO, compose, unencoded, vary
@@ -35,7 +36,7 @@ def _analyze(out: Path, *extra: str, encode: bool = True) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         if not encode:  # the W&B report's figures are not what is tested here
             patch.setattr(figures, "save", unencoded)
-        return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent  # as analyze.py does
+        return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, shipped(REPO / "conf"))).parent  # as analyze.py does
 
 
 @pytest.fixture(scope="module")

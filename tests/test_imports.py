@@ -34,8 +34,8 @@ ALLOWED = {
     "entry": {"registry", "config", "data", "experiment", "store", "tracking", "models", "strategies", "job",
               "analysis", "attribution", "tools"},
 }
-# Root modules kept for users: `python -m mip.show` etc., each calling its tool's main.
-SHIMS = {"show": "record_view", "summary": "run_summary", "demo": "embedded_demo", "serve": "embedded_server"}
+# Root modules kept for users: `python -m mip.show` etc., each calling its command's main in mip/entry/.
+SHIMS = {"show": "show_command", "summary": "summary_command", "demo": "demo_command", "serve": "serve_command"}
 
 
 def modules() -> dict[str, Path]:
@@ -111,7 +111,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 def package_of(module: str) -> str:
     parts = module.split(".")
-    return "mip" if len(parts) == 1 else "tools" if parts[1] in SHIMS else parts[1]
+    return "mip" if len(parts) == 1 else "entry" if parts[1] in SHIMS else parts[1]
 
 
 def test_find_cycle_reports_the_cycle_it_finds():
@@ -161,9 +161,38 @@ def test_an_import_inside_a_function_counts(tmp_path):
 @pytest.mark.parametrize("shim", sorted(SHIMS))
 def test_the_shims_only_point_elsewhere(shim):
     """A root shim holds no code of its own and no trick (it never puts another module in its
-    place in ``sys.modules``): ``python -m mip.<shim>`` calls its tool's main."""
+    place in ``sys.modules``): ``python -m mip.<shim>`` calls its command's main in mip/entry/."""
     import importlib
 
     text = (MIP / f"{shim}.py").read_text()
     assert len(text.splitlines()) <= 12 and "sys.modules" not in text
-    assert importlib.import_module(f"mip.{shim}").main is importlib.import_module(f"mip.tools.{SHIMS[shim]}").main
+    assert importlib.import_module(f"mip.{shim}").main is importlib.import_module(f"mip.entry.{SHIMS[shim]}").main
+
+
+def composing(path: Path) -> list[str]:
+    """What in ``path`` composes a Hydra config: an import of hydra (its Compose API, its ConfigStore) and
+    a call of :func:`mip.entry.config_store.compose_conf`, ``line: text`` each."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        called = isinstance(node, ast.Call) and ast.unparse(node.func).rpartition(".")[2] == "compose_conf"
+        if called or any(n == "hydra" or n.startswith("hydra.") for n in names):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_tool_composes_a_config():
+    """Entry is every command's plumbing and ``main`` (composing configs included), tools what the commands
+    do: a tool takes composed configs, or a composing callable, from its command in mip/entry/."""
+    found = {module: hits for module, path in modules().items() if module.startswith("mip.tools.")
+             and (hits := composing(path))}
+    assert not found, f"mip/tools/ composes configs; do it in the command's mip/entry/ module: {found}"
+
+
+def test_the_composing_check_finds_a_compose(tmp_path):
+    tool = tmp_path / "tool.py"
+    tool.write_text("def tasks(conf):\n    from hydra import compose\n    return config_store.compose_conf(conf)\n")
+    assert composing(tool) == ["2: from hydra import compose", "3: config_store.compose_conf(conf)"]
+    tool.write_text("from omegaconf import OmegaConf\ndef tasks(compose):\n    return compose('task=all')\n")
+    assert composing(tool) == []

@@ -42,7 +42,7 @@ def test_an_audit_runs_from_a_copy_of_the_package_with_no_conf_beside_it(tmp_pat
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mip.tools.config_store import register
+    from mip.entry.config_store import register
 
     table = tmp_path / "reviews.csv"
     rows = pd.DataFrame({"text": [f"What is {i} + 1?" for i in range(40)], "label": ["even", "odd"] * 20})
@@ -63,7 +63,7 @@ from pathlib import Path
 import mip
 from mip.tools.audit import run_audit
 from mip.config import AuditConfig
-from mip.tools.config_store import load_saved
+from mip.entry.config_store import load_saved
 assert Path(mip.__file__).is_relative_to(Path(sys.argv[1])), mip.__file__
 print(run_audit(load_saved(sys.argv[2], AuditConfig)))
 """
@@ -78,17 +78,18 @@ print(run_audit(load_saved(sys.argv[2], AuditConfig)))
 
 
 def test_show_and_serve_read_the_config_folder_they_are_given(tmp_path):
-    from mip.tools.embedded_server import serve_command
+    from mip.entry.serve_command import command_line
+    from mip.entry.shipped_tasks import shipped
     from mip.tools.prompt_source import ShowError, task_config
 
     with pytest.raises(ShowError, match="no config folder .*pass --conf"):
-        task_config("arith", {}, tmp_path)
-    assert task_config("arith", {}, REPO / "conf").labels == ["even_number", "odd_number"]
+        task_config("arith", {}, shipped(tmp_path))
+    assert task_config("arith", {}, shipped(REPO / "conf")).labels == ["even_number", "odd_number"]
     with pytest.raises(SystemExit, match="No config folder"):
-        serve_command(tmp_path)
+        command_line(tmp_path)
     own = tmp_path / "conf"
     shutil.copytree(REPO / "conf", own)
     server = own / "model" / "smollm2_135m_server.yaml"
     server.write_text(yaml.safe_dump({**yaml.safe_load(server.read_text()), "base_url": "http://127.0.0.1:8123/v1"}))
-    command, url = serve_command(own)
+    command, url = command_line(own)
     assert url == "http://127.0.0.1:8123/v1" and command[command.index("--port") + 1] == "8123"

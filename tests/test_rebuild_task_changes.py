@@ -16,10 +16,11 @@ import pytest
 
 from mip.analysis.analyze import analyze
 from mip.analysis.report import figures
+from mip.entry.shipped_tasks import shipped
+from mip.entry.show_command import main as show_main
 from mip.job import run_job
 from mip.store import Store
 from mip.tools.prompt_source import Rebuilder
-from mip.tools.record_view import main as show_main
 
 from .conftest import REPO, compose, unencoded, vary
 from .test_report_scale import counted  # noqa: F401 - fixture
@@ -90,7 +91,7 @@ def _report(tmp, folder, out: str):
                   f"coverage.model_dir={REPO / 'conf' / 'model'}", config_name="analyze")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(figures, "save", unencoded)
-        return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+        return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, shipped(REPO / "conf"))).parent
 
 
 def _pages_rebuilt(report, records) -> None:
@@ -105,7 +106,7 @@ def test_a_change_the_task_file_cannot_take_is_said_in_one_line(changed):
     tmp, records = changed
     record = records["labels"][0]
     odd = record.model_copy(update={"config": {**record.config, "task": {"arith.prompt.gone": "x"}}})
-    prompt, how = Rebuilder({}, tmp, tmp / "cache", REPO / "conf")(odd)
+    prompt, how = Rebuilder({}, tmp, tmp / "cache", shipped(REPO / "conf"))(odd)
     assert prompt is None and how.startswith("not rebuilt: ") and "prompt.gone" in how and "\n" not in how
 
 

@@ -14,8 +14,9 @@ import pytest
 from mip.analysis.analyze import analyze
 from mip.analysis.report import figures
 from mip.job import run_job
-from mip.tools import config_store, prompt_source
-from mip.tools.prompt_source import Rebuilder
+from mip.entry import config_store, shipped_tasks
+from mip.entry.shipped_tasks import shipped
+from mip.tools.prompt_source import Rebuilder, task_config
 
 from .conftest import REPO, compose, unencoded, vary
 
@@ -42,9 +43,9 @@ def _analyze(store: Path, out: Path, *extra: str, in_hydra: bool = False, save=u
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(figures, "save", save)
         if not in_hydra:
-            return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+            return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, shipped(REPO / "conf"))).parent
         with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-            return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, REPO / "conf")).parent
+            return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, shipped(REPO / "conf"))).parent
 
 
 @pytest.fixture
@@ -58,12 +59,9 @@ def counted(monkeypatch):
         return compose_conf(*args, **kwargs)
 
     monkeypatch.setattr(config_store, "compose_conf", counting)
-    forget = getattr(prompt_source, "conf_tasks", None)  # the per-process memory of composed task files
-    if forget is not None:
-        forget.cache_clear()
+    shipped_tasks.conf_tasks.cache_clear()  # the per-process memory of composed task files
     yield calls
-    if forget is not None:
-        forget.cache_clear()
+    shipped_tasks.conf_tasks.cache_clear()
 
 
 def test_a_store_is_analysed_with_no_composition_per_record(tmp_path, counted):
@@ -85,13 +83,13 @@ def test_the_papers_five_task_configs_are_one_composition(counted):
     from mip.config import TaskConfig
     from omegaconf import OmegaConf
 
-    got = {name: prompt_source.task_config(name, {}, REPO / "conf") for name in ("math", "ner", "wsd", "sentiment")}
+    got = {name: task_config(name, {}, shipped(REPO / "conf")) for name in ("math", "ner", "wsd", "sentiment")}
     assert counted == [(str(REPO / "conf"), "task=all")], counted
     for name, task in got.items():
         alone = config_store.compose_conf(REPO / "conf", f"task={name}").task[name]
         assert task == OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), alone)), name
     counted.clear()
-    assert prompt_source.task_config("arith", {}, REPO / "conf").name == "arith"
+    assert task_config("arith", {}, shipped(REPO / "conf")).name == "arith"
     assert counted == [(str(REPO / "conf"), "task=arith")], counted
 
 

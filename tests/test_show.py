@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from mip.store import Store
-from mip.tools.record_view import clipped, main
+from mip.entry.show_command import main
+from mip.tools.record_view import clipped
 
 from . import stored
 from .conftest import REPO, run_entry
@@ -214,7 +215,7 @@ HOSTILE = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b[1A\x1b[2Kverdict: correct\r\x9b2J\u
 def test_a_reply_holding_terminal_control_codes_prints_none_raw(job, results):
     """A hostile reply cannot clear the screen, set the title, erase lines or forge a verdict:
     mip.show and mip.summary print its control characters escaped."""
-    from mip.tools.run_summary import main as summary_main
+    from mip.entry.summary_command import main as summary_main
 
     folder, records = job
     attempt = records[0].attempts[0]

@@ -228,7 +228,7 @@ def test_a_job_config_saved_when_every_strategy_had_decomposed_s_settings_still_
 
     import yaml
 
-    from mip.tools.config_store import load_saved
+    from mip.entry.config_store import load_saved
     from mip.config.redact import to_plain
 
     saved = to_plain(compose("model=mock", "task=arith"))

@@ -1,6 +1,6 @@
 """Structured config: the dataclass schemas that the YAML files under ``conf/`` extend.
 
-They are registered in Hydra's ConfigStore by :func:`mip.tools.config_store.register` (``config_schema``, the
+They are registered in Hydra's ConfigStore by :func:`mip.entry.config_store.register` (``config_schema``, the
 primary config's base, and one ``model_schema/<backend>`` per backend), so a wrong key or
 type in any YAML file or override fails at composition time, on the login node, before
 anything runs. Entry points turn the composed config into a :class:`Config` once

@@ -1,7 +1,7 @@
 """The schemas of a model config: the fields every backend has, and one schema per backend.
 
 Each ``conf/model/<name>.yaml`` extends its backend's schema, which
-:func:`mip.tools.config_store.register` stores in Hydra's ConfigStore as ``model_schema/<backend>``
+:func:`mip.entry.config_store.register` stores in Hydra's ConfigStore as ``model_schema/<backend>``
 (the backend's name in :data:`mip.models.BACKENDS`, which also sets ``backend``):
 
     # conf/model/gemma4_31b.yaml

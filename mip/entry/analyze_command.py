@@ -22,6 +22,7 @@ from mip.analysis.slices import SliceError
 from mip.config import AnalyzeConfig
 from mip.entry.cli import check_overrides, folders_as_results
 from mip.entry.reports import check_out_dir, kept
+from mip.entry.shipped_tasks import shipped
 from mip.tools.prompt_source import Rebuilder
 
 STOPPED = "analyze.py: stopped (Ctrl-C); run it again to write the report."
@@ -33,7 +34,7 @@ def run(cfg: DictConfig, conf: Path) -> None:
     if config.coverage.model_dir is None:  # what each model's traces are: the model configs shipped here
         config.coverage.model_dir = str(conf / "model")
     try:
-        path = analyze(config, show=print, prompts=Rebuilder.maker(config.paths.cache_dir, conf))
+        path = analyze(config, show=print, prompts=Rebuilder.maker(config.paths.cache_dir, shipped(conf)))
     except (ResultsError, SliceError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

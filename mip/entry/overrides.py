@@ -76,7 +76,7 @@ def config_groups(conf_dir: Path, config_name: str) -> dict[str, str]:
 def _option_registries() -> dict[str, Any]:
     """The config groups whose options extend their field's schema: each option file names its
     own (``- /model_schema/<backend>@_here_``, ``- /strategy_schema/<name>@_here_``), stored by
-    mip.tools.config_store from these registries."""
+    mip.entry.config_store from these registries."""
     from mip.models import schemas as model_schemas
     from mip.strategies import schemas as strategy_schemas
 

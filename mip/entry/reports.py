@@ -39,7 +39,7 @@ def check_out_dir(args: list[str], conf_dir: str | os.PathLike, config_name: str
     from omegaconf import OmegaConf
 
     from mip.analysis.out_dirs import taken
-    from mip.tools.config_store import compose_conf
+    from mip.entry.config_store import compose_conf
 
     if _NO_RUN & set(args) or {"-m", "--multirun"} & set(args):
         return None

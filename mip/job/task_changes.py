@@ -96,7 +96,7 @@ def conf_folders() -> list[Path]:
 
 
 def composed_from(folder: str) -> None:
-    """Note a config folder this process composed a job's config from (:func:`mip.tools.config_store.compose_conf`)."""
+    """Note a config folder this process composed a job's config from (:func:`mip.entry.config_store.compose_conf`)."""
     if folder not in _COMPOSED:
         _COMPOSED.append(folder)
 

@@ -1,3 +1,3 @@
-"""The commands a researcher runs beside the entry points (``python -m mip.show``, ``mip.summary``,
-``mip.demo``, ``mip.serve``, ``preflight=…``, ``audit.py``, ``filter.py``) and what they print; the entry
-points' own plumbing is :mod:`mip.entry`."""
+"""What the commands beside the pipeline do (``python -m mip.show``, ``mip.summary``, ``mip.demo``,
+``mip.serve``, ``preflight=…``, ``audit.py``, ``filter.py``) and what they print, from configs already
+composed; every command's plumbing and ``main`` is :mod:`mip.entry`'s."""

@@ -4,6 +4,10 @@ up to 174 s when other work shared it (benchmarks/RESULTS.md, "The demo").
 
     python -m mip.demo [--conf conf]   # what `make run` runs; results under $MIP_RESULTS_DIR or results/
 
+The command (:mod:`mip.entry.demo_command`) hands :func:`run_demo` a ``compose`` that gives a config
+of the config folder as its entry point composes it (``compose("analyze", "core=[10,0.6]", …)``) and
+the record pages' prompt rebuilder: this module composes no config itself.
+
 Four steps, each the work of one command a study uses (printed before it, to reuse):
 
 1. ``python run.py -m +experiment=demo`` — SmolLM2-135M-Instruct (shipped in the
@@ -32,11 +36,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +47,8 @@ import pandas as pd
 
 SIMULATED = ("simulated_first_k", "simulated_unbiased")
 
-
-def compose(conf: Path, config_name: str, *overrides: str) -> Any:
-    """A config of the config folder ``conf`` as its entry point composes it, as the schema's dataclass."""
-    from omegaconf import OmegaConf
-
-    from mip.tools.config_store import compose_conf
-
-    return OmegaConf.to_object(compose_conf(conf, *overrides, config_name=config_name))
+#: ``(config_name, *overrides)`` → that config of the config folder, composed as its entry point composes it.
+Compose = Callable[..., Any]
 
 
 @contextlib.contextmanager
@@ -85,7 +82,7 @@ def progress_lines() -> Iterator[None]:
         logger.propagate = propagate
 
 
-def real_model(results: Path, conf: Path) -> Path:
+def real_model(results: Path, compose: Compose) -> Path:
     """SmolLM2's seven pattern jobs, their first requests generated in one batch."""
     from mip.config import PatternConfig
     from mip.experiment.instances import PATTERNS
@@ -93,7 +90,7 @@ def real_model(results: Path, conf: Path) -> Path:
     from mip.job.prefetch import prefetch_jobs
     from mip.models import build_backend
 
-    base = compose(conf, "config", "+experiment=demo", f"paths.results_dir={results}", "progress=false")
+    base = compose("config", "+experiment=demo", f"paths.results_dir={results}", "progress=false")
     configs = [dataclasses.replace(base, pattern=PatternConfig(name=p)) for p in PATTERNS]
     checks = [check_job(cfg, builds_backend=False) for cfg in configs]  # each job's, once (one backend for all)
     backend = build_backend(configs[0].model, configs[0].paths.cache_dir)
@@ -108,7 +105,7 @@ def real_model(results: Path, conf: Path) -> Path:
     return folder
 
 
-def simulated_models(results: Path, conf: Path) -> Path:
+def simulated_models(results: Path, compose: Compose) -> Path:
     """The simulated models over every pattern and three selection seeds: 42 jobs."""
     from mip.config import PatternConfig
     from mip.experiment.instances import PATTERNS
@@ -116,7 +113,7 @@ def simulated_models(results: Path, conf: Path) -> Path:
 
     folder = results / "demo" / "jobs" / "simulated"
     for model in SIMULATED:
-        base = compose(conf, "config", f"model={model}", "task=arith", "n=20", "p=0.6", "budget=smoke",
+        base = compose("config", f"model={model}", "task=arith", "n=20", "p=0.6", "budget=smoke",
                        "progress=false", f"paths.results_dir={results}")
         for pattern in PATTERNS:
             for seed in (0, 1, 2):
@@ -125,19 +122,20 @@ def simulated_models(results: Path, conf: Path) -> Path:
     return folder
 
 
-def report(results: Path, conf: Path, out: str, core: str, models: str) -> Path:
+def report(results: Path, compose: Compose, prompts: Callable, out: str, core: str, models: str) -> Path:
+    """analyze.py's report; ``prompts`` rebuilds a record's prompt for its record pages
+    (:meth:`mip.tools.prompt_source.Rebuilder.maker`)."""
     from mip.analysis.analyze import analyze
-    from mip.tools.prompt_source import Rebuilder
 
-    cfg = compose(conf, "analyze", f"results=[{results / 'store'}]", f"out_dir={results / 'demo' / out}",
+    cfg = compose("analyze", f"results=[{results / 'store'}]", f"out_dir={results / 'demo' / out}",
                   f"core={core}", f"where.model={models}")
-    return analyze(cfg, prompts=Rebuilder.maker(cfg.paths.cache_dir, conf))  # report.html's record pages
+    return analyze(cfg, prompts=prompts)
 
 
-def replay(results: Path, conf: Path) -> Path:
+def replay(results: Path, compose: Compose) -> Path:
     from mip.attribution.replay import attribute
 
-    return attribute(compose(conf, "attribute", "model=smollm2_135m", "task=arith", f"results=[{results / 'store'}]",
+    return attribute(compose("attribute", "model=smollm2_135m", "task=arith", f"results=[{results / 'store'}]",
                              "max_replays=1", "checkpointing=false", f"out_dir={results / 'demo' / 'attribution'}"))
 
 
@@ -176,7 +174,7 @@ def summary(results: Path) -> str:
     return "\n".join(lines)
 
 
-def run_all(results: Path, conf: Path, times: dict[str, float]) -> None:
+def run_all(results: Path, compose: Compose, prompts: Callable, times: dict[str, float]) -> None:
     """The four steps, each after the command that does the same."""
     from mip.tools.run_summary import describe
 
@@ -184,59 +182,34 @@ def run_all(results: Path, conf: Path, times: dict[str, float]) -> None:
     simulated = ",".join(SIMULATED)
     with step("SmolLM2's 7 jobs", "python run.py -m +experiment=demo", "the same jobs, here in one process", times,
               log):
-        jobs = real_model(results, conf)
+        jobs = real_model(results, compose)
     # the batch ran ahead of the jobs (mip.job.prefetch): the step's time is what the model took
     print("== sweep summary ==\n" + describe(jobs, took_s=times["SmolLM2's 7 jobs"]), flush=True)
     command = f"python analyze.py results=[{store}] out_dir={demo / 'report'} core=[10,0.6] where.model=smollm2_135m"
     with step("its report", command, "the report of SmolLM2's records", times, log):
-        path = report(results, conf, "report", "[10,0.6]", "smollm2_135m")
+        path = report(results, compose, prompts, "report", "[10,0.6]", "smollm2_135m")
     print(f"Report: {path}")
     command = (f"python attribute.py model=smollm2_135m task=arith results=[{store}] max_replays=1 checkpointing=false "
                f"out_dir={demo / 'attribution'}")
     with step("the replay", command, "one Input × Gradient replay", times, log):
-        path = replay(results, conf)
+        path = replay(results, compose)
     print(f"Attribution: {path}")
     command = f"python run.py -m model={simulated} task=arith n=20 p=0.6 'pattern=glob(*)' seed=0,1,2 budget=smoke"
     with step("the simulated 42 jobs", command, "simulated models, not LLMs: 42 jobs", times, log):
-        jobs = simulated_models(results, conf)
+        jobs = simulated_models(results, compose)
     print("== sweep summary ==\n" + describe(jobs), flush=True)
     command = (f"python analyze.py results=[{store}] out_dir={demo / 'simulated'} core=[20,0.6] "
                f"where.model=[{simulated}]")
     with step("their report", command, "the simulated models' report", times, log):
-        path = report(results, conf, "simulated", "[20,0.6]", f"[{simulated}]")
+        path = report(results, compose, prompts, "simulated", "[20,0.6]", f"[{simulated}]")
     print(f"Report: {path}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m mip.demo", description="The embedded demo that `make run` runs.")
-    parser.add_argument("--conf", type=Path, default="conf",
-                        help="the repository's config folder (default: conf in the folder you are in)")
-    args = parser.parse_args(argv)
-    # Before torch loads: OpenMP threads that spin while they wait made two torch threads on a
-    # busy two-core machine 5-10x slower than one (benchmarks/RESULTS.md, "The demo"); waiting passively keeps
-    # the second core's gain when the machine is idle.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from mip.attribution.replay import AttributionError
-    from mip.data import DataError
-    from mip.job import StoreError
-    from mip.models import BackendSetupError
-
-    results = Path(compose(args.conf, "config").paths.results_dir).expanduser().resolve()  # conf/paths/default.yaml
+def run_demo(results: Path, compose: Compose, prompts: Callable) -> None:
+    """The demo under ``results`` (``results/demo`` rewritten, the store kept), its summary and its time."""
     shutil.rmtree(results / "demo", ignore_errors=True)
     start, times = time.monotonic(), {}
-    try:
-        run_all(results, args.conf, times)
-    except (ValueError, FileNotFoundError, DataError, BackendSetupError, StoreError, AttributionError) as e:
-        # each says what to do: one line, no traceback
-        sys.exit(f"error: {e}")
+    run_all(results, compose, prompts, times)
     print(summary(results))
     steps = ", ".join(f"{label} {seconds:.0f} s" for label, seconds in times.items())
     print(f"\nThe demo took {time.monotonic() - start:.0f} s ({steps}); job logs: {results / 'demo' / 'jobs.log'}.")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,20 +1,20 @@
 """A stored record's prompt rebuilt, as ``python -m mip.show`` and report.html's record pages
-show it: the record's task config (the job folder's own copy, else ``conf/task/`` composed by
-name with the changes the record says its job made to it), its pool (a cached or filtered pool
-file of its version, else the pool built again), and the prompt rebuilt from both and checked
-against the record's hash (:func:`mip.strategies.rebuild.rebuild_prompt`).
+show it: the record's task config (the job folder's own copy, else the task as shipped, which the
+caller's ``shipped`` gives by name, with the changes the record says its job made to it), its pool
+(a cached or filtered pool file of its version, else the pool built again), and the prompt rebuilt
+from both and checked against the record's hash (:func:`mip.strategies.rebuild.rebuild_prompt`).
 
-    rebuild = Rebuilder(job_tasks, results_dir, cache_dir, conf_dir)   # the paths group's folders
+    rebuild = Rebuilder(job_tasks, results_dir, cache_dir, shipped)   # the paths group's folders
     prompt, how = rebuild(record)          # (None, "not rebuilt: …") where it cannot be
 
-Exercised by ``pytest tests/test_show.py tests/test_html_report.py``.
+The commands pass :func:`mip.entry.shipped_tasks.shipped` (``conf/task/`` composed by name, once a
+process): this module composes no config. Exercised by ``pytest tests/test_show.py tests/test_html_report.py``.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +22,23 @@ from mip.config import TaskConfig
 from mip.experiment.records import Record
 from mip.job.task_changes import applied
 
+#: A task by name as the config folder ships it; raises :class:`ShowError` for one it does not ship.
+Shipped = Callable[[str], TaskConfig]
+
 
 class ShowError(Exception):
     """What went wrong, in one line that says what to do."""
 
 
-def task_config(name: str, job_tasks: dict[str, dict], conf_dir: Path,
+def task_config(name: str, job_tasks: dict[str, dict], shipped: Shipped,
                 changed: Mapping[str, Any] | None = None) -> TaskConfig:
-    """The task's config: the job's own copy when at hand, else ``conf_dir/task/`` composed by name
-    with ``changed`` applied (a record's ``config["task"]``: :func:`mip.job.task_changes.applied`).
-    Each task file is composed once a process (:func:`conf_tasks`; the tasks ``task/all.yaml`` lists
-    from its one composition, so a store of the paper's five composes once, not five times)."""
+    """The task's config: the job's own copy when at hand, else ``shipped(name)`` with ``changed``
+    applied (a record's ``config["task"]``: :func:`mip.job.task_changes.applied`)."""
     if name in job_tasks:
         from omegaconf import OmegaConf
 
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TaskConfig), job_tasks[name]))
-    return applied(shipped_config(name, conf_dir), changed or {})
+    return applied(shipped(name), changed or {})
 
 
 def task_changes_of(record: Record) -> dict[str, Any]:
@@ -45,46 +46,6 @@ def task_changes_of(record: Record) -> dict[str, Any]:
     records held it)."""
     changed = record.config.get("task")
     return changed if isinstance(changed, dict) else {}
-
-
-def shipped_config(name: str, conf_dir: Path) -> TaskConfig:
-    """The task as ``conf_dir/task/`` ships it, composed by name."""
-    from omegaconf import OmegaConf
-
-    folder = conf_dir.expanduser() / "task"
-    if not folder.is_dir():
-        raise ShowError(f"Task {name!r}: no config folder {folder}; run from the repository folder, pass "
-                        "--conf <repository>/conf, or pass the job folder instead of the key.")
-    together = ["all"] if name in _listed(folder / "all.yaml") else []  # the paper's five: one composition
-    candidates = [*together, name] + [f.stem for f in sorted(folder.glob("*.yaml")) if f.stem not in (name, "all")]
-    for option in candidates:
-        if (folder / f"{option}.yaml").is_file() and name in (tasks := conf_tasks(str(conf_dir.expanduser()), option)):
-            return OmegaConf.to_object(tasks[name])
-    raise ShowError(f"No task config named {name!r} in {folder}; pass the job folder instead of the key.")
-
-
-@functools.lru_cache(maxsize=None)
-def _listed(path: Path) -> tuple[str, ...]:
-    """The task files a group file such as ``task/all.yaml`` composes (its defaults list)."""
-    import yaml
-
-    try:
-        defaults = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("defaults") or []
-    except (OSError, yaml.YAMLError):
-        return ()
-    return tuple(d for d in defaults if isinstance(d, str))
-
-
-@functools.lru_cache(maxsize=None)
-def conf_tasks(conf_dir: str, option: str):
-    """The tasks ``task=<option>`` composes from the config folder ``conf_dir``, composed once a
-    process (empty where it needs what this machine lacks)."""
-    from mip.tools.config_store import compose_conf
-
-    try:
-        return compose_conf(conf_dir, f"task={option}").task
-    except Exception:  # noqa: BLE001 - a task file that needs what this machine lacks
-        return {}
 
 
 def pool_for(record: Record, task: TaskConfig, results_dir: Path, cache_dir: Path):
@@ -121,7 +82,7 @@ def _version(path: Path) -> str | None:
 class Rebuilder:
     """Prompts rebuilt, with each (task, pool version) loaded once — or found missing once: mip.show
     (one for all the records it prints) and report.html's record pages (``Rebuilder.maker(cache_dir,
-    conf_dir)`` is what :func:`mip.analysis.analyze.analyze` takes as ``prompts``; the rebuilders it
+    shipped)`` is what :func:`mip.analysis.analyze.analyze` takes as ``prompts``; the rebuilders it
     makes, one per folder read, share what they loaded).
 
     The task config is the job's own copy where the folder read holds one, else the shipped task with
@@ -130,13 +91,13 @@ class Rebuilder:
     own changes."""
 
     @classmethod
-    def maker(cls, cache_dir: Path, conf_dir: Path):
+    def maker(cls, cache_dir: Path, shipped: Shipped):
         loaded: dict[tuple, tuple | str] = {}
-        return lambda tasks, results_dir: cls(tasks, Path(results_dir), Path(cache_dir), Path(conf_dir), loaded)
+        return lambda tasks, results_dir: cls(tasks, Path(results_dir), Path(cache_dir), shipped, loaded)
 
-    def __init__(self, tasks: dict[str, dict], results_dir: Path, cache_dir: Path, conf_dir: Path,
+    def __init__(self, tasks: dict[str, dict], results_dir: Path, cache_dir: Path, shipped: Shipped,
                  loaded: dict[tuple, tuple | str] | None = None):
-        self.tasks, self.results_dir, self.cache_dir, self.conf_dir = tasks, results_dir, cache_dir, conf_dir
+        self.tasks, self.results_dir, self.cache_dir, self.shipped = tasks, results_dir, cache_dir, shipped
         self.loaded = {} if loaded is None else loaded
         """(task, pool version, where from, which task config) → (task config, pool), or why they could not be had."""
 
@@ -166,7 +127,7 @@ class Rebuilder:
         which = (name, record.pool_version, str(self.results_dir), json.dumps(source, sort_keys=True, default=str))
         if which not in self.loaded:
             try:
-                task = task_config(name, job_tasks, self.conf_dir, changed)
+                task = task_config(name, job_tasks, self.shipped, changed)
                 self.loaded[which] = (task, pool_for(record, task, self.results_dir, self.cache_dir))
             except (ShowError, ValueError, DataError) as e:
                 self.loaded[which] = str(e)

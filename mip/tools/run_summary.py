@@ -1,7 +1,6 @@
-"""What a job or a sweep did, as a verdict table per pattern (printed at the end of runs);
-what it costs, or for a dry run would cost, is :mod:`mip.tools.costs`'s.
-
-    python -m mip.summary results/sweeps/2026-11-30/10-00-00     # a sweep folder (or a job folder, or a store)
+"""What a job or a sweep did, as a verdict table per pattern (printed at the end of runs, and by
+``python -m mip.summary``: :mod:`mip.entry.summary_command`); what it costs, or for a dry run would
+cost, is :mod:`mip.tools.costs`'s.
 
 One verdict table per slice (mip.analysis.slices): a sweep over two models, budgets or prompt
 variants is never pooled into one table.
@@ -18,14 +17,12 @@ Accuracies are percentages, as in the report (analyze.py).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mip.config.masking import printable
 from mip.tools.costs import comparison, cost_lines, dry_tables
 from mip.experiment.instances import PATTERNS
-from mip.analysis.folders import WHAT_TO_PASS, Folder, FolderError, open_folder
+from mip.analysis.folders import Folder, FolderError, open_folder
 from mip.experiment.records import Record
 from mip.experiment.scoring import OUTCOMES, VALID_VERDICTS, Verdict, outcome
 from mip.store import QUARANTINE, quarantined
@@ -200,25 +197,3 @@ def unreadable_lines(damaged: list[tuple[Path, str]]) -> list[str]:
             "and asks it again." if len(found) == 1 else
             said(found).replace(" here:", f" in {folder}:", 1) + "; not counted: the next run of its job moves them "
             "aside and asks them again." for folder, found in by_folder(damaged).items()]
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print("usage: python -m mip.summary <job, sweep or store folder>   (e.g. results/sweeps/2026-11-30/10-00-00)",
-              file=sys.stderr)
-        return 2
-    folder = Path(argv[0])
-    try:
-        opened = open_folder(folder) if folder.is_dir() else None
-    except FolderError as e:
-        print(printable(f"error: {e}"), file=sys.stderr)
-        return 2
-    if opened is None:
-        print(printable(f"error: {folder} is not a folder; {WHAT_TO_PASS}."), file=sys.stderr)
-        return 2
-    print(printable(summarise(opened)))  # stored text (an error quoting a reply) with its control codes escaped
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
