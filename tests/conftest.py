@@ -53,12 +53,12 @@ def _compose(config_name: str, overrides: tuple[str, ...]):
     from hydra import initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mip.job.task_changes import composed_from
+    from mip.entry.config_store import composed
 
     registered()
-    composed_from(str(REPO / "conf"))  # a job's task changes are read against this folder, as under run.py's Hydra
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = hydra_compose(config_name, overrides=list(overrides))
+        # its task_source the folder composed from, as compose_conf and run.py set it
+        cfg = composed(hydra_compose(config_name, overrides=list(overrides), return_hydra_config=True))
     return OmegaConf.to_object(cfg)
 
 

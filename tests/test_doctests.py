@@ -35,7 +35,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.analysis.report.compared": "a section needs a Report and the records of a partial grid (tests/test_matched.py)",
     "mip.tools.prompt_source": "rebuilding needs a stored record, its task config and its pool (tests/test_show.py)",
     "mip.tools.embedded_server": _MODEL,
-    "mip.entry.config_store": _HYDRA,
     "mip.entry.demo_command": "runs SmolLM2 end to end (minutes)",
     "mip.entry.serve_command": _MODEL,
     "mip.entry.hydra_callbacks": _HYDRA,

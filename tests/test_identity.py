@@ -15,6 +15,7 @@ import json
 
 import pandas as pd
 import pytest
+import yaml
 
 from mip.analysis import pairs
 from mip.analysis.report import write_report
@@ -401,3 +402,6 @@ def test_a_task_of_a_users_config_folder_is_compared_with_its_own_file(results, 
         assert ran.returncode == 0, ran.stderr[-2000:]
     changes = sorted(str(r.config["task"]) for r in Store(results / "store"))
     assert changes == ["{'mytask.prompt.task': 'Decide the parity.'}"] * 2 + ["{}"] * 4
+    # each job's config.yaml names the folders its tasks were read against (Hydra's config sources)
+    sources = [yaml.safe_load(p.read_text())["task_source"] for p in results.glob("runs/*/*/config.yaml")]
+    assert len(sources) == 3 and all(s == [str(REPO / "conf"), str(tmp_path / "conf")] for s in sources), sources

@@ -109,6 +109,12 @@ class Config:
     """Read local files laid out as shared/data/raw instead of the hub."""
     use_filtered: bool = shaping.setting(True, why="which pool; the pool version is keyed")
     """Use a task's filtered pool (App. C.1) when filter.py has built one; false: the unfiltered pool."""
+    task_source: list[str] = shaping.setting(
+        factory=list, why="where the tasks' shipped files are, which a record's task changes are read against")
+    """The config folders the tasks were composed from: a record's ``config.task`` holds what its
+    task changes from its file there (``task/<name>.yaml``, :mod:`mip.job.task_changes`). Set by
+    run.py from Hydra's config sources and by :func:`mip.entry.config_store.compose_conf`; empty
+    in a config built in Python, whose records then hold every prompt field of their task."""
     dry_run: bool = shaping.setting(False, why="no call is made")
     preflight: str = shaping.setting(
         "off", why="whether a one-request check runs (or is required) before a sweep; it sends no experiment")

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from mip.config import AuditConfig
 from mip.data import DataError
 from mip.entry.cli import check_keys, check_overrides
+from mip.entry.config_store import with_task_source
 from mip.entry.refusals import refusals
 from mip.job import StoreError
 from mip.job.stop import JobStopped
@@ -32,7 +33,8 @@ def run(cfg: DictConfig, conf: Path) -> None:
     try:
         with refusals(HydraConfig.get().runtime.output_dir, None, ValueError, DataError, BackendSetupError, StoreError):
             check_keys(cfg, AuditConfig, "audit.py")
-            audit, hydra_cfg = OmegaConf.to_object(cfg), HydraConfig.get()
+            hydra_cfg = HydraConfig.get()
+            audit = with_task_source(OmegaConf.to_object(cfg), hydra_cfg.runtime.config_sources)
             model = conf / "model" / f"{hydra_cfg.runtime.choices.get('model')}.yaml"
             check_budget(audit, model, hydra_cfg.overrides.task)
             path = run_audit(audit)

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from mip.config import (AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig, StrategyConfig,
                         group_options)
 from mip.analysis import out_dirs
-from mip.job.task_changes import composed_from
 from mip.models import backend_class, schemas
 from mip.strategies import STRATEGIES, strategy_class
 from mip.strategies import schemas as strategy_schemas
@@ -63,7 +63,7 @@ def load_saved(path: str | os.PathLike, schema: type = Config) -> Any:
 def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str = "config") -> Any:
     """The primary config of the config folder ``conf_dir`` (the repository's ``conf/``, which
     the caller names: the package never looks for it) composed with ``overrides``, as run.py
-    composes it, or with
+    composes it (its ``task_source`` the folders it was composed from: :func:`with_task_source`), or with
     ``config_name``, as analyze.py or attribute.py composes theirs (a DictConfig)."""
     from hydra import compose, initialize_config_dir
 
@@ -72,7 +72,6 @@ def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str 
         raise FileNotFoundError(f"No config folder at {folder} (it holds config.yaml); run from the repository "
                                 "folder or pass --conf <repository>/conf.")
     register()
-    composed_from(folder)  # a job composed here is compared with this folder's task files
     # Inside a Hydra app (analyze.py's @hydra.main) Hydra is initialized already: compose beside it
     # and put it back after.
     from hydra.core.global_hydra import GlobalHydra
@@ -81,8 +80,36 @@ def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str 
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=folder, version_base="1.3"):
-            return compose(config_name, overrides=list(overrides))
+            return composed(compose(config_name, overrides=list(overrides), return_hydra_config=True))
     finally:
         if outer is not None:
             GlobalHydra.instance().clear()
             GlobalHydra.instance().initialize(outer)
+
+
+def composed(cfg: Any) -> Any:
+    """A config composed with its ``hydra`` node (``return_hydra_config=True``), less that node, its
+    ``task_source`` set from the node's config sources (:func:`with_task_source`)."""
+    sources = list(cfg.hydra.runtime.config_sources)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return with_task_source(cfg, sources)
+
+
+def with_task_source(config: Any, sources: Iterable[Any]) -> Any:
+    """``config`` (typed or a DictConfig) with its ``task_source``, where its schema has one and it
+    is unset, the config folders among Hydra's config ``sources`` (``hydra.runtime.config_sources``:
+    the primary folder, ``--config-dir``'s and ``hydra.searchpath``'s), whose task files are the
+    shipped ones its records' task changes are read against (:mod:`mip.job.task_changes`).
+
+    >>> from types import SimpleNamespace as S
+    >>> from mip.config import Config
+    >>> sources = [S(schema="pkg", path="hydra.conf"), S(schema="file", path="/repo/conf")]
+    >>> with_task_source(Config(), sources).task_source
+    ['/repo/conf']
+    >>> with_task_source(Config(task_source=["/mine"]), sources).task_source   # named already: kept
+    ['/mine']
+    """
+    if getattr(config, "task_source", None) is not None and not config.task_source:
+        config.task_source = [os.path.abspath(s.path) for s in sources if s.schema in ("file", "parsed-file")]
+    return config

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from mip.config import Config
 from mip.data import DataError
 from mip.entry.cli import NEXT_STEPS, check_keys, check_overrides, check_sweep_preset
+from mip.entry.config_store import with_task_source
 from mip.entry.per_job import per_job
 from mip.entry.refusals import refusals
 from mip.entry.stops import stopped, stopped_in_job
@@ -52,7 +53,7 @@ def run(cfg: DictConfig) -> None:
                        *refused):
             check_keys(cfg, Config)
             check_sweep_preset(hydra_cfg)
-            config: Config = OmegaConf.to_object(cfg)
+            config: Config = with_task_source(OmegaConf.to_object(cfg), hydra_cfg.runtime.config_sources)
             if config.logger.group is None:  # one W&B group per sweep (or single run): its folder under results/
                 config.logger.group = run_group(sweep or hydra_cfg.run.dir, config.paths.results_dir)
             # the sweep's check of this job's settings where it ran here (mip.entry.sweep_checks), else the job's own

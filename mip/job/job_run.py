@@ -36,11 +36,11 @@ from mip.job import measured
 from mip.job.loop import JobLoop
 from mip.job.notices import first_time
 from mip.job.provenance import GitState, git_commit, write_manifest
-from mip.models import fail_fast, sweep_gate
 from mip.job.stop import Drain, JobStopped, Stopped
+from mip.job.task_changes import unsourced
 from mip.job.job_summary import JobSummary, StoreError
 from mip.job.tokens import OfflineTokenizer
-from mip.models import Backend, backend_class, build_backend
+from mip.models import Backend, backend_class, build_backend, fail_fast, sweep_gate
 from mip.experiment.records import Attempt
 from mip.store import Store
 from mip.strategies import Strategy
@@ -89,7 +89,7 @@ def run_job(cfg: Config, output_dir: str | Path, backend: Backend | None = None,
     new_store = not Path(cfg.paths.store_dir).expanduser().exists()  # made below: no job ran there
     _writable(output_dir, *(() if cfg.dry_run else (Path(cfg.paths.store_dir).expanduser(),)))
     git = git_commit()
-    _say_pools(pools, output_dir)
+    _say_pools(pools, output_dir, unsourced(cfg))
     store = Store(cfg.paths.store_dir, readonly=cfg.dry_run)  # a dry run reads the store, and moves nothing
     plans, stored_keys, todo = pending(cfg, store, pools, strategy)
     stored = set(stored_keys.valid)  # as the job found it, before it claims
@@ -241,11 +241,11 @@ def _call(cfg: Config, strategy: Strategy, backend: Backend, store: Store, plans
     return tracker
 
 
-def _say_pools(pools: dict[str, Pool], output_dir: Path) -> None:
-    """Describe each pool, once per folder of jobs (a sweep's jobs share their pools)."""
-    for pool in pools.values():
-        if first_time(output_dir.resolve().parent, summary := pool.summary()):
-            print(summary, file=sys.stderr)
+def _say_pools(pools: dict[str, Pool], output_dir: Path, warning: str | None) -> None:
+    """Describe each pool, and say ``warning``, once per folder of jobs (a sweep's jobs share their pools)."""
+    for said in [*(pool.summary() for pool in pools.values()), *([warning] if warning else [])]:
+        if first_time(output_dir.resolve().parent, said):
+            print(said, file=sys.stderr)
 
 
 def _writable(*folders: Path) -> None:

@@ -29,8 +29,8 @@ from mip.strategies import Strategy
 
 def record_configs(cfg: Config, allowed: int) -> dict[str, dict[str, Any]]:
     """The settings each record of the job carries, by task name: its model, budget, variant,
-    strategy…, and what its task changes from the task's shipped file
-    (:func:`mip.job.task_changes.task_changes`; empty as shipped)."""
+    strategy…, and what its task changes from the task's shipped file in the config folders the
+    config names (``task_source``; :func:`mip.job.task_changes.task_changes`: empty as shipped)."""
     shared = {
         "model": to_plain(cfg.model),
         "budget": to_plain(cfg.budget),
@@ -41,7 +41,7 @@ def record_configs(cfg: Config, allowed: int) -> dict[str, dict[str, Any]]:
         "attempts_made_at_most": allowed,
         "data_dir": cfg.data_dir,
     }
-    return {task.name: {**shared, "task": task_changes(task)} for task in cfg.task.values()}
+    return {task.name: {**shared, "task": task_changes(task, cfg.task_source)} for task in cfg.task.values()}
 
 
 def make_record(plan: Planned, n_tokens: int, attempts: list[Attempt], strategy: Strategy, allowed: int,

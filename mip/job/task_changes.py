@@ -3,23 +3,26 @@
 The store key hashes a task's prompt fields (its labels and App. B texts:
 :func:`mip.experiment.keys.task_settings`), so a rerun with ``task.ner.prompt.task='…'`` asks
 other experiments. A record says which: ``config["task"]`` holds the keyed fields whose value
-differs from the task file shipped in the config folder (``conf/task/<name>.yaml``), by dotted
-name under the task's name, as a command line overrides them (``{"ner.labels": ["A", "B"]}``);
-empty for the task as shipped. The analysis reads them as settings
-(:func:`mip.experiment.identity.settings_of`), so such records form a slice of their own.
+differs from the task's shipped file, by dotted name under the task's name, as a command line
+overrides them (``{"ner.labels": ["A", "B"]}``); empty for the task as shipped. The shipped file
+is ``task/<name>.yaml`` of the config folders the job's own config names (``task_source``: set
+by run.py from Hydra's config sources and by :func:`mip.entry.config_store.compose_conf`), so
+each job of a process that composed from two folders is read against its own. The analysis reads
+the changes as settings (:func:`mip.experiment.identity.settings_of`), so such records form a
+slice of their own.
 
-A task found in no task file of the config folders (Hydra's, where the job runs under it, and
-the repository's ``conf/``) has nothing to differ from: its changes read empty, as a record
-stored before records held them does.
+A config that names no folder (built in Python), or whose task is in no file of them, cannot
+know what it changed: its records hold every keyed field of the task, a slice of their own
+unless a reader knows them to be a shipped file's; :func:`unsourced` says what to pass.
 
->>> from mip.config import TaskConfig
+>>> from mip.config import Config, TaskConfig
 >>> shipped = TaskConfig(name="t", labels=["a", "b"])
 >>> changes(TaskConfig(name="t", labels=["a", "b"]), shipped)
 {}
 >>> changes(TaskConfig(name="t", labels=["x", "b"]), shipped)
 {'t.labels': ['x', 'b']}
->>> changes(TaskConfig(name="t", labels=["x", "b"]), None)
-{}
+>>> changes(TaskConfig(name="t", labels=["x", "b"]), None)["t.labels"]
+['x', 'b']
 >>> applied(shipped, {"t.labels": ["x", "b"]}).labels
 ['x', 'b']
 """
@@ -28,24 +31,21 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mip.config import TaskConfig
+from mip.config import Config, TaskConfig
 from mip.experiment.identity import flat
 from mip.experiment.keys import task_settings
 
-#: Config folders this process composed from outside a Hydra app (Hydra's own are read from its runtime).
-_COMPOSED: list[str] = []
-
 
 def changes(task: TaskConfig, shipped: TaskConfig | None) -> dict[str, Any]:
-    """The keyed fields of ``task`` whose value differs from ``shipped``'s, sorted by dotted name."""
-    if shipped is None:
-        return {}
-    mine, theirs = flat(task_settings(task)), flat(task_settings(shipped))
+    """The keyed fields of ``task`` whose value differs from ``shipped``'s, sorted by dotted name;
+    every keyed field where nothing ships the task (``shipped`` None)."""
+    mine = flat(task_settings(task))
+    theirs = flat(task_settings(shipped)) if shipped is not None else {}
     return {f"{task.name}.{k}": mine.get(k) for k in sorted({*mine, *theirs}) if mine.get(k) != theirs.get(k)}
 
 
@@ -73,32 +73,21 @@ def _set(obj: Any, path: list[str], value: Any) -> Any:
     return dataclasses.replace(obj, **{path[0]: inner})
 
 
-def task_changes(task: TaskConfig) -> dict[str, Any]:
-    """What ``task`` changes from its shipped file (:func:`changes`), the file found in the config folders."""
-    return changes(task, next((t for folder in conf_folders() if (t := shipped_task(str(folder), task.name))), None))
+def task_changes(task: TaskConfig, folders: Sequence[str | Path]) -> dict[str, Any]:
+    """What ``task`` changes from its shipped file (:func:`changes`): the first file of the config
+    folders ``folders`` (a job's ``task_source``) that ships a task of its name; with none, every keyed field."""
+    return changes(task, next((t for folder in folders if (t := shipped_task(str(folder), task.name))), None))
 
 
-def conf_folders() -> list[Path]:
-    """The config folders a job's tasks come from: Hydra's (``--config-dir`` and search paths
-    included) where the job runs under Hydra, then those this process composed a config from with
-    Compose API (:func:`composed_from`). The package never looks for a ``conf/`` of its own: a job
-    whose config came from neither records no task changes."""
-    folders: list[Path] = []
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            sources = HydraConfig.get().runtime.config_sources
-            folders = [Path(s.path) for s in sources if s.schema in ("file", "parsed-file")]
-    except Exception:  # noqa: BLE001 - no Hydra runtime: the composed folders alone
-        folders = []
-    return [*folders, *(Path(f) for f in _COMPOSED if Path(f) not in folders)]
-
-
-def composed_from(folder: str) -> None:
-    """Note a config folder this process composed a job's config from (:func:`mip.entry.config_store.compose_conf`)."""
-    if folder not in _COMPOSED:
-        _COMPOSED.append(folder)
+def unsourced(cfg: Config) -> str | None:
+    """A one-line warning where a job's config names no config folder its tasks came from, so its
+    records hold every prompt field of each task (and read as a slice of their own); else None."""
+    if cfg.task_source or not cfg.task:
+        return None
+    return (f"warning: this job's config names no config folder (task_source), so the records of "
+            f"{', '.join(sorted(cfg.task))} hold every prompt field of the task and read as a slice of their own; "
+            "compose the config with mip.entry.config_store.compose_conf, or set task_source=['<repository>/conf'], "
+            "to record only what the task changes from its shipped file.")
 
 
 @lru_cache(maxsize=None)
