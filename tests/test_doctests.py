@@ -56,7 +56,7 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.attribution.replay": "replays stored outputs through a model's weights",
     "mip.attribution.weights": "loads a model's weights from disk: tests/test_attribution.py loads them",
     "mip.store.claims": _STORE,
-    "mip.config": "registers the schemas with Hydra's ConfigStore",
+    "mip.config": _PACKAGE,
     "mip.config.audit_config": "schemas whose fields say what they are",
     "mip.config.tool_config": "schemas whose fields say what they are",
     "mip.data": _PACKAGE,

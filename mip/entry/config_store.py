@@ -13,8 +13,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from mip.config import (AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig, StrategyConfig,
-                        group_options)
+from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig, StrategyConfig
 from mip.analysis import out_dirs
 from mip.job.task_changes import composed_from
 from mip.models import backend_class, schemas
@@ -86,3 +85,28 @@ def compose_conf(conf_dir: str | os.PathLike, *overrides: str, config_name: str 
         if outer is not None:
             GlobalHydra.instance().clear()
             GlobalHydra.instance().initialize(outer)
+
+
+def group_options(group: str) -> str:
+    """The options of a config group as Hydra finds them (files of conf/<group>/ and schemas in
+    the ConfigStore), comma-separated; empty outside a Hydra app. Asked once per group and
+    config loader: --help's template names them, and Hydra resolves it on every composition
+    (a sweep composes each job twice), and each look builds a config repository anew."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    hydra = GlobalHydra.instance()
+    if not hydra.is_initialized():
+        return ""
+    loader = hydra.config_loader()
+    known = _OPTIONS.get(id(loader))
+    if known is None or known[0] is not loader:  # another app (a test's compose) made another loader
+        known = _OPTIONS[id(loader)] = (loader, {})
+        while len(_OPTIONS) > 8:  # a process composing many apps keeps the last few
+            _OPTIONS.pop(next(iter(_OPTIONS)))
+    if group not in known[1]:
+        known[1][group] = ", ".join(loader.get_group_options(group))
+    return known[1][group]
+
+
+#: The options found per config group, by config loader (see :func:`group_options`).
+_OPTIONS: dict[int, tuple[object, dict[str, str]]] = {}
