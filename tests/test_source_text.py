@@ -15,9 +15,11 @@ INTERNALS = re.compile(r"hydra\._internal|_getframe")
 TRACKER = re.compile(r"\bissues?\s+#?\d", re.IGNORECASE)
 
 
-def hits(pattern: re.Pattern, folders: list[Path]) -> list[str]:
-    """``path:line: text`` of each line of a ``.py`` file under ``folders`` that ``pattern`` finds."""
-    return [f"{path.relative_to(REPO)}:{n}: {line.strip()}" for folder in folders for path in sorted(folder.rglob("*.py"))
+def hits(pattern: re.Pattern, folders: list[Path], globs: tuple[str, ...] = ("*.py",)) -> list[str]:
+    """``path:line: text`` of each line of a file under ``folders`` (``.py`` unless ``globs`` say
+    otherwise) that ``pattern`` finds."""
+    paths = sorted({path for folder in folders for glob in globs for path in folder.rglob(glob)})
+    return [f"{path.relative_to(REPO)}:{n}: {line.strip()}" for path in paths
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
 
 
@@ -27,7 +29,13 @@ def test_no_framework_internals_or_frame_inspection():
 
 
 def test_no_comment_cites_the_tracker():
-    found = hits(TRACKER, [REPO / "mip", REPO / "tests", REPO / "hydra_plugins"])
+    """Code, configs and the reference pages; CHANGELOG.md and benchmarks/RESULTS.md keep the history."""
+    found = hits(TRACKER, [REPO / "mip", REPO / "tests", REPO / "hydra_plugins", REPO / "benchmarks"])
+    found += hits(TRACKER, [REPO / "docs", REPO / "conf"], ("*.md", "*.yaml"))
+    root = ["README.md", "Makefile", *(p.name for p in REPO.glob("*.py"))]
+    found += [f"{name}:{n}: {line.strip()}" for name in root
+              for n, line in enumerate((REPO / name).read_text(encoding="utf-8").splitlines(), 1)
+              if TRACKER.search(line)]
     assert not found, ("say what the code does and why; the history goes to CHANGELOG.md:\n" + "\n".join(found))
 
 
