@@ -109,3 +109,28 @@ def test_every_package_says_what_lives_there():
     bare = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "mip").rglob("__init__.py")
                   if len(ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or "") < 40)
     assert not bare, f"say in the package's docstring what lives there: {bare}"
+
+
+ROLE = re.compile(r":(?:mod|func|class|attr|meth|data|exc):`~?(mip(?:\.\w+)+)`")
+
+
+def _instance_attribute(name: str) -> bool:
+    """``mip.x.Class.attr`` where ``Class`` sets ``self.attr`` (an attribute no class holds)."""
+    import inspect
+
+    owner, _, attr = name.rpartition(".")
+    if not resolves(owner):
+        return False
+    module, _, cls = owner.rpartition(".")
+    found = getattr(importlib.import_module(module), cls, None) if resolves(module) else None
+    return inspect.isclass(found) and f"self.{attr}" in inspect.getsource(found)
+
+
+def test_every_cross_reference_in_the_code_exists():
+    """A docstring's ``:mod:`` / ``:func:`` / ``:class:`` … reference to ``mip.…`` names a module,
+    class, function or attribute of this checkout: a module renamed or merged leaves none behind."""
+    named = {(path.relative_to(REPO).as_posix(), m.group(1)) for folder in ("mip", "hydra_plugins")
+             for path in sorted((REPO / folder).rglob("*.py")) for m in ROLE.finditer(path.read_text(encoding="utf-8"))}
+    assert len(named) > 100
+    missing = sorted(f"{path}: {name}" for path, name in named if not resolves(name) and not _instance_attribute(name))
+    assert not missing, "name what exists:\n" + "\n".join(missing)
