@@ -52,7 +52,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.attribution.profile_figures": _FIGURE,
     "mip.attribution.ixg": _MODEL,
     "mip.attribution.pooled": _FIGURE,
-    "mip.attribution.profiles": _FIGURE,
     "mip.attribution.replay": "replays stored outputs through a model's weights",
     "mip.attribution.weights": "loads a model's weights from disk: tests/test_attribution.py loads them",
     "mip.store.claims": _STORE,

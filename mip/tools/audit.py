@@ -191,6 +191,8 @@ def run_audit(cfg: AuditConfig) -> Path:
 
 
 def write_audit_report(frame: pd.DataFrame, out: Path, cfg: AuditOptions, notes: list[str], counts: dict) -> Path:
+    """``out/audit.md``: per (n, p) slice its verdict, each pattern's accuracy with its interval,
+    coverage where traces exist and what it cost; then the notes and how the numbers were made."""
     lines = [f"# Order-sensitivity audit of {Path(str(cfg.data)).name}", "",
              f"Labels {cfg.labels} ({counts}); model {', '.join(sorted(frame['model'].unique()))}; "
              f"{len(frame)} experiments; seeds {cfg.seeds}.", ""]
