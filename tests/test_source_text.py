@@ -1,7 +1,7 @@
-"""What the source's text may not hold: no reach into a framework's internals (Hydra's private
-``hydra._internal`` modules, frame inspection to find a caller), and no comment that cites the
-issue tracker instead of explaining the code (a clone cannot read the tracker; history is in
-CHANGELOG.md)."""
+"""What the source's text may not hold: no reach into a framework's internals (Hydra's or
+OmegaConf's private modules, ``hydra._internal`` or ``omegaconf._utils``, frame inspection to find
+a caller), and no comment that cites the issue tracker instead of explaining the code (a clone
+cannot read the tracker; history is in CHANGELOG.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-INTERNALS = re.compile(r"hydra\._internal|_getframe")
+INTERNALS = re.compile(r"\b(?:hydra|omegaconf)\._|_getframe")  # a private module of either, or a frame
 TRACKER = re.compile(r"\bissues?\s+#?\d", re.IGNORECASE)
 
 
