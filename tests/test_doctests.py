@@ -43,7 +43,6 @@ NO_EXAMPLE: dict[str, str] = {
     "mip.entry.analyze_command": _HYDRA,
     "mip.entry.attribute_command": _HYDRA,
     "mip.entry.filter_command": _HYDRA,
-    "mip.entry.audit_command": _HYDRA,
     "mip.entry.reports": _HYDRA,
     "mip.entry.schema_fields": _HYDRA,
     "mip.strategies.rebuild": "rebuilds a stored record's prompt from its pool: tests/test_records.py runs it",

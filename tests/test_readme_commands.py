@@ -132,7 +132,7 @@ def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
 
 
 def tool_schema(program: str):
-    from mip.tools.audit import SET_BY_THE_AUDIT
+    from mip.entry.audit_command import SET_BY_THE_AUDIT
     from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, FilterConfig
 
     return {"analyze.py": (AnalyzeConfig, None), "attribute.py": (AttributeConfig, None),
