@@ -21,7 +21,7 @@ load beside: wall and CPU seconds per 1,000 records for the tables, figures and 
 the figures encoded (not kept from the last report), the process's peak memory, report.html's
 size per record (the ``records/`` and ``lists/`` folders and report.html, beyond each record's
 own output and trace text), and the same after one more single-run job (the rerun). Goals
-(issue 52): ≤ 180 s for the store with report.html, ≤ 25 KB a record, ≤ 20 s for the rerun, ≤ 4 GB.
+on 2 cores: ≤ 180 s for the store with report.html, ≤ 25 KB a record, ≤ 20 s for the rerun, ≤ 4 GB.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ What is timed, each in a fresh process (``analyze.py <store> out_dir=…``, as b
 does): wall and CPU seconds, the tables and figures and report.html apart, peak memory; then the same
 into the same out_dir again, nothing changed (the rerun). Beside: report.html's size per record beyond
 the records' own output and trace text, and the search's index (``search/``) per record.
-Goal (issue 52): the first analysis in under 30 s on 2 cores.
+Goal: the first analysis in under 30 s on 2 cores.
 """
 
 from __future__ import annotations

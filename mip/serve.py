@@ -1,6 +1,6 @@
 """`python -m mip.serve`, as users type it: the command lives in :mod:`mip.entry.serve_command`."""
 
-import sys  # noqa: F401
+import sys
 
 from mip.entry.serve_command import main
 

@@ -1,6 +1,6 @@
 """`python -m mip.show`, as users type it: the command lives in :mod:`mip.entry.show_command`."""
 
-import sys  # noqa: F401
+import sys
 
 from mip.entry.show_command import main
 

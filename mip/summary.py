@@ -1,6 +1,6 @@
 """`python -m mip.summary`, as users type it: the command lives in :mod:`mip.entry.summary_command`."""
 
-import sys  # noqa: F401
+import sys
 
 from mip.entry.summary_command import main
 

@@ -97,7 +97,7 @@ def test_a_typo_a_missing_file_an_empty_file_and_absent_labels_are_one_line_erro
 def test_a_paper_model_on_the_default_smoke_budget_is_refused_unless_a_budget_is_named(tmp_path, results):
     """320 tokens cut off a reasoning model's every answer, each still paid for: refused, one line."""
     from mip.config import AuditConfig, BudgetConfig
-    from mip.tools.audit import check_budget
+    from mip.entry.audit_command import check_budget
 
     data = reviews(tmp_path / "reviews.csv")
     refused = one_line_error(audit(f"audit.data={data}", *COLUMNS, "model=gpt_oss_120b"))
@@ -124,7 +124,7 @@ def test_a_paper_model_on_the_default_smoke_budget_is_refused_unless_a_budget_is
     (["task=sentiment"], "builds its task from audit.data"),
 ])
 def test_overrides_the_audit_does_not_take_are_refused_before_composing(capsys, args, message):
-    from mip.tools.audit import SET_BY_THE_AUDIT
+    from mip.entry.audit_command import SET_BY_THE_AUDIT
     from mip.entry.cli import check_overrides
     from mip.config import AuditConfig
 

@@ -1,7 +1,8 @@
 """docs/extending.md, done exactly as it says: a new pattern is one registry
 entry, a new backend one module (with its config schema), one registry entry and one YAML
 file, a new task one YAML file, a new strategy one class, one registry entry and one YAML
-file, a new metric one registry entry."""
+file, a new metric one registry entry, a new report section one function and one entry in
+``SECTIONS``."""
 
 from __future__ import annotations
 
@@ -265,3 +266,34 @@ def test_every_registry_is_as_it_was_after_the_tests_above():
     assert "ask_twice" not in STRATEGIES and "ask_twice.yaml" not in repo.get("strategy_schema", {})
     assert "minority_edges" not in REGISTRY and "minority_edges" not in mip.experiment.instances.PATTERNS
     assert list(stats.METRICS) == ["valid_only", "all"]
+
+
+def test_a_new_report_section_is_one_function_and_one_sections_entry(tmp_path, monkeypatch, figures_unencoded):
+    """The report-section recipe's own code, taken from docs/extending.md: one function and one
+    ``Section`` in ``SECTIONS``; report.md prints its table and report.html links each count to
+    the list of its experiments."""
+    import re
+
+    import mip.analysis.report as report_module
+    from mip.analysis.report import Section, write_report
+    from mip.analysis.report.cells import grouped
+
+    from .test_analyze import _frame
+    from .test_html_links import _listed, _rows, _table
+
+    page = (REPO / "docs" / "extending.md").read_text(encoding="utf-8")
+    recipe = page[page.index("## A report section"):]
+    code = re.search(r"```python\n(.*?)```", recipe, re.S).group(1)
+    scope = {"grouped": grouped}
+    exec(code, scope)  # noqa: S102 - the page's example, run as written
+    monkeypatch.setattr(report_module, "SECTIONS", [*report_module.SECTIONS,
+                                                    Section("verdicts", "Verdicts", scope["verdicts"], records="core")])
+    folder = tmp_path / "report"
+    write_report(_frame(_rows()), folder, core=(20, 0.6))
+    markdown = (folder / "report.md").read_text(encoding="utf-8")
+    assert "## Verdicts" in markdown and "### verdicts (table)" in markdown
+    head, rows = _table(folder, "verdicts")
+    assert head == ["model", "verdict", "experiments"] and rows
+    for (model, _), (verdict, _), (count, href) in rows:
+        listed = _listed(folder, href)
+        assert len(listed) == int(count) > 0 and set(listed["verdict"]) == {verdict}, (model, verdict)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from mip.tools.audit import SET_BY_THE_AUDIT
+from mip.entry.audit_command import SET_BY_THE_AUDIT
 from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig
 from mip.entry.overrides import config_groups, options
 

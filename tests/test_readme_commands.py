@@ -132,7 +132,7 @@ def test_every_run_command_passes_the_checks_and_composes(command, monkeypatch):
 
 
 def tool_schema(program: str):
-    from mip.tools.audit import SET_BY_THE_AUDIT
+    from mip.entry.audit_command import SET_BY_THE_AUDIT
     from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, FilterConfig
 
     return {"analyze.py": (AnalyzeConfig, None), "attribute.py": (AttributeConfig, None),
@@ -259,11 +259,12 @@ def test_each_extending_recipe_names_the_test_that_follows_it():
     """docs/extending.md: a section per part, each naming the test that follows it."""
     page = TEXTS["docs/extending.md"]
     sections = re.findall(r"^## (.*)$", page, re.M)
-    assert sections == ["A task", "A pattern", "A backend", "A backend's cost basis", "A strategy", "A metric"]
+    assert sections == ["A task", "A pattern", "A backend", "A backend's cost basis", "A strategy", "A metric",
+                        "A report section"]
     named = set(re.findall(r"`(test_\w+)`", page))
     tests = {name for module in ("test_extending.py", "test_costs.py")
              for name in re.findall(r"^def (test_\w+)", (REPO / "tests" / module).read_text(), re.M)}
-    assert len(named) == 6 and named <= tests
+    assert len(named) == 7 and named <= tests
 
 
 # ---------------------------------------------------------------- links

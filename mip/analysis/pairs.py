@@ -136,7 +136,7 @@ def matched(frame: pd.DataFrame, factor: str | Sequence[str], within: Sequence[s
     counts = pd.DataFrame({"held": g.size(), "matched": g.sum()}).reset_index()
     counts["matched"] = counts["matched"].astype(int)
     counts["dropped"] = counts["held"] - counts["matched"]
-    reason = "" if keep.any() or not (conditions > 1).any() else _why_none(frame, factor, key, group, conditions)
+    reason = "" if keep.any() or not (conditions > 1).any() else _why_none(frame, factor, key, conditions)
     return Matched(frame[keep], counts, factor, within, list(order), key, free, reason)
 
 
@@ -145,12 +145,12 @@ _APART = {"instances": "the conditions hold different instance sets: another poo
           "settings": "the conditions ran under different answer-shaping settings"}
 
 
-def _why_none(frame: pd.DataFrame, factor: list[str], key: list[str], group: pd.Series, conditions: pd.Series) -> str:
+def _why_none(frame: pd.DataFrame, factor: list[str], key: list[str], conditions: pd.Series) -> str:
     """Which of the settings and the instance set keeps every experiment apart, where without it some would match."""
-    for field, why in _APART.items():
-        if field not in key:
+    for apart, why in _APART.items():
+        if apart not in key:
             continue
-        rest = [c for c in key if c != field]
+        rest = [c for c in key if c != apart]
         ident = frame.groupby(rest, dropna=False, sort=False).ngroup() if rest else pd.Series(0, index=frame.index)
         cond = frame.groupby(factor, dropna=False, sort=False).ngroup()
         if ((cond.groupby(ident).transform("nunique") == conditions) & (conditions > 1)).any():

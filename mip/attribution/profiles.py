@@ -1,6 +1,13 @@
 """Position profiles of Share (× uniform) (App. F.1–F.3) and where attribution falls.
 
 Profiles average replays equally within each task, then tasks equally (App. F.3).
+
+>>> binned([1.0, 2.0, 3.0, 4.0, 5.0], bin_size=2)    # instances 1-2, 3-4, then 5 alone
+array([1.5, 3.5, 5. ])
+>>> relative([1.0, 3.0, 1.0, 3.0], bins=2)           # each half of the prompt
+array([2., 2.])
+
+Exercised by ``pytest tests/test_attribution.py``.
 """
 
 from __future__ import annotations

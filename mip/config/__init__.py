@@ -36,28 +36,3 @@ __all__ = [
     "secret_key", "to_plain",
 ]
 
-
-def group_options(group: str) -> str:
-    """The options of a config group as Hydra finds them (files of conf/<group>/ and schemas in
-    the ConfigStore), comma-separated; empty outside a Hydra app. Asked once per group and
-    config loader: --help's template names them, and Hydra resolves it on every composition
-    (a sweep composes each job twice), where each look builds a config repository anew —
-    most of a planted sweep's launch time before this cache."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    hydra = GlobalHydra.instance()
-    if not hydra.is_initialized():
-        return ""
-    loader = hydra.config_loader()
-    known = _OPTIONS.get(id(loader))
-    if known is None or known[0] is not loader:  # another app (a test's compose) made another loader
-        known = _OPTIONS[id(loader)] = (loader, {})
-        while len(_OPTIONS) > 8:  # a process composing many apps keeps the last few
-            _OPTIONS.pop(next(iter(_OPTIONS)))
-    if group not in known[1]:
-        known[1][group] = ", ".join(loader.get_group_options(group))
-    return known[1][group]
-
-
-#: The options found per config group, by config loader (see :func:`group_options`).
-_OPTIONS: dict[int, tuple[object, dict[str, str]]] = {}

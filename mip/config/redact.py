@@ -1,6 +1,6 @@
 """Configs as plain containers for records and W&B, with secret-looking values masked; the
 same masking for every file mip writes (config.yaml, .hydra/, run.log: :func:`mask_text`,
-:class:`SecretFilter`, :mod:`mip.entry.hydra_callbacks`).
+:class:`mip.config.masking.SecretFilter`, :mod:`mip.entry.hydra_callbacks`).
 
 >>> redact({"api_key": "sk-1", "api_key_env": "OPENROUTER_API_KEY"})
 {'api_key': '***', 'api_key_env': 'OPENROUTER_API_KEY'}
@@ -20,7 +20,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from mip.config.masking import MASK, MaskedStream, SecretFilter, mask_streams  # noqa: F401 - re-exported
+from mip.config.masking import MASK
 
 
 def to_plain(obj: Any) -> Any:

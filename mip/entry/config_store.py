@@ -14,8 +14,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf, open_dict
 
-from mip.config import (AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig, StrategyConfig,
-                        group_options)
+from mip.config import AnalyzeConfig, AttributeConfig, AuditConfig, Config, FilterConfig, StrategyConfig
 from mip.analysis import out_dirs
 from mip.models import backend_class, schemas
 from mip.strategies import STRATEGIES, strategy_class
@@ -113,3 +112,28 @@ def with_task_source(config: Any, sources: Iterable[Any]) -> Any:
     if getattr(config, "task_source", None) is not None and not config.task_source:
         config.task_source = [os.path.abspath(s.path) for s in sources if s.schema in ("file", "parsed-file")]
     return config
+
+
+def group_options(group: str) -> str:
+    """The options of a config group as Hydra finds them (files of conf/<group>/ and schemas in
+    the ConfigStore), comma-separated; empty outside a Hydra app. Asked once per group and
+    config loader: --help's template names them, and Hydra resolves it on every composition
+    (a sweep composes each job twice), and each look builds a config repository anew."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    hydra = GlobalHydra.instance()
+    if not hydra.is_initialized():
+        return ""
+    loader = hydra.config_loader()
+    known = _OPTIONS.get(id(loader))
+    if known is None or known[0] is not loader:  # another app (a test's compose) made another loader
+        known = _OPTIONS[id(loader)] = (loader, {})
+        while len(_OPTIONS) > 8:  # a process composing many apps keeps the last few
+            _OPTIONS.pop(next(iter(_OPTIONS)))
+    if group not in known[1]:
+        known[1][group] = ", ".join(loader.get_group_options(group))
+    return known[1][group]
+
+
+#: The options found per config group, by config loader (see :func:`group_options`).
+_OPTIONS: dict[int, tuple[object, dict[str, str]]] = {}

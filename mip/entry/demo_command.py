@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from mip.attribution.replay import AttributionError
+    from mip.attribution.weights import AttributionError
     from mip.data import DataError
     from mip.job import StoreError
     from mip.models import BackendSetupError

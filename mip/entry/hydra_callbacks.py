@@ -35,7 +35,8 @@ def _filter_logs(config: DictConfig) -> set[str]:
     printed."""
     import logging
 
-    from mip.config.redact import SecretFilter, mask_streams, secret_values, typed_secrets
+    from mip.config.masking import SecretFilter, mask_streams
+    from mip.config.redact import secret_values, typed_secrets
 
     keys = [k for k in config if k != "hydra"]  # read in place: a copy of the config cost 0.05 s a job
     try:

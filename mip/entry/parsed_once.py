@@ -41,9 +41,7 @@ class ParsedOnceSource(ConfigSource):
         return "parsed-file"
 
     def load_config(self, config_path: str) -> ConfigResult:
-        import yaml
         from omegaconf import OmegaConf
-        from omegaconf._utils import get_yaml_loader
 
         full_path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
         try:
@@ -52,9 +50,10 @@ class ParsedOnceSource(ConfigSource):
             raise ConfigLoadError(f"Config not found : {full_path}") from None
         key = (full_path, stat.st_mtime_ns, stat.st_size)
         if key not in _PARSED:
-            with open(full_path, encoding="utf-8") as f:
-                text = f.read()
-            _PARSED[key] = (ConfigSource._get_header_dict(text[:512]), yaml.load(text, Loader=get_yaml_loader()))
+            with open(full_path, encoding="utf-8") as f:  # as Hydra's file source reads it: header, then OmegaConf
+                header = ConfigSource._get_header_dict(f.read(512))
+                f.seek(0)
+                _PARSED[key] = (header, OmegaConf.to_container(OmegaConf.load(f)))
         header, data = _PARSED[key]
         return ConfigResult(config=OmegaConf.create(data if data is not None else {}),
                             path=f"{self.scheme()}://{self.path}", provider=self.provider, header=dict(header))

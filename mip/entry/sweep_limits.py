@@ -73,7 +73,7 @@ def sweep_cost_refusal(config: DictConfig, checked: list) -> str | None:
 
 def key_load(config: DictConfig, checked: list) -> str | None:
     """Say (in a dry run) the requests in flight on each API model's key, and bound them by
-    ``key_concurrency`` (:mod:`mip.entry.key_load`); why the sweep is refused, or None."""
+    ``key_concurrency`` (:func:`bounded`); why the sweep is refused, or None."""
     from omegaconf import open_dict
 
     launcher = str(config.hydra.launcher.get("_target_", ""))

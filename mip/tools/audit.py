@@ -23,7 +23,6 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
 from mip.analysis import coverage, inference, slices, stats
 from mip.config import AuditConfig, AuditOptions, Config, PatternConfig, PromptSpec, SourceConfig, TaskConfig
@@ -32,19 +31,6 @@ from mip.data.sources.tables import read_table
 from mip.experiment.instances import PATTERNS, split_counts
 from mip.job import run_job
 from mip.analysis.results import load_local
-
-#: What the audit sets for each of its jobs, and what to write instead; audit.py refuses these
-#: keys on its command line rather than ignore them.
-SET_BY_THE_AUDIT = {
-    "n": "the audit sets it for each job; give the sizes as audit.n=[100,500]",
-    "p": "the audit sets it for each job; give the proportions as audit.p=[0.6,0.7]",
-    "seed": "the audit sets it for each job; give the selection seeds as audit.seeds=[0,1,2]",
-    "pattern": "the audit runs all seven patterns",
-    "task": "the audit builds its task from audit.data, audit.labels and audit.question",
-    "setting": "the audit's records carry setting=audit",
-    "dry_run": "the audit has no dry run (run.py dry_run=true with a task file counts a grid's tokens and cost)",
-}
-
 
 class AuditError(ValueError):
     """The collection cannot be audited as given; the message says why."""
@@ -132,38 +118,6 @@ def run_settings(cfg: AuditConfig) -> Config:
     return Config(**{f.name: getattr(cfg, f.name) for f in fields(Config)})
 
 
-def paper_model(model_config: Path) -> bool:
-    """Whether a model config (``conf/model/<name>.yaml``) is one of the paper's, which run the
-    paper's grid and budget in run.py (``model_defaults: paper``); audit.py drops those defaults.
-
-    >>> import tempfile; folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "m.yaml").write_text("defaults: [override /model_defaults@_global_.model_defaults: paper]")
-    >>> paper_model(folder / "m.yaml"), paper_model(folder / "none.yaml")
-    (True, False)
-    """
-    if not model_config.is_file():
-        return False
-    defaults = OmegaConf.load(model_config).get("defaults") or []
-    return any(isinstance(d, DictConfig) and any(str(k).split("@")[0].strip("/").endswith("model_defaults")
-                                                 and v == "paper" for k, v in d.items()) for d in defaults)
-
-
-def check_budget(cfg: AuditConfig, model_config: Path, overrides: list[str]) -> None:
-    """Refuse a paper model (its config file ``model_config``) on the audit's default budget
-    (``smoke``, 320 tokens) unless the command line (``overrides``) names a budget: its
-    reasoning overruns 320 tokens, so every answer would be cut off and still paid for.
-
-    >>> from mip.config import BudgetConfig
-    >>> check_budget(AuditConfig(budget=BudgetConfig(name="smoke", max_tokens=320)), Path("no.yaml"), [])
-    """
-    named = any(o.lstrip("+~").split("=")[0].split(".")[0] == "budget" for o in overrides)
-    if cfg.budget.name == "smoke" and not named and paper_model(model_config):
-        raise ValueError(
-            f"budget=smoke, audit.py's default, caps each answer at {cfg.budget.max_tokens} tokens, which "
-            f"{cfg.model.name}'s reasoning overruns: every answer would be cut off and still paid for. Name a "
-            "budget: budget=20k (the paper's) or budget=smoke to run it anyway.")
-
-
 def run_audit(cfg: AuditConfig) -> Path:
     """Run the audit grid of ``cfg.audit`` with ``cfg``'s run settings and write the report."""
     options = cfg.audit
@@ -191,6 +145,8 @@ def run_audit(cfg: AuditConfig) -> Path:
 
 
 def write_audit_report(frame: pd.DataFrame, out: Path, cfg: AuditOptions, notes: list[str], counts: dict) -> Path:
+    """``out/audit.md``: per (n, p) slice its verdict, each pattern's accuracy with its interval,
+    coverage where traces exist and what it cost; then the notes and how the numbers were made."""
     lines = [f"# Order-sensitivity audit of {Path(str(cfg.data)).name}", "",
              f"Labels {cfg.labels} ({counts}); model {', '.join(sorted(frame['model'].unique()))}; "
              f"{len(frame)} experiments; seeds {cfg.seeds}.", ""]

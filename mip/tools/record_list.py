@@ -40,11 +40,6 @@ FIELDS: dict[str, Callable[[Record], object]] = {
 }
 
 
-def is_filter(word: str) -> bool:
-    """A ``key=value`` word (a record key or a folder is neither)."""
-    return "=" in word and not word.startswith("-")
-
-
 def filters(words: Iterable[str]) -> dict[str, set[str]]:
     """``key=value`` words as {key: accepted values}; ValueError names an unknown key."""
     out: dict[str, set[str]] = {}
