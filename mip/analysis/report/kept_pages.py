@@ -64,6 +64,50 @@ class Pages:
         os.replace(tmp, self.index)
 
 
+class KeptLists:
+    """The list pages under ``lists/``, kept from one report to the next: a list is written again only
+    when what it shows changed (its digest, :func:`mip.analysis.report.html.list_digests`: its name,
+    title and value, its experiments' keys and their rows' shown fields) or the report's rules did;
+    ``lists/.index.json`` keeps each page's digest (hidden). A kept page is the last report's file
+    (a link, :mod:`mip.analysis.report.swap`): a changed one is written as a new file, never over it."""
+
+    def __init__(self, folder: Path, makers: list[Path]):
+        self.folder, self.index = folder, folder / ".index.json"
+        self.rules = _rules(makers)
+        try:
+            old = json.loads(self.index.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+        self.old: dict[str, str] = old.get("pages", {}) if old.get("rules") == self.rules else {}
+        self.new: dict[str, str] = {}
+        self.written = 0
+        self.index.unlink(missing_ok=True)  # a kill from here on leaves lists the index does not vouch for
+
+    def kept(self, name: str, digest: str) -> bool:
+        """Whether the page ``name`` showing what ``digest`` digests is the last report's, unchanged."""
+        self.new[name] = digest
+        return self.old.get(name) == digest and (self.folder / name).is_file()
+
+    def write(self, name: str, page: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f".{name}.tmp"
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, self.folder / name)
+        self.written += 1
+
+    def close(self) -> None:
+        """Remove the lists of cells no longer in the report; keep the index of those there are."""
+        if self.folder.is_dir():
+            for path in self.folder.iterdir():
+                if path.name not in self.new and path != self.index:
+                    path.unlink()
+        if not self.new:
+            return
+        tmp = self.index.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"rules": self.rules, "pages": self.new}), encoding="utf-8")
+        os.replace(tmp, self.index)
+
+
 def _rules(makers: list[Path]) -> str:
     """A digest of what a record page's look is made by: ``makers`` (the writer's code and templates),
     the record page's code and the coverage rule."""

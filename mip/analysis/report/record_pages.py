@@ -137,31 +137,45 @@ def local_views(paths: Iterable[str | Path], keys: set[str], rebuild: Rebuild | 
                 kept: Callable[[Record], bool] | None = None) -> Iterator[RecordView | str]:
     """The records of ``keys`` under the folders analyze.py read, each once; prompts rebuilt with ``rebuild``.
     A record ``kept`` says is unchanged since its page was written is yielded as its key alone (nothing rebuilt)."""
+    seen: set[tuple[str, str, str]] = set()
+    left = set(keys)  # each key once: the first record read of it
+    for folder in folders.open_folders(paths):
+        prompt = None  # made for the folder's first record not kept: a kept one needs no task config, no pool
+        for record in folder.records(None, seen, quiet=True):  # read before: its damage was said then
+            if record.key not in left:
+                continue
+            left.discard(record.key)
+            if kept is not None and kept(record):
+                yield record.key
+                continue
+            prompt = prompt or _prompts(folder, rebuild)
+            yield view_of(record, *prompt(record))
+
+
+def _prompts(folder: folders.Folder, rebuild: Rebuild | None) -> Callable[[Record], tuple[str | None, str]]:
+    """The prompt rebuilder of the records of ``folder``, from the task configs its jobs ran with
+    (mip.show reads them so too)."""
     import yaml
 
-    seen: set[tuple[str, str, str]] = set()
-    for folder in folders.open_folders(paths):
-        tasks: dict[str, dict] = {}
-        for job in folder.jobs:  # the task configs the jobs ran with (mip.show reads them so too)
-            config = Path(job["manifest"]).parent / "config.yaml"
-            if config.is_file():
-                tasks.update((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("task") or {})
-        store = folder.stores[0] if folder.stores else folder.path
-        prompt = rebuild(tasks, store.parent) if rebuild is not None else lambda r: (None, "not rebuilt here: "
-                                                                                        "python -m mip.show prints it")
-        for record in folder.records(None, seen, quiet=True):  # read before: its damage was said then
-            if record.key in keys:
-                keys = keys - {record.key}
-                yield record.key if kept is not None and kept(record) else view_of(record, *prompt(record))
+    if rebuild is None:
+        return lambda r: (None, "not rebuilt here: python -m mip.show prints it")
+    tasks: dict[str, dict] = {}
+    for job in folder.jobs:
+        config = Path(job["manifest"]).parent / "config.yaml"
+        if config.is_file():
+            tasks.update((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("task") or {})
+    store = folder.stores[0] if folder.stores else folder.path
+    return rebuild(tasks, store.parent)
 
 
 def wandb_views(rows: Iterable[dict], keys: set[str]) -> Iterator[RecordView]:
     """The W&B table rows of ``keys``: the prompt as logged and the counted attempt only."""
+    keys = set(keys)
     for row in rows:
         key = str(row.get("key"))
         if key not in keys:
             continue
-        keys = keys - {key}
+        keys.discard(key)
         stages = [StageView(s["stage"], None, None, None) for s in json.loads(row.get("earlier_prompts") or "[]")]
         stages.append(StageView("counted", None, row.get("reasoning"), row.get("output"),
                                 f"completion {row.get('completion_tokens')}, reasoning {row.get('reasoning_tokens')}"))
