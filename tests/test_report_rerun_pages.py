@@ -107,3 +107,20 @@ def test_a_changed_record_rewrites_its_page_and_the_lists_that_hold_it(tmp_path,
     assert holding and holding <= set(written), (holding, written)  # every list that holds it is new
     assert len(written) < len(list((report / "lists").glob("*.html")))  # and the others are kept
     _same_as_fresh(store, report, tmp_path / "fresh", results)
+
+
+def test_a_rerun_reads_only_the_record_files_that_changed(tmp_path, monkeypatch):
+    """Record pages are kept without reading their records again: after one more job, the record pages
+    read that job's packs alone (the rest are known by their identity: inode, size, time stamp)."""
+    results, out = tmp_path / "results", tmp_path / "out"
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    _analyze(store, out, f"paths.results_dir={results}")
+    before = {p for p in store.rglob("*.json*")}
+    _store(results, patterns=("majority_edges",))
+    new = {p for p in store.rglob("*.json*")} - before
+    read: list[Path] = []
+    iter_records = record_pages.iter_records
+    monkeypatch.setattr(record_pages, "iter_records", lambda paths, *a, **k: read.extend(paths) or
+                        iter_records(paths, *a, **k))
+    _analyze(store, out, f"paths.results_dir={results}")
+    assert new and set(read) == new, (read, new)

@@ -48,10 +48,10 @@ class Source:
     prompts: record_pages.Rebuild | None = None
     """How a local record's prompt is rebuilt (:class:`mip.tools.prompt_source.Rebuilder`); None: not rebuilt."""
 
-    def views(self, keys: set[str], kept=None):
-        """The record views of ``keys``; a local record ``kept`` says is unchanged comes as its key alone."""
+    def views(self, keys: set[str], pages=None):
+        """The record views of ``keys``; a local record whose page ``pages`` keeps comes as its key alone."""
         if self.kind == "local":
-            return record_pages.local_views(self.results, keys, self.prompts, kept)
+            return record_pages.local_views(self.results, keys, self.prompts, pages)
         from mip.analysis.results import WANDB_DOWNLOADS, wandb_rows
 
         rows = wandb_rows([WANDB_DOWNLOADS], "**/media/table/**/*.table.json") if self.api else wandb_rows(self.results)
@@ -200,7 +200,7 @@ def _record_pages(env, folder: Path, pages: Pages, source: Source | None, keys: 
     written: dict[str, str] = {}
     record = env.get_template("record.html.j2")
     said = Said("record pages", len(keys) if source is not None else 0)
-    for view in source.views(keys, pages.kept) if source is not None else []:
+    for view in source.views(keys, pages) if source is not None else []:
         said.update()
         if isinstance(view, str):  # unchanged since its page was written
             written[view] = pages.path(view).relative_to(folder).as_posix()

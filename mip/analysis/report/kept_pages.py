@@ -41,15 +41,32 @@ class Pages:
             old = {}
         self.old: dict[str, str] = old.get("pages", {})
         self.new: dict[str, str] = {}
+        self.files: dict[str, list] = old.get("files", {})
+        """Per record file or pack read: its identity and the records it held, as last read."""
+        self.read: dict[str, list] = {}
         if self.index.exists():  # a kill from here on leaves pages the index does not vouch for: none are kept
             self.index.unlink()
 
     def path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.html"
 
-    def kept(self, record) -> bool:
-        self.new[record.key] = fp = record_pages.fingerprint(record)
-        return self.old.get(record.key) == fp and self.path(record.key).is_file()
+    def kept(self, key: str, fp: str) -> bool:
+        """Whether the page of ``key`` is the last report's and its record's fingerprint is still ``fp``."""
+        self.new[key] = fp
+        return self.old.get(key) == fp and self.path(key).is_file()
+
+    def held(self, name: str, identity: list) -> list[list[str]] | None:
+        """The records (model, task, key, fingerprint) the file ``name`` held when the last report read
+        it, if its ``identity`` (:func:`mip.analysis.report.record_pages.identity`) is the same now."""
+        old = self.files.get(name)
+        if old is None or old[0] != identity:
+            return None
+        self.read[name] = old
+        return old[1]
+
+    def holds(self, name: str, identity: list, records: list[list[str]]) -> None:
+        """The file ``name`` was read: its identity and the records it holds, for the next report."""
+        self.read[name] = [identity, records]
 
     def close(self, written: set[str]) -> None:
         """Remove the pages of records no longer in the report; keep the index of those written."""
@@ -59,8 +76,8 @@ class Pages:
                 whole.unlink()
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.index.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"rules": self.rules, "pages": {k: v for k, v in self.new.items() if k in written}}),
-                       encoding="utf-8")
+        pages = {k: v for k, v in self.new.items() if k in written}
+        tmp.write_text(json.dumps({"rules": self.rules, "pages": pages, "files": self.read}), encoding="utf-8")
         os.replace(tmp, self.index)
 
 
