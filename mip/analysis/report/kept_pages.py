@@ -4,7 +4,9 @@ kept from one report to the next (:class:`Pages`), and progress lines (:class:`S
 A record page is written again only when its record changed (its fingerprint,
 :func:`mip.analysis.report.record_pages.fingerprint`) or the report's rules did (the page's code,
 templates and the coverage rule); ``records/.index.json`` keeps each page's fingerprint (hidden: no
-reader of a folder takes it for a record).
+reader of a folder takes it for a record), and the records each record file or pack held with their
+fingerprints, so a file unchanged since (:func:`mip.analysis.report.record_pages.identity`) is not read
+again. List pages are kept so too (:class:`KeptLists`, ``lists/.index.json``).
 
 Exercised by ``pytest tests/test_report_scale.py``.
 """
