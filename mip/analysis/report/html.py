@@ -105,10 +105,11 @@ def table_html(table: Table, lists: Lists) -> Markup:
     """The table with each linked cell an anchor to its list (:class:`mip.analysis.report.cells.Table`)."""
     head = "".join(f"<th>{escape(c)}</th>" for c in table.frame.columns)
     body = []
-    for row in table.rows():
-        cells = []
-        for column, cell in zip(table.frame.columns, row):
-            text, link = _text(cell.value), cell.experiments
+    columns = {c: table.frame[c].array for c in table.frame.columns}  # each value as Table.cell gives it
+    for i in range(len(table.frame)):
+        cells, linked = [], table.links[i] if i < len(table.links) else {}
+        for column, values in columns.items():
+            text, link = _text(values[i]), linked.get(column)
             if isinstance(link, Experiments):
                 href = lists.href(table.name, link, f"{column} = {text}")
                 cells.append(f'<td><a href="{href}">{escape(text)}</a></td>')

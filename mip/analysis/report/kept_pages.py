@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
+
 from mip.analysis import coverage
 from mip.analysis.report import record_pages
 
@@ -35,7 +37,7 @@ class Pages:
         self.folder, self.index = folder, folder / ".index.json"
         self.rules = _rules(makers)
         try:
-            old = json.loads(self.index.read_text(encoding="utf-8")) if keep else {}
+            old = orjson.loads(self.index.read_bytes()) if keep else {}
         except (OSError, ValueError):
             old = {}
         if old.get("rules") != self.rules:
@@ -46,6 +48,9 @@ class Pages:
         self.files: dict[str, list] = old.get("files", {})
         """Per record file or pack read: its identity and the records it held, as last read."""
         self.read: dict[str, list] = {}
+        self.there = {f"{entry.name[:-5]}" for part in (os.scandir(folder) if folder.is_dir() else [])
+                      if part.is_dir() for entry in os.scandir(part.path) if entry.name.endswith(".html")}
+        """The keys whose pages are there (listed once, not one look a page)."""
         if self.index.exists():  # a kill from here on leaves pages the index does not vouch for: none are kept
             self.index.unlink()
 
@@ -55,7 +60,7 @@ class Pages:
     def kept(self, key: str, fp: str) -> bool:
         """Whether the page of ``key`` is the last report's and its record's fingerprint is still ``fp``."""
         self.new[key] = fp
-        return self.old.get(key) == fp and self.path(key).is_file()
+        return self.old.get(key) == fp and key in self.there
 
     def held(self, name: str, identity: list) -> list[list[str]] | None:
         """The records (model, task, key, fingerprint) the file ``name`` held when the last report read
@@ -79,7 +84,7 @@ class Pages:
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.index.with_suffix(".tmp")
         pages = {k: v for k, v in self.new.items() if k in written}
-        tmp.write_text(json.dumps({"rules": self.rules, "pages": pages, "files": self.read}), encoding="utf-8")
+        tmp.write_bytes(orjson.dumps({"rules": self.rules, "pages": pages, "files": self.read}))
         os.replace(tmp, self.index)
 
 
