@@ -90,7 +90,7 @@ class Pages:
 
 class KeptLists:
     """The list pages under ``lists/``, kept from one report to the next: a list is written again only
-    when what it shows changed (its digest, :func:`mip.analysis.report.html.list_digests`: its name,
+    when what it shows changed (its digest, :func:`mip.analysis.report.list_pages.digest`: its name,
     title and value, its experiments' keys and their rows' shown fields) or the report's rules did;
     ``lists/.index.json`` keeps each page's digest (hidden). A kept page is the last report's file
     (a link, :mod:`mip.analysis.report.swap`): a changed one is written as a new file, never over it."""
