@@ -124,3 +124,29 @@ def test_a_rerun_reads_only_the_record_files_that_changed(tmp_path, monkeypatch)
                         iter_records(paths, *a, **k))
     _analyze(store, out, f"paths.results_dir={results}")
     assert new and set(read) == new, (read, new)
+
+
+def test_a_line_the_quarantine_skips_gives_way_to_its_record_asked_again(tmp_path):
+    """A pack's line moved aside after the last report (the pack itself untouched: its inode, size and
+    time stamp the same) and its experiment asked again into a later pack (another verdict): the rerun
+    shows the new record, as a fresh analysis does, not the page of the line moved aside."""
+    from mip.store.packs import scan
+    from mip.store.quarantine import quarantine_line
+
+    results, out = tmp_path / "results", tmp_path / "out"
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    report = _analyze(store, out, f"paths.results_dir={results}")
+    pack = sorted(store.rglob("pack-*.jsonl"))[0]
+    key, line = scan(pack)[0][0]
+    stamp = pack.stat()
+    quarantine_line(store, line, "a test moves it aside", line.read())
+    record = json.loads(line.read())
+    record["verdict"] = "invalid" if record["verdict"] == "correct" else "correct"
+    (pack.parent / pack.name.replace("pack-", "pack-9", 1)).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert (pack.stat().st_ino, pack.stat().st_size, pack.stat().st_mtime_ns) == (stamp.st_ino, stamp.st_size,
+                                                                                  stamp.st_mtime_ns)
+    page = report / "records" / key[:2] / f"{key}.html"
+    before = page.read_bytes()
+    _analyze(store, out, f"paths.results_dir={results}")
+    assert page.read_bytes() != before
+    _same_as_fresh(store, report, tmp_path / "fresh", results)
