@@ -17,7 +17,6 @@ Exercised by ``pytest tests/test_html_report.py``.
 from __future__ import annotations
 
 import hashlib
-import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,16 +26,14 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from mip.analysis import stats
-from mip.analysis.report import record_pages, search_index
+from mip.analysis.report import list_pages, record_pages, search_index
 from mip.analysis.report.kept_pages import Pages, Said
+from mip.analysis.report.list_pages import ranges as _ranges, text as _text
 from mip.analysis.report.cells import Experiments, Table
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Instance IDs a record page and a mention-rate table show one by one (the rest: counted).
 SHOWN_IDS = 100
-#: The columns a list shows (model, task, pattern, n, p, seed, order seed, verdict, answer).
-LIST_COLUMNS = ["key", "model", "task", "pattern", "n", "p", "majority_label", "seed", "order_seed", "verdict",
-                "invalid_kind", "answer"]
 
 
 @dataclass(frozen=True)
@@ -51,37 +48,14 @@ class Source:
     prompts: record_pages.Rebuild | None = None
     """How a local record's prompt is rebuilt (:class:`mip.tools.prompt_source.Rebuilder`); None: not rebuilt."""
 
-    def views(self, keys: set[str], kept=None):
-        """The record views of ``keys``; a local record ``kept`` says is unchanged comes as its key alone."""
+    def views(self, keys: set[str], pages=None):
+        """The record views of ``keys``; a local record whose page ``pages`` keeps comes as its key alone."""
         if self.kind == "local":
-            return record_pages.local_views(self.results, keys, self.prompts, kept)
+            return record_pages.local_views(self.results, keys, self.prompts, pages)
         from mip.analysis.results import WANDB_DOWNLOADS, wandb_rows
 
         rows = wandb_rows([WANDB_DOWNLOADS], "**/media/table/**/*.table.json") if self.api else wandb_rows(self.results)
         return record_pages.wandb_views(rows, keys)
-
-
-def _text(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
-    return str(value)
-
-
-def _ranges(ids) -> str:
-    """``1-3 7 9-10``: a set of IDs as the list pages' filter reads it."""
-    out, run = [], []
-    for i in sorted(ids):
-        if run and i == run[-1] + 1:
-            run.append(i)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [i]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return " ".join(out)
 
 
 @dataclass
@@ -131,10 +105,11 @@ def table_html(table: Table, lists: Lists) -> Markup:
     """The table with each linked cell an anchor to its list (:class:`mip.analysis.report.cells.Table`)."""
     head = "".join(f"<th>{escape(c)}</th>" for c in table.frame.columns)
     body = []
-    for row in table.rows():
-        cells = []
-        for column, cell in zip(table.frame.columns, row):
-            text, link = _text(cell.value), cell.experiments
+    columns = {c: table.frame[c].array for c in table.frame.columns}  # each value as Table.cell gives it
+    for i in range(len(table.frame)):
+        cells, linked = [], table.links[i] if i < len(table.links) else {}
+        for column, values in columns.items():
+            text, link = _text(values[i]), linked.get(column)
             if isinstance(link, Experiments):
                 href = lists.href(table.name, link, f"{column} = {text}")
                 cells.append(f'<td><a href="{href}">{escape(text)}</a></td>')
@@ -179,36 +154,6 @@ def _items(report, tables: dict[int, Markup], sections) -> list[tuple[str, list[
     return out
 
 
-def _list_rows(cell, rows: "ListRows") -> list[dict]:
-    """A list's rows; a mention-rate list's carry their mentioned IDs (as ranges) for its ID count."""
-    return [{**rows.of(key), "ids": rows.ids(key) if cell.mention else ""} for key in cell.keys]
-
-
-@dataclass
-class ListRows:
-    """Each listed record's row as the list pages show it, made once however many lists hold it."""
-
-    info: pd.DataFrame
-    """The report's records by key."""
-    mentioned: dict[str, list[int]]
-    written: dict[str, str]
-    made: dict[str, dict] = field(default_factory=dict)
-
-    def of(self, key: str) -> dict:
-        if key not in self.made:
-            r = self.info.loc[key]
-            ids = self.mentioned.get(key)
-            self.made[key] = {**{c: _text(r[c]) for c in LIST_COLUMNS if c != "key"}, "key": key,
-                              "invalid_kind": r["invalid_kind"] if isinstance(r["invalid_kind"], str) else "",
-                              "mentioned": "–" if ids is None else len(ids),
-                              "href": f"../{self.written[key]}" if key in self.written else None}
-        return self.made[key]
-
-    def ids(self, key: str) -> str:
-        ids = self.mentioned.get(key)
-        return _ranges(ids) if ids else ""
-
-
 def _clip_long_texts(view, path: Path) -> None:
     """A long output or trace of ``view`` shows its start; the whole of it is a file beside the page ``path``."""
     for a, attempt in enumerate(view.attempts, 1):
@@ -232,7 +177,6 @@ def write(report, header: list[str], frame: pd.DataFrame, source: Source | None,
     (:data:`mip.analysis.report.SECTIONS`), whose items' tables link each cell to its list."""
     folder = report.folder
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
-    shutil.rmtree(folder / "lists", ignore_errors=True)  # lists of an earlier report in this folder are not this one's
     local = source is not None and source.kind == "local"  # a W&B row has no fingerprint: its pages are written anew
     pages = Pages(folder / "records", [*TEMPLATES.iterdir(), Path(__file__)], keep=local)
     (folder / "assets").mkdir(parents=True, exist_ok=True)
@@ -247,13 +191,7 @@ def write(report, header: list[str], frame: pd.DataFrame, source: Source | None,
     path.write_text(page, encoding="utf-8")
     info = frame.drop_duplicates("key").set_index("key")
     search_index.write(folder, info, written)
-    rows = ListRows(info, report.mentioned, written)
-    listing = env.get_template("list.html.j2")
-    filters = [("verdict", "verdict"), ("pattern", "pattern"), ("task", "task"), ("seed", "seed")]
-    for cell in lists.pages.values():
-        (folder / "lists").mkdir(exist_ok=True)
-        page = listing.render(cell=cell, filters=filters, rows=_list_rows(cell, rows))
-        (folder / "lists" / cell.name).write_text(page, encoding="utf-8")
+    list_pages.write(env, folder / "lists", lists.pages.values(), list_pages.ListRows(info, report.mentioned, written))
     return path
 
 
@@ -263,7 +201,7 @@ def _record_pages(env, folder: Path, pages: Pages, source: Source | None, keys: 
     written: dict[str, str] = {}
     record = env.get_template("record.html.j2")
     said = Said("record pages", len(keys) if source is not None else 0)
-    for view in source.views(keys, pages.kept) if source is not None else []:
+    for view in source.views(keys, pages) if source is not None else []:
         said.update()
         if isinstance(view, str):  # unchanged since its page was written
             written[view] = pages.path(view).relative_to(folder).as_posix()

@@ -24,9 +24,13 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from mip.analysis import coverage, folders
 from mip.experiment.records import Record, counted_attempt
+from mip.store import iter_records
+from mip.store.packs import is_pack
+from mip.store.quarantine import skipped_lines
 
 #: Lines of the prompt shown at its head and at its tail (a prompt at n = 2,000 runs to ~500 KB).
 PROMPT_LINES = 60
@@ -134,34 +138,106 @@ def fingerprint(record: Record) -> str:
 
 
 def local_views(paths: Iterable[str | Path], keys: set[str], rebuild: Rebuild | None,
-                kept: Callable[[Record], bool] | None = None) -> Iterator[RecordView | str]:
+                pages: Known | None = None) -> Iterator[RecordView | str]:
     """The records of ``keys`` under the folders analyze.py read, each once; prompts rebuilt with ``rebuild``.
-    A record ``kept`` says is unchanged since its page was written is yielded as its key alone (nothing rebuilt)."""
+    A record whose page ``pages`` says is unchanged since it was written is yielded as its key alone
+    (nothing rebuilt); a record file or pack unchanged since the last report (:func:`identity`) is not
+    read again: ``pages`` knows the records it holds and their fingerprints."""
+    seen: set[tuple[str, str, str]] = set()
+    left = set(keys)  # each key once: the first record read of it
+    skipped: dict[Path, dict[str, list[int]]] = {}
+    for folder in folders.open_folders(paths):
+        prompt = None  # made for the folder's first record not kept: a kept one needs no task config, no pool
+        scope = "" if folder.keys is None else hashlib.blake2b("\n".join(sorted(folder.keys)).encode()).hexdigest()
+        for path in folder.files:
+            for model, task, key, fp, record in _held(path, folder, scope, pages, skipped):
+                if (model, task, key) in seen:
+                    continue
+                seen.add((model, task, key))
+                if key not in left:
+                    continue
+                left.discard(key)
+                if pages is not None and pages.kept(key, fp):
+                    yield key
+                    continue
+                if record is None:  # its file is unchanged, but its page is not there: read it
+                    record = next(r for r in _read(path, folder) if (r.experiment.model, r.experiment.task,
+                                                                     r.key) == (model, task, key))
+                prompt = prompt or _prompts(folder, rebuild)
+                yield view_of(record, *prompt(record))
+
+
+class Known(Protocol):
+    """What the last report knew (:class:`mip.analysis.report.kept_pages.Pages`)."""
+
+    def kept(self, key: str, fp: str) -> bool: ...
+
+    def held(self, name: str, identity: list) -> list[list[str]] | None: ...
+
+    def holds(self, name: str, identity: list, records: list[list[str]]) -> None: ...
+
+
+def _read(path: Path, folder: folders.Folder) -> list[Record]:
+    """The readable records of one of ``folder``'s files, each once (read before: its damage was said then)."""
+    return list(iter_records([path], None, folder.keys, set(), quiet=True))
+
+
+def _held(path: Path, folder: folders.Folder, scope: str, pages: Known | None,
+          skipped: dict[Path, dict[str, list[int]]]) -> list[tuple[str, str, str, str, Record | None]]:
+    """The records ``path`` holds for ``folder``, in order: (model, task, key, fingerprint, record), the
+    record None where the file is unchanged since the last report, which knew them."""
+    name, now = f"{path}|{scope}", identity(path, skipped) if pages is not None else []
+    known = pages.held(name, now) if pages is not None else None
+    if known is not None:
+        return [(model, task, key, fp, None) for model, task, key, fp in known]
+    records = _read(path, folder)
+    held = [[r.experiment.model, r.experiment.task, r.key, fingerprint(r) if pages is not None else ""]
+            for r in records]
+    if pages is not None:
+        pages.holds(name, now, held)
+    return [(model, task, key, fp, r) for (model, task, key, fp), r in zip(held, records)]
+
+
+def identity(path: Path, skipped: dict[Path, dict[str, list[int]]]) -> list:
+    """A record file's or pack's identity: its inode, size and modification time, and the lines of a pack
+    the store's quarantine log skips (``skipped``: per store, read once). A pack is only ever appended to,
+    and a record file is replaced whole, so the same identity holds the same records."""
+    stat = path.stat()
+    lines: list[int] = []
+    if is_pack(path.name):
+        root = path.parents[2] if len(path.parents) > 2 else path.parent
+        if root not in skipped:
+            skipped[root] = {}
+            for file, at in skipped_lines(root):
+                skipped[root].setdefault(file, []).append(at)
+        lines = sorted(skipped[root].get(str(path.relative_to(root)), []))
+    return [stat.st_ino, stat.st_size, stat.st_mtime_ns, lines]
+
+
+def _prompts(folder: folders.Folder, rebuild: Rebuild | None) -> Callable[[Record], tuple[str | None, str]]:
+    """The prompt rebuilder of the records of ``folder``, from the task configs its jobs ran with
+    (mip.show reads them so too)."""
     import yaml
 
-    seen: set[tuple[str, str, str]] = set()
-    for folder in folders.open_folders(paths):
-        tasks: dict[str, dict] = {}
-        for job in folder.jobs:  # the task configs the jobs ran with (mip.show reads them so too)
-            config = Path(job["manifest"]).parent / "config.yaml"
-            if config.is_file():
-                tasks.update((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("task") or {})
-        store = folder.stores[0] if folder.stores else folder.path
-        prompt = rebuild(tasks, store.parent) if rebuild is not None else lambda r: (None, "not rebuilt here: "
-                                                                                        "python -m mip.show prints it")
-        for record in folder.records(None, seen, quiet=True):  # read before: its damage was said then
-            if record.key in keys:
-                keys = keys - {record.key}
-                yield record.key if kept is not None and kept(record) else view_of(record, *prompt(record))
+    if rebuild is None:
+        return lambda r: (None, "not rebuilt here: python -m mip.show prints it")
+    tasks: dict[str, dict] = {}
+    for job in folder.jobs:
+        config = Path(job["manifest"]).parent / "config.yaml"
+        if config.is_file():
+            tasks.update((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("task") or {})
+    store = folder.stores[0] if folder.stores else folder.path
+    return rebuild(tasks, store.parent)
 
 
 def wandb_views(rows: Iterable[dict], keys: set[str]) -> Iterator[RecordView]:
     """The W&B table rows of ``keys``: the prompt as logged and the counted attempt only."""
+    keys = set(keys)
     for row in rows:
         key = str(row.get("key"))
         if key not in keys:
             continue
-        keys = keys - {key}
+        keys.discard(key)
         stages = [StageView(s["stage"], None, None, None) for s in json.loads(row.get("earlier_prompts") or "[]")]
         stages.append(StageView("counted", None, row.get("reasoning"), row.get("output"),
                                 f"completion {row.get('completion_tokens')}, reasoning {row.get('reasoning_tokens')}"))

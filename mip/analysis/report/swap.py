@@ -31,8 +31,9 @@ from pathlib import Path
 CARRIED = (".inputs.json", ".hydra", "analyze.log")
 #: Kept from the last report: record pages are written again only when their record changed, figures
 #: only when what they are drawn from did (:mod:`mip.analysis.report.kept_figures`), the search's
-#: shards only when their rows did (:mod:`mip.analysis.report.search_index`).
-KEPT = ("records", "figures", "search")
+#: shards only when their rows did (:mod:`mip.analysis.report.search_index`), list pages only when what
+#: they show did (:class:`mip.analysis.report.kept_pages.KeptLists`).
+KEPT = ("records", "figures", "search", "lists")
 
 
 @contextlib.contextmanager
