@@ -29,16 +29,22 @@ def cell_words(name: str) -> str:
 def generalisability(report, frame: pd.DataFrame) -> None:
     """Fig. 3 (accuracy over n × p, random with its sd over order seeds), Figs. 10/11 and 22/23."""
     for setting, group in slices.of(frame, ["budget", "pool"]):
-        tag, name = slices.file_tag(setting, ["budget", "pool"]), slices.label(setting, ["budget", "pool"])
-        cells = stats.accuracy(group, ["model", "pattern", *CELL])
-        report.table(cells.round(4), f"generalisability_cells_{tag}",
-                     f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds. "
-                     + frame.attrs.get("matched", ""), grouped(cells, group, ["model", "pattern", *CELL], ACCURACY,
-                                                                cell_words(name)))
-        pattern_grids(report, group, cells, tag, name)
-        for model, sub in group.groupby("model"):
-            model_grids(report, model, sub, tag, name)
-        coverage_section.coverage_grids(report, group, name, tag)
+        matched = frame.attrs.get("matched", "")  # what the grid matched and dropped, said beside its tables
+        report.part(slices.file_tag(setting, ["budget", "pool"]), [group, matched],
+                    lambda: grid(report, group, setting, matched))
+
+
+def grid(report, group: pd.DataFrame, setting: dict, matched: str = "") -> None:
+    """The generalisability section at one budget and pool (``setting``), from its records ``group``."""
+    tag, name = slices.file_tag(setting, ["budget", "pool"]), slices.label(setting, ["budget", "pool"])
+    cells = stats.accuracy(group, ["model", "pattern", *CELL])
+    report.table(cells.round(4), f"generalisability_cells_{tag}",
+                 f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds. "
+                 + matched, grouped(cells, group, ["model", "pattern", *CELL], ACCURACY, cell_words(name)))
+    pattern_grids(report, group, cells, tag, name)
+    for model, sub in group.groupby("model"):
+        model_grids(report, model, sub, tag, name)
+    coverage_section.coverage_grids(report, group, name, tag)
 
 
 def pattern_grids(report, group: pd.DataFrame, cells: pd.DataFrame, tag: str, name: str) -> None:

@@ -1,0 +1,153 @@
+"""A report's parts kept from one report to the next (mip.analysis.report.kept_parts): a rerun computes
+again only the parts whose records changed, and what it keeps is exactly what a fresh report computes.
+
+Counted, never timed: each test reads which parts a report computed (``Parts.computed``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mip.analysis.report import figures, kept_figures, kept_parts, write_report
+
+from .conftest import unencoded
+from .test_analyze import _frame
+from .test_html_links import _compared_rows, _rows
+from .test_stats import C, I, cell
+
+CORE = (20, 0.6)
+
+
+def _stub(fig, folder: Path, name: str) -> list[Path]:
+    """figures.save less the encoding: the files are there (a kept figure needs its files), not encoded."""
+    paths = unencoded(fig, folder, name)
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        path.write_bytes(b"figure")
+    return paths
+
+
+@pytest.fixture
+def computed(monkeypatch) -> list[list[str]]:
+    """Per report written, the parts it computed (not kept from the last report), in order."""
+    reports: list[list[str]] = []
+    init = kept_parts.Parts.__init__
+
+    def counting(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        reports.append(self.computed)
+
+    monkeypatch.setattr(kept_parts.Parts, "__init__", counting)
+    monkeypatch.setattr(figures, "save", _stub)
+    return reports
+
+
+def _files(report: Path) -> dict[str, bytes]:
+    """Everything a reader sees of a report: report.md, report.html, its lists, tables, data and figures."""
+    return {p.relative_to(report).as_posix(): p.read_bytes() for p in sorted(report.rglob("*"))
+            if p.is_file() and not p.relative_to(report).as_posix().startswith((".", "records/"))}
+
+
+def _same_as_fresh(frame: pd.DataFrame, report: Path, fresh: Path, **kw) -> None:
+    write_report(frame, fresh, **kw)
+    got, want = _files(report), _files(fresh)
+    assert sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []
+
+
+def _everything(*more: dict) -> pd.DataFrame:
+    """Every section: the core cell at two budgets, two pools and a prompt variant, the (n, p) grid,
+    a strategy and the expanded orderings (two models, keys apart); ``more`` rows after them."""
+    other = [{**r, "model": "N", "base_model": "N"} for r in _compared_rows()]
+    return _frame(_rows() + other + [{**r, "key": f"new{i}"} for i, r in enumerate(more)])
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A report of :func:`_everything` written afresh, and the parts it computed."""
+    folder = tmp_path_factory.mktemp("parts") / "report"
+    reports: list[list[str]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        init = kept_parts.Parts.__init__
+        patch.setattr(kept_parts.Parts, "__init__", lambda self, *a, **kw: init(self, *a, **kw) or
+                      reports.append(self.computed))
+        patch.setattr(figures, "save", _stub)
+        write_report(_everything(), folder, core=CORE)
+    return folder, reports[0]
+
+
+def _last(first, tmp_path: Path) -> Path:
+    """A copy of the first report, to write the next one over."""
+    shutil.copytree(first[0], tmp_path / "report")
+    return tmp_path / "report"
+
+
+def test_a_rerun_of_the_same_records_computes_no_part_and_writes_the_same_report(tmp_path, first, computed):
+    assert {"core: n20_p0.6", "budgets: n20_p0.6_unfiltered", "generalisability: 20k_unknown",
+            "prompt_variants: n20_p0.6_unfiltered", "strategies: every slice", "expanded: every slice"} <= set(first[1])
+    report = _last(first, tmp_path)
+    write_report(_everything(), report, core=CORE)
+    assert computed[-1] == []
+    assert _files(report) == _files(first[0])
+
+
+def test_one_more_job_computes_again_only_the_parts_its_records_reach(tmp_path, first, computed):
+    """New records at the grid's n = 40 cell: the grid's part and nothing else; the report equals a
+    fresh one of the same records, file for file."""
+    grown = _everything(*cell(3, "majority_first", [C, I, C, C], n=40), *cell(3, "majority_middle", [I, I, C, C], n=40))
+    report = _last(first, tmp_path)
+    write_report(grown, report, core=CORE)
+    assert computed[-1] == ["generalisability: 20k_unknown"]
+    _same_as_fresh(grown, report, tmp_path / "fresh", core=CORE)
+
+
+def test_a_record_changed_under_the_same_key_is_computed_again(tmp_path, first, computed):
+    """The same key with another verdict (a record rewritten): its parts are computed again, and the
+    report is a fresh one's; a changed trace counts as well."""
+    frame = _everything()
+    key = frame[(frame["model"] == "N") & (frame["budget"] == "100k")]["key"].iloc[0]
+    was = frame.set_index("key").at[key, "verdict"]
+    changed = frame.assign(verdict=frame["verdict"].mask(frame["key"] == key, I if was == C else C))
+    changed["correct"], changed["valid"] = changed["verdict"] == C, changed["verdict"] != "invalid"
+    report = _last(first, tmp_path)
+    write_report(changed, report, core=CORE)
+    assert computed[-1] == ["core: n20_p0.6", "budgets: n20_p0.6_unfiltered"]
+    _same_as_fresh(changed, report, tmp_path / "fresh", core=CORE)
+    traced = changed.assign(reasoning=[("1 2 3" if k == key else r) for k, r in zip(changed["key"],
+                                                                                     changed["reasoning"])])
+    write_report(traced, report, core=CORE)
+    assert computed[-1] == ["core: n20_p0.6", "budgets: n20_p0.6_unfiltered"]
+
+
+def test_new_code_computes_every_part_again(tmp_path, first, computed, monkeypatch):
+    report = _last(first, tmp_path)
+    monkeypatch.setattr(kept_figures, "code_key", lambda: "other code")
+    write_report(_everything(), report, core=CORE)
+    assert computed[-1] == first[1]
+
+
+def test_a_part_whose_figure_is_gone_is_computed_again(tmp_path, first, computed):
+    report = _last(first, tmp_path)
+    (report / "figures" / "fig17_all_patterns_n20_p0.6.png").unlink()
+    write_report(_everything(), report, core=CORE)
+    assert computed[-1] == ["core: n20_p0.6"]
+    assert _files(report) == _files(first[0])
+
+
+def test_the_headline_keeps_its_rows_per_slice(tmp_path, first, computed):
+    """The headline analyze.py prints, from the report's kept parts: the same table as computed afresh,
+    each slice's row computed again only where its records changed."""
+    from mip.analysis.headline import headline
+
+    report, shown = _last(first, tmp_path), []
+    write_report(_everything(), report, core=CORE, summary=shown.append)
+    assert computed[-1].count("headline") > 5 and set(computed[-1]) == {"headline"}
+    pd.testing.assert_frame_equal(shown[-1], headline(_everything()))
+    more = _everything(*cell(3, "majority_first", [C, I], n=40))
+    write_report(more, report, core=CORE, summary=shown.append)
+    assert computed[-1] == ["generalisability: 20k_unknown", "headline"]
+    pd.testing.assert_frame_equal(shown[-1], headline(more))
