@@ -77,7 +77,9 @@ class Report:
     def part(self, name: str, records: pd.DataFrame | list[pd.DataFrame | None], compute: Callable[[], None]) -> None:
         """One part of the current section (one setting's tables, figures and notes): ``compute()`` hands
         them to this report, unless the last report's part of this ``name`` computed from the same
-        ``records`` is kept (:mod:`mip.analysis.report.kept_parts`), which hands over the same, in order."""
+        ``records`` is kept (:mod:`mip.analysis.report.kept_parts`), which hands over the same, in order.
+        ``records``: everything ``compute`` reads beside the report's choices, as rows selected from the
+        analysed table (never edited) and any text it is handed beside them."""
         if self.parts is None:
             return compute()
         name = f"{self.section}: {name}"

@@ -5,9 +5,10 @@ then computes again only the parts its records reach.
 
 Nothing stale can be kept: a part's key (:meth:`Parts.key`) digests its name, the report's choices
 (``where``, ``core``, the trace pool), the code it is computed by (:func:`mip.analysis.report.kept_figures.code_key`,
-:data:`PART_RULES`) and its records as the part reads them: every value of every row in their order
-(a record rewritten under the same key, or a column derived from other records, changes it), the
-columns, their types and the frame's ``attrs``. What a part gave is kept in ``.parts/<key>.pkl``
+:data:`PART_RULES`) and its records: each one's row of the analysed table in their order, every value
+of it digested once for the whole table (a record rewritten under the same key, or a column derived from
+other records, changes it), the columns, their types and the frame's ``attrs``. A part selects its
+records from the table and never edits one; a frame of other columns is digested value by value. What a part gave is kept in ``.parts/<key>.pkl``
 under the report's folder (hidden), written with the report beside its folder and swapped in
 with it (:mod:`mip.analysis.report.swap`): an entry is named by its key, so none can disagree with it.
 A kept figure is replayed undrawn; its own key (:mod:`mip.analysis.report.kept_figures`) finds the
@@ -22,7 +23,10 @@ last report's files, and where they are gone the part is computed again.
 >>> again = Parts(root / "one", root / "two", "code", "choices", frame)
 >>> again.value("count", frame, lambda: 0), again.computed
 (2, [])
->>> again.key("n", frame) == again.key("n", frame.assign(verdict=["correct", "correct"]))
+>>> rewritten = frame.assign(verdict=["correct", "correct"])           # "b" stored again, another verdict
+>>> again.key("n", frame) == Parts(None, root / "three", "code", "choices", rewritten).key("n", rewritten)
+False
+>>> again.key("n", frame) == again.key("n", frame.assign(model="m"))  # a column of its own: digested by value
 False
 
 Exercised by ``pytest tests/test_report_parts.py``.
@@ -46,8 +50,6 @@ from mip.analysis.report.cells import Item
 PART_RULES = 1
 #: The hidden folder of a report that keeps its parts.
 FOLDER = ".parts"
-#: Long free text (traces): digested once per record (:class:`Parts`), not once per part that reads it.
-TEXTS = ("reasoning", "output")
 
 
 @dataclass
@@ -74,26 +76,28 @@ class Made:
     mentioned: dict[str, list[int]] = field(default_factory=dict)
 
 
-def _texts(frame: pd.DataFrame) -> pd.DataFrame | None:
-    """Each record's trace and output (the objects) and their digest, by its key (None: ``frame`` has no
-    text or no unique key)."""
-    texts = [c for c in TEXTS if c in frame.columns]
-    if not texts or "key" not in frame.columns or not frame["key"].is_unique:
+def _digests(frame: pd.DataFrame) -> pd.Series | None:
+    """Each record of ``frame`` (a row of the analysed table) digested, every value of its row (uint64), by
+    its key; None without a unique key."""
+    if "key" not in frame.columns or not frame["key"].is_unique:
         return None
-    digest = pd.util.hash_pandas_object(frame[texts], index=False).to_numpy()
-    return frame[texts].assign(digest=digest).set_axis(pd.Index(frame["key"]))
+    return pd.Series(pd.util.hash_pandas_object(frame, index=False).to_numpy(), index=pd.Index(frame["key"]))
+
+
+def _shape(frame: pd.DataFrame) -> str:
+    return repr((list(frame.columns), [str(t) for t in frame.dtypes]))
 
 
 class Parts:
     """The parts of the last report under ``old`` (None: none) and this report's, under ``folder``;
     ``code`` and ``choices`` (what the report was asked) are in every key. ``frame``: the records
-    every part is a part of (their texts are digested once)."""
+    every part is a part of (each record's row is digested once)."""
 
     def __init__(self, old: Path | None, folder: Path, code: str, choices: str, frame: pd.DataFrame):
         self.old = Path(old) / FOLDER if old is not None else None
         self.folder = Path(folder) / FOLDER
         self.base = f"{PART_RULES} {code} {choices}"
-        self.texts = _texts(frame)
+        self.digests, self.shape = _digests(frame), _shape(frame)
         self.computed: list[str] = []
         """The parts this report computed (not kept), by name, in order."""
         self.made: list[Made] = []
@@ -106,23 +110,20 @@ class Parts:
             if not isinstance(frame, pd.DataFrame):
                 digest.update(f"\x1d{frame!r}".encode("utf-8", "surrogatepass"))
                 continue
-            digest.update(repr((list(frame.columns), [str(t) for t in frame.dtypes], len(frame),
-                                sorted(frame.attrs.items(), key=str))).encode("utf-8", "surrogatepass"))
+            digest.update(repr((_shape(frame), len(frame), sorted(frame.attrs.items(), key=str))).encode(
+                "utf-8", "surrogatepass"))
             digest.update(self._rows(frame))
         return digest.hexdigest()
 
     def _rows(self, frame: pd.DataFrame) -> bytes:
-        """Each row of ``frame`` digested (uint64), in order; its texts by the digests :class:`Parts` took
-        of the records' texts where they are those very strings (checked by identity, not read again)."""
-        texts = [c for c in TEXTS if c in frame.columns]
-        rows = pd.util.hash_pandas_object(frame.drop(columns=texts), index=False).to_numpy().tobytes()
-        if not texts:
-            return rows
-        if self.texts is not None and "key" in frame.columns and frame["key"].isin(self.texts.index).all():
-            loaded = self.texts.loc[frame["key"]]
-            if all(list(map(id, frame[c])) == list(map(id, loaded[c])) for c in texts):
-                return rows + loaded["digest"].to_numpy().tobytes()
-        return rows + pd.util.hash_pandas_object(frame[texts], index=False).to_numpy().tobytes()
+        """Each row of ``frame`` digested (uint64), in order. A frame of the analysed table's columns holds
+        its records' rows (a part selects records, it never edits one): their digests were taken once;
+        any other frame is digested value by value."""
+        if self.digests is not None and _shape(frame) == self.shape:
+            at = self.digests.index.get_indexer(frame["key"])
+            if (at >= 0).all():
+                return self.digests.to_numpy()[at].tobytes()
+        return pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes()
 
     def get(self, key: str):
         """The last report's value of ``key``; None where it kept none (or it cannot be read)."""
