@@ -263,7 +263,19 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
         report.part("every slice", [parts.strategies, baseline],
                     lambda: strategies.strategies(report, parts.strategies, baseline=baseline))
     report.section = "other"
-    rest = slices.unassigned(parts.rest)
+    _other(report, parts.rest, filter_dir)
+    header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
+              + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
+              "Core setting: " + parts.core_text, *spend_lines(frame), ""]
+    say("report.html: lists and record pages")  # while the figures are drawn: report.html waits for them last
+    html.write(report, header, frame, source, SECTIONS, choices())
+    report.finish(header)
+    return report
+
+
+def _other(report: Report, rest: pd.DataFrame, filter_dir: str | Path | None) -> None:
+    """The last section: the records no section takes (``rest``), Table 4 from ``filter_dir`` and App. C.4."""
+    rest = slices.unassigned(rest)
     if not rest.empty:
         report.table(rest, "unassigned", "Records that fit no section, counted per slice — not pooled into any table.")
         report.notes.append(f"{int(rest['experiments'].sum())} record(s) fit no section; see 'unassigned'.")
@@ -276,10 +288,3 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     report.table(pd.DataFrame([ref]).round(12), "reference_c4",
                  "App. C.4: independent predictions at q = 0.9 on 1,100 + 900 instances; exact binomial probability "
                  "of a reversed or tied majority.")
-    header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
-              + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
-              "Core setting: " + parts.core_text, *spend_lines(frame), ""]
-    say("report.html: lists and record pages")  # while the figures are drawn: report.html waits for them last
-    html.write(report, header, frame, source, SECTIONS, choices())
-    report.finish(header)
-    return report

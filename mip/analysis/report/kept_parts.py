@@ -4,15 +4,16 @@ not change gives the new report what it gave the last one, without computing it 
 then computes again only the parts its records reach.
 
 Nothing stale can be kept: a part's key (:meth:`Parts.key`) digests its name, the report's choices
-(``where``, ``core``, the trace pool), the code it is computed by (:func:`mip.analysis.report.kept_figures.code_key`,
-:data:`PART_RULES`) and its records: each one's row of the analysed table in their order, every value
-of it digested once for the whole table (a record rewritten under the same key, or a column derived from
-other records, changes it), the columns, their types and the frame's ``attrs``. A part selects its
-records from the table and never edits one; a frame of other columns is digested value by value. What a part gave is kept in ``.parts/<key>.pkl``
-under the report's folder (hidden), written with the report beside its folder and swapped in
-with it (:mod:`mip.analysis.report.swap`): an entry is named by its key, so none can disagree with it.
-A kept figure is replayed undrawn; its own key (:mod:`mip.analysis.report.kept_figures`) finds the
-last report's files, and where they are gone the part is computed again.
+(``where``, ``core``, the trace pool), the code it is computed by
+(:func:`mip.analysis.report.kept_figures.code_key`, :data:`PART_RULES`) and its records: each one's
+row of the analysed table, in their order, every value of it digested once for the whole table (a
+record rewritten under the same key, or a column derived from other records, changes it), the columns,
+their types and the frame's ``attrs``. A part selects its records from the table and never edits one;
+a frame of other columns is digested value by value. What a part gave is kept in ``.parts/<key>.pkl``
+under the report's folder (hidden), written with the report beside its folder and swapped in with it
+(:mod:`mip.analysis.report.swap`): an entry is named by its key, so none can disagree with it. A kept
+figure is replayed undrawn; its own key (:mod:`mip.analysis.report.kept_figures`) finds the last
+report's files, and where they are gone the part is computed again.
 
 >>> import tempfile
 >>> frame = pd.DataFrame({"key": ["a", "b"], "verdict": ["correct", "incorrect"], "reasoning": ["1 2", None]})
