@@ -162,3 +162,22 @@ def test_the_headline_keeps_its_rows_per_slice(tmp_path, first, computed):
     write_report(more, report, core=CORE, summary=shown.append)
     assert computed[-1] == ["generalisability: 20k_unknown: cells", "headline"]  # the cells note counts them
     pd.testing.assert_frame_equal(shown[-1], headline(more))
+
+
+def test_after_one_more_job_analyze_writes_what_a_fresh_analysis_writes(tmp_path, computed):
+    """analyze.py's way (records read from a store, report.html's record pages): after one more job at
+    another (n, p) cell, the rerun computes the grid's parts and keeps the core's, and its report is a fresh
+    analysis's of the same store, file for file."""
+    from .test_report_scale import _analyze, _job, _store
+
+    results = tmp_path / "results"
+    store = _store(results, patterns=("majority_first", "majority_last"))
+    _job(results, 10, "majority_first")
+    report = _analyze(store, tmp_path / "out", f"paths.results_dir={results}", save=_stub)
+    assert "core: n20_p0.6" in computed[-1]
+    _job(results, 10, "majority_last")
+    _analyze(store, tmp_path / "out", f"paths.results_dir={results}", save=_stub)
+    assert "core: n20_p0.6" not in computed[-1] and "generalisability: smoke_unfiltered: cells" in computed[-1]
+    fresh = _analyze(store, tmp_path / "fresh", f"paths.results_dir={results}", save=_stub)
+    got, want = _files(report), _files(fresh)
+    assert sorted(got) == sorted(want) and [name for name in want if got[name] != want[name]] == []

@@ -51,7 +51,6 @@ SECTIONS = [
 ]
 
 
-
 @dataclass
 class Report:
     folder: Path
@@ -74,7 +73,8 @@ class Report:
     keys: dict[str, str | None] = field(default_factory=dict)
     """Each figure's key (:mod:`mip.analysis.report.kept_figures`; None: handed over drawn, never kept)."""
 
-    def part(self, name: str, records: pd.DataFrame | list[pd.DataFrame | None], compute: Callable[[], None]) -> None:
+    def part(self, name: str, records: pd.DataFrame | list[pd.DataFrame | str | None],
+             compute: Callable[[], None]) -> None:
         """One part of the current section (one setting's tables, figures and notes): ``compute()`` hands
         them to this report, unless the last report's part of this ``name`` computed from the same
         ``records`` is kept (:mod:`mip.analysis.report.kept_parts`), which hands over the same, in order.
