@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mip.analysis.report.cells import Item
@@ -82,7 +83,19 @@ def _digests(frame: pd.DataFrame) -> pd.Series | None:
     its key; None without a unique key."""
     if "key" not in frame.columns or not frame["key"].is_unique:
         return None
-    return pd.Series(pd.util.hash_pandas_object(frame, index=False).to_numpy(), index=pd.Index(frame["key"]))
+    return pd.Series(_hashed(frame), index=pd.Index(frame["key"]))
+
+
+def _hashed(frame: pd.DataFrame):
+    """Each row of ``frame`` as one uint64 of every value in it; a column of lists or dicts (a decomposed
+    strategy's per-position errors) by each value's ``repr``."""
+    columns = {}
+    for i, (name, column) in enumerate(frame.items()):
+        try:
+            columns[i] = pd.util.hash_pandas_object(column, index=False, categorize=False).to_numpy()
+        except (TypeError, ValueError):
+            columns[i] = pd.util.hash_array(np.array([repr(v) for v in column], dtype=object), categorize=False)
+    return pd.util.hash_pandas_object(pd.DataFrame(columns, index=range(len(frame))), index=False).to_numpy()
 
 
 def _shape(frame: pd.DataFrame) -> str:
@@ -124,7 +137,7 @@ class Parts:
             at = self.digests.index.get_indexer(frame["key"])
             if (at >= 0).all():
                 return self.digests.to_numpy()[at].tobytes()
-        return pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes()
+        return _hashed(frame).tobytes()
 
     def get(self, key: str):
         """The last report's value of ``key``; None where it kept none (or it cannot be read)."""
