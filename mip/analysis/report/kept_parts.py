@@ -90,7 +90,7 @@ def _hashed(frame: pd.DataFrame):
     """Each row of ``frame`` as one uint64 of every value in it; a column of lists or dicts (a decomposed
     strategy's per-position errors) by each value's ``repr``."""
     columns = {}
-    for i, (name, column) in enumerate(frame.items()):
+    for i, (_, column) in enumerate(frame.items()):
         try:
             columns[i] = pd.util.hash_pandas_object(column, index=False, categorize=False).to_numpy()
         except (TypeError, ValueError):
@@ -120,13 +120,13 @@ class Parts:
         """The digest of part ``name`` of ``records``: one frame, or what the part reads together (frames,
         and text it is handed beside them)."""
         digest = hashlib.blake2b(f"{self.base}\x1d{name}".encode(), digest_size=16)
-        for frame in [records] if isinstance(records, pd.DataFrame) else records:
-            if not isinstance(frame, pd.DataFrame):
-                digest.update(f"\x1d{frame!r}".encode("utf-8", "surrogatepass"))
+        for read in [records] if isinstance(records, pd.DataFrame) else records:
+            if not isinstance(read, pd.DataFrame):
+                digest.update(f"\x1d{read!r}".encode("utf-8", "surrogatepass"))
                 continue
-            digest.update(repr((_shape(frame), len(frame), sorted(frame.attrs.items(), key=str))).encode(
+            digest.update(repr((_shape(read), len(read), sorted(read.attrs.items(), key=str))).encode(
                 "utf-8", "surrogatepass"))
-            digest.update(self._rows(frame))
+            digest.update(self._rows(read))
         return digest.hexdigest()
 
     def _rows(self, frame: pd.DataFrame) -> bytes:
