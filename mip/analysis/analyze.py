@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mip.config import AnalyzeConfig, to_plain
 from mip.analysis.out_dirs import claim, inputs_of
-from mip.analysis.headline import headline, render
+from mip.analysis.headline import render
 from mip.analysis.report import html, write_report
 from mip.analysis.report.cells import Table
 from mip.analysis.report.model_sets import TracePool
@@ -48,11 +48,9 @@ def analyze(cfg: AnalyzeConfig, show: Callable[[str], None] | None = None, promp
         raise ResultsError(refusal)
     core = (int(cfg.core[0]), float(cfg.core[1])) if cfg.core else None
     logged = (lambda folder, tables, images: log_report(folder, cfg, tables, images)) if cfg.wandb.log_report else None
-    path = write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage),
-                        source(cfg, prompts), say, logged)
-    if show is not None:
-        show(render(headline(restrict(frame, cfg.where))))
-    return path
+    summary = (lambda table: show(render(table))) if show is not None else None
+    return write_report(frame, cfg.out_dir, cfg.filter_dir, cfg.where, core, TracePool.of(cfg.coverage),
+                        source(cfg, prompts), say, logged, summary)
 
 
 def source(cfg: AnalyzeConfig, prompts: Rebuild | None = None) -> html.Source:

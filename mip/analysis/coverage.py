@@ -155,9 +155,14 @@ def coverage_bin(share: float) -> str:
     return "<25%"
 
 
+def has_trace(frame: pd.DataFrame) -> pd.Series:
+    """Which experiments are valid and have a reasoning trace (those :func:`with_coverage` scans)."""
+    return frame["valid"] & frame["reasoning"].notna() & (frame["reasoning"] != "")
+
+
 def with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
     """Valid experiments that have a reasoning trace, with ``mentioned``, ``coverage`` and ``bin``."""
-    traced = frame[frame["valid"] & frame["reasoning"].notna() & (frame["reasoning"] != "")].copy()
+    traced = frame[has_trace(frame)].copy()
     ids = [mentioned_ids(t, int(n)) for t, n in zip(traced["reasoning"], traced["n"])]
     traced["mentioned"] = [len(x) for x in ids]
     traced["mentioned_ids"] = ids

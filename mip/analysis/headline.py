@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -26,40 +27,43 @@ GAP = ["Δ (pp)", "Δ 95 % CI", "π⁺", "π⁻", "sets"]
 #: The printed headline's width (a terminal's), in characters.
 WIDTH = 120
 SHORT = stats.SHORT
+#: What keeps a slice's row: ``keep(name, records, compute)`` gives ``compute()`` or the row kept for them.
+Keep = Callable[[str, pd.DataFrame, Callable[[], dict]], dict]
 
 
-def headline(frame: pd.DataFrame) -> pd.DataFrame:
+def headline(frame: pd.DataFrame, keep: Keep | None = None) -> pd.DataFrame:
     """One row per slice: its :data:`~mip.analysis.slices.SLICE` columns, accuracy (%) per pattern in
     the paper's order, then :data:`GAP`; π⁺ and π⁻ name every tied pattern (``a = b``), π⁻ is '–'
-    where no pattern is worse."""
+    where no pattern is worse. ``keep`` (the report's :meth:`mip.analysis.report.kept_parts.Parts.value`)
+    gives a slice's row kept from the last report where its records did not change."""
     if frame.empty:
         return pd.DataFrame(columns=[*slices.SLICE, *GAP])
-    models = stats.model_table(frame, slices.SLICE).set_index(slices.SLICE)
-    rows = []
-    for row, sub in slices.of(frame, slices.SLICE):
-        key = tuple(row[k] for k in slices.SLICE)
-        model = models.loc[key]
-        best, worst = (model[k] if pd.notna(model[k]) else None for k in ("best", "worst"))
-        low = high = math.nan
-        # Δ's experiments, those every pattern of the slice holds (the rule of Table 2's Δ), give
-        # the per-pattern accuracies beside it too; a slice whose patterns share none shows its own.
-        compared = pairs.patterns(sub)
-        shown = compared.frame if not compared.empty else sub
-        accuracy = stats.pattern_table(shown).set_index("pattern")["acc_mean"]
-        if best and worst and best != worst:
-            low, high = inference.bootstrap_gap(compared.frame, best, worst)
-        best_tied = [p for p in str(model["best_tied"] or "").split(", ") if p]
-        worst_tied = stats.worse(best_tied, [p for p in str(model["worst_tied"] or "").split(", ") if p])
-        rows.append({**row, **{str(p): round(100 * a, 1) for p, a in accuracy.items()},
-                     "Δ (pp)": _pp(model["delta"]) + (model["delta_marker"] or ""),
-                     "Δ 95 % CI": f"[{_pp(low)}, {_pp(high)}]" if not math.isnan(low) else
-                     "not testable" if best and worst else "–",
-                     "π⁺": " = ".join(best_tied) or "–", "π⁻": " = ".join(worst_tied) or "–",
-                     "sets": int(model["sets"])})
-    table = pd.DataFrame(rows)
+    keep = keep or (lambda name, records, compute: compute())
+    table = pd.DataFrame([keep("headline", sub, lambda: _row(row, sub)) for row, sub in slices.of(frame, slices.SLICE)])
     named = [c for c in table.columns if c not in slices.SLICE and c not in GAP]
     patterns = [p for p in PATTERNS if p in named] + sorted(set(named) - set(PATTERNS))
     return table[[*slices.SLICE, *patterns, *GAP]]
+
+
+def _row(row: dict, sub: pd.DataFrame) -> dict:
+    """The headline's row of one slice (``row``: its slice columns) from its records ``sub``."""
+    model = stats.model_table(sub, slices.SLICE).iloc[0]
+    best, worst = (model[k] if pd.notna(model[k]) else None for k in ("best", "worst"))
+    low = high = math.nan
+    # Δ's experiments, those every pattern of the slice holds (the rule of Table 2's Δ), give
+    # the per-pattern accuracies beside it too; a slice whose patterns share none shows its own.
+    compared = pairs.patterns(sub)
+    shown = compared.frame if not compared.empty else sub
+    accuracy = stats.pattern_table(shown).set_index("pattern")["acc_mean"]
+    if best and worst and best != worst:
+        low, high = inference.bootstrap_gap(compared.frame, best, worst)
+    best_tied = [p for p in str(model["best_tied"] or "").split(", ") if p]
+    worst_tied = stats.worse(best_tied, [p for p in str(model["worst_tied"] or "").split(", ") if p])
+    return {**row, **{str(p): round(100 * a, 1) for p, a in accuracy.items()},
+            "Δ (pp)": _pp(model["delta"]) + (model["delta_marker"] or ""),
+            "Δ 95 % CI": f"[{_pp(low)}, {_pp(high)}]" if not math.isnan(low) else
+            "not testable" if best and worst else "–",
+            "π⁺": " = ".join(best_tied) or "–", "π⁻": " = ".join(worst_tied) or "–", "sets": int(model["sets"])}
 
 
 def _pp(value) -> str:

@@ -16,9 +16,11 @@ from pathlib import Path
 import pandas as pd
 
 from mip.analysis import inference, slices
-from mip.analysis.report import compared, drawing, figures, grid_section, html, kept_figures, sections, swap, \
-    strategy_section as strategies, metric_tables as tables
+from mip.analysis.headline import headline
+from mip.analysis.report import compared, drawing, figures, grid_section, html, kept_figures, kept_parts, sections, \
+    swap, strategy_section as strategies, metric_tables as tables
 from mip.analysis.report.cells import Item, Links, Table
+from mip.analysis.report.choices import choices
 from mip.analysis.report.data_notes import core_notes, coverage_notes, spend_lines, where_text
 from mip.analysis.report.model_sets import TracePool
 
@@ -48,47 +50,6 @@ SECTIONS = [
     Section("other", "Records in no section, and the reference calculation"),
 ]
 
-CHOICES = [
-    "Every table and figure is computed inside one slice: model × (n, p) × budget × prompt variant × strategy × "
-    "pool (filtered or not) × ordering family (core orderings, or the expanded shuffles). A table lists slices as "
-    "rows, each labelled; nothing pools two slices.",
-    "Comparisons are made on matched experiments only (mip.analysis.pairs): a prompt variant against the standard "
-    "prompt, one budget against another, one (n, p) cell against another, a strategy against the single call, a "
-    "filtered pool against the unfiltered one use the experiments both conditions hold (same model, task, pattern, n, "
-    "p, majority label, selection and order seeds, and every other field but the compared one); beside each, the "
-    "experiments held, matched and dropped per condition and task. A budget is its value (the output-token limit a "
-    "record ran under), not its name.",
-    "Accuracy is valid-only unless marked 'all' (invalid counts as wrong; a parsed tie −1 is valid and incorrect); "
-    "per selection seed, pooled over tasks, majority labels and patterns (random over its order seeds); mean ± sd "
-    "(ddof = 1) over seeds.",
-    "Δ = mean over seeds of Acc_s(π⁺) − Acc_s(π⁻), π± chosen by mean accuracy within the slice; seeds lacking a "
-    "valid experiment of either pattern drop out; † marks one paired seed, ‡ two (the paper's notation). Among tied "
-    "patterns π⁺ is the first in the paper's pattern order (random, majority-first, majority-last, majority-edges, "
-    "majority-middle, soft-majority-edges, soft-majority-middle), π⁻ the first of the tied worst; 'π⁺ / π⁻' names "
-    "every tied pattern (`a = b`) by short names (first = majority_first, s.edges = soft_majority_edges, …), and "
-    "π⁻ reads '–' where every pattern ties, none being worse.",
-    "'Sets' counts instance sets (seed × task × majority label) with a valid experiment: the evidence behind a row.",
-    "Beyond the paper: 95 % cluster-bootstrap intervals over instance sets (2,000 resamples) and paired tests of π⁺ "
-    "against π⁻ (exact McNemar; sign-flip permutation where random has several orders) need at least "
-    "{min_pairs} sets or pairs, else they read 'not testable' — fewer cannot reach p < 0.05.",
-    "Coverage: an ID counts when it appears in the trace as a standalone number 1..N (mip.analysis.coverage): "
-    "a list `1,2,3` mentions 1, 2 and 3; a range `1-40` mentions 1 and 40; signed numbers (`-1`), decimals "
-    "(`3.5`), thousands (`1,000`) and numbers glued to letters (`x2`, `200th`) mention none. Table 3 bins "
-    "every valid experiment; those without a trace form the 'no trace' row (the paper's models all had traces). "
-    "Per-ID mention rates (Fig. 5) and mean coverage (Fig. 22) are over valid experiments with a trace (the paper "
-    "is silent on traceless ones).",
-    "Pooled trace figures (Fig. 5, Fig. 22) pool the models whose config declares full reasoning traces (`traces: "
-    "full`: the paper's four, §5.1, footnote 10), or those analyze.py's `coverage.models` names; their titles name "
-    "them. Summaries (Grok 4.1 Fast) and planted simulated traces are never pooled by default; per-model figures "
-    "are always drawn.",
-    "A figure with nothing to show is not drawn: the report says why in its place. Counts of zero take the colour "
-    "map's lightest colour; accuracy and rate axes run 0–100; missing values read '–'.",
-    "Fig. 18 and Fig. 20 stay inside slices: Fig. 18 has one row of task panels per slice (the paper's per task), "
-    "Fig. 20 one heatmap per prompt variant, per model and pattern, mean ± sd over selection seeds.",
-    "Fig. 3: ± sd over the random pattern's order seeds (accuracy per order seed pooled over tasks and labels), as "
-    "the paper's caption says; structured patterns carry no sd.",
-]
-
 
 @dataclass
 class Report:
@@ -107,6 +68,34 @@ class Report:
     """Where handed-over figures are drawn and encoded (worker processes); None: here, as they come."""
     pending: list[int] = field(default_factory=list)
     """The entries whose figures are being drawn, resolved by :meth:`drawn`."""
+    parts: kept_parts.Parts | None = None
+    """The last report's parts, kept where their records did not change; None: compute every part."""
+    keys: dict[str, str | None] = field(default_factory=dict)
+    """Each figure's key (:mod:`mip.analysis.report.kept_figures`; None: handed over drawn, never kept)."""
+
+    def part(self, name: str, records: pd.DataFrame | list[pd.DataFrame | str | None],
+             compute: Callable[[], None]) -> None:
+        """One part of the current section (one setting's tables, figures and notes): ``compute()`` hands
+        them to this report, unless the last report's part of this ``name`` computed from the same
+        ``records`` is kept (:mod:`mip.analysis.report.kept_parts`), which hands over the same, in order.
+        ``records``: everything ``compute`` reads beside the report's choices, as rows selected from the
+        analysed table (never edited) and any text it is handed beside them."""
+        if self.parts is None:
+            return compute()
+        name = f"{self.section}: {name}"
+        key = self.parts.key(name, records)
+        if self.parts.replay(self, key):
+            return
+        self.parts.computed.append(name)
+        made, notes, mentioned = kept_parts.Made(key, len(self.entries)), self.notes, self.mentioned
+        self.notes, self.mentioned = [], {}
+        try:
+            compute()
+        finally:
+            made.notes, made.mentioned = self.notes, self.mentioned
+            self.notes, self.mentioned = notes + made.notes, mentioned | made.mentioned
+        made.end = len(self.entries)
+        self.parts.made.append(made)
 
     def table(self, frame: pd.DataFrame, name: str, how: str, links: Links = ()) -> None:
         """A table: its values and, per row, the experiments behind its cells (:mod:`mip.analysis.report.cells`)."""
@@ -136,9 +125,11 @@ class Report:
         if not isinstance(fig, figures.Later):  # drawn already: encoded now, never kept
             if self.kept is not None:
                 self.kept.kept(name, None)
+            self.keys[name] = None
             self.entries.append(Item(self.section, "figure", figures.save(fig, folder, name), how, table))
             return
-        if self.kept is not None and self.kept.kept(name, self.kept.key(fig.draw, fig.args, fig.kwargs)):
+        key = self.keys[name] = self.kept.key(fig.draw, fig.args, fig.kwargs) if self.kept is not None else None
+        if key is not None and self.kept.kept(name, key):
             self.entries.append(Item(self.section, "figure", self.kept.paths(name), how, table))
             return
         self.drawing = self.drawing or drawing.Drawing(workers=1)
@@ -178,6 +169,8 @@ class Report:
         self.drawn()
         if self.kept is not None:
             self.kept.close()
+        if self.parts is not None:
+            self.parts.close(self)
         path = self.folder / "report.md"
         path.write_text(self.markdown(header), encoding="utf-8")
         return path
@@ -186,7 +179,7 @@ class Report:
         lines = ["# MIP order-effects report", "", *header]
         if self.notes:
             lines += ["## Data notes", ""] + [f"- {n}" for n in self.notes] + [""]
-        lines += ["## Choices", ""] + [f"- {c.format(min_pairs=inference.MIN_PAIRS)}" for c in CHOICES] + [""]
+        lines += ["## Choices", ""] + [f"- {c}" for c in choices()] + [""]
         for section in SECTIONS:
             items = [i for i in self.items if i.section == section.name]
             lines += [f"## {section.title}", ""]
@@ -208,23 +201,31 @@ def write_report(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path
                  where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
                  pool: TracePool | None = None, source: html.Source | None = None,
                  say: Callable[[str], None] | None = None,
-                 logged: Callable[[Path, list[Table], list[Path]], None] | None = None) -> Path:
+                 logged: Callable[[Path, list[Table], list[Path]], None] | None = None,
+                 summary: Callable[[pd.DataFrame], None] | None = None) -> Path:
     """Write tables, figures, report.md and report.html into a folder beside ``folder`` and swap it in
     whole (:mod:`mip.analysis.report.swap`): a kill leaves the previous report or this one. See :func:`_write`.
-    ``logged`` (W&B: :func:`mip.analysis.analyze.log_report`) then gets the report's folder, its tables
-    (the structure report.md and report.html render) and its figures' images."""
+    Each part of a section whose records did not change since the report in ``folder`` is kept from it
+    (:mod:`mip.analysis.report.kept_parts`). ``logged`` (W&B: :func:`mip.analysis.analyze.log_report`) then
+    gets the report's folder, its tables (the structure report.md and report.html render) and its figures'
+    images; ``summary`` the headline table of the records (:func:`mip.analysis.headline.headline`), its
+    rows kept per slice as the parts are."""
     final = Path(folder).expanduser()
     with swap.beside(final) as new, drawing.Drawing(say=say) as figures_drawn:
-        report = _write(frame, new, filter_dir, where, core, pool, source, say, figures_drawn)
+        report = _write(frame, new, filter_dir, where, core, pool, source, say, figures_drawn, final)
+        table = headline(slices.restrict(frame, where), keep=report.parts.value) if summary is not None else None
     if logged is not None:
         logged(final, report.tables(), [final / p for p in report.images()])
+    if summary is not None:
+        summary(table)
     return final / "report.md"
 
 
 def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | None = None,
            where: slices.Where | None = None, core: tuple[int, float] | None = (slices.CORE_N, slices.CORE_P),
            pool: TracePool | None = None, source: html.Source | None = None,
-           say: Callable[[str], None] | None = None, figures_drawn: drawing.Drawing | None = None) -> "Report":
+           say: Callable[[str], None] | None = None, figures_drawn: drawing.Drawing | None = None,
+           last: Path | None = None) -> "Report":
     """Write tables, figures and report.md under ``folder``; return the report.
 
     ``where`` restricts the records (:func:`mip.analysis.slices.restrict`); ``core`` is the core
@@ -232,14 +233,17 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     holding filter.py's Table 4, it joins the report. ``pool``: the models pooled trace figures
     pool (default: those whose shipped config declares full traces). The report is always
     written: a slice without a valid experiment shows "–" and a note. ``say`` hears each step as it starts;
-    ``figures_drawn`` draws the figures (default: here, one after another).
+    ``figures_drawn`` draws the figures (default: here, one after another); ``last``: the folder of
+    the last report, whose unchanged parts this one keeps.
     """
     say = say or (lambda line: None)
     report = Report(Path(folder), pool=pool if pool is not None else TracePool.of(None), drawing=figures_drawn)
     report.folder.mkdir(parents=True, exist_ok=True)
     loaded = list(frame.attrs.get("notes", []))  # unreadable and quarantined records, key schemes
     frame = slices.restrict(frame, where)
-    report.kept = kept_figures.Kept(report.folder / "figures", kept_figures.code_key())
+    code = kept_figures.code_key()
+    report.kept = kept_figures.Kept(report.folder / "figures", code)
+    report.parts = kept_parts.Parts(last, report.folder, code, repr((where, core, report.pool)), frame)
     report.notes = [*loaded, *coverage_notes(frame)]
     parts = slices.sections(frame, core)
     report.notes += parts.notes
@@ -254,11 +258,24 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
             say(f"tables and figures: {section.name} ({len(records)} records)")
             section.run(report, records)
     report.section = "strategies"
-    baseline = slices.single_call_twins(frame, parts.strategies) if not parts.strategies.empty else None
     if not parts.strategies.empty:
-        strategies.strategies(report, parts.strategies, baseline=baseline)
+        baseline = slices.single_call_twins(frame, parts.strategies)
+        report.part("every slice", [parts.strategies, baseline],
+                    lambda: strategies.strategies(report, parts.strategies, baseline=baseline))
     report.section = "other"
-    rest = slices.unassigned(parts.rest)
+    _other(report, parts.rest, filter_dir)
+    header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
+              + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
+              "Core setting: " + parts.core_text, *spend_lines(frame), ""]
+    say("report.html: lists and record pages")  # while the figures are drawn: report.html waits for them last
+    html.write(report, header, frame, source, SECTIONS, choices())
+    report.finish(header)
+    return report
+
+
+def _other(report: Report, rest: pd.DataFrame, filter_dir: str | Path | None) -> None:
+    """The last section: the records no section takes (``rest``), Table 4 from ``filter_dir`` and App. C.4."""
+    rest = slices.unassigned(rest)
     if not rest.empty:
         report.table(rest, "unassigned", "Records that fit no section, counted per slice — not pooled into any table.")
         report.notes.append(f"{int(rest['experiments'].sum())} record(s) fit no section; see 'unassigned'.")
@@ -271,10 +288,3 @@ def _write(frame: pd.DataFrame, folder: str | Path, filter_dir: str | Path | Non
     report.table(pd.DataFrame([ref]).round(12), "reference_c4",
                  "App. C.4: independent predictions at q = 0.9 on 1,100 + 900 instances; exact binomial probability "
                  "of a reversed or tied majority.")
-    header = [f"{len(frame)} experiments from {frame['base_model'].nunique()} model(s)"
-              + (f", restricted by {where_text(where)}" if where_text(where) else "") + ".",
-              "Core setting: " + parts.core_text, *spend_lines(frame), ""]
-    say("report.html: lists and record pages")  # while the figures are drawn: report.html waits for them last
-    html.write(report, header, frame, source, SECTIONS, [c.format(min_pairs=inference.MIN_PAIRS) for c in CHOICES])
-    report.finish(header)
-    return report

@@ -25,13 +25,18 @@ def budgets(report, frame: pd.DataFrame) -> None:
     """Table 6's budget rows side by side, Fig. 9 and Table 7 (coverage by budget), for each two
     budgets of a setting on the experiments both hold (:func:`mip.analysis.slices.budget_pairs`)."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
-        tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        compared = slices.budget_pairs(group)
-        if not compared:
-            report.figure(later(figures.Missing)(f"Budgets at {name}: no experiment was run at two budgets."),
-                          f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
-        for suffix, words, both in compared:
-            _budget_pair(report, both, f"{tag}{suffix}", f"{name}, {words}" if suffix else name)
+        report.part(slices.file_tag(setting, ["n", "p", "pool"]), group, lambda: _budgets(report, group, setting))
+
+
+def _budgets(report, group: pd.DataFrame, setting: dict) -> None:
+    """The budget comparisons of one setting (n, p and pool): one part of the report."""
+    tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
+    compared = slices.budget_pairs(group)
+    if not compared:
+        report.figure(later(figures.Missing)(f"Budgets at {name}: no experiment was run at two budgets."),
+                      f"budgets_by_model_{tag}", f"Budgets compared per model at {name}.")
+    for suffix, words, both in compared:
+        _budget_pair(report, both, f"{tag}{suffix}", f"{name}, {words}" if suffix else name)
 
 
 def _budget_pair(report, both, tag: str, name: str) -> None:
@@ -76,30 +81,35 @@ def prompt_variants(report, frame: pd.DataFrame) -> None:
     ones (:func:`mip.analysis.pairs.variant_sets`); Fig. 20 per variant on those it shares with the standard prompt
     (:func:`mip.analysis.pairs.matched`); what was left out is counted beside each."""
     for setting, group in slices.of(frame, ["n", "p", "pool"]):
-        tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
-        for suffix, words, every in pairs.variant_sets(group):
-            _variant_table(report, every, f"{tag}{suffix}", f"{name}, {words}" if suffix else name)
-        for budget, sub in group.groupby("budget"):
-            where = f"{name}, budget {budget}"
-            both = pairs.against(sub, "prompt_variant", "standard")
-            notes = " ".join(m.note() for m in both.values())
-            kept = pd.concat([m.frame for m in both.values()]) if both else sub.iloc[0:0]
-            deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
-                                stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
-            if deltas.empty:
-                missing = later(figures.Missing)(f"Prompt-variant changes at {where}: no variant shares an "
-                                                 f"experiment with the standard prompt. {notes}")
-                report.figure(missing, f"fig20_prompt_variants_{tag}_{budget_slug(budget)}", f"Fig. 20 at {where}.")
-                continue
-            links = _delta_links(deltas, both, where)
-            report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus "
-                         f"the standard prompt's per model, variant and pattern ('overall': all patterns), per "
-                         f"selection seed on the experiments both prompts hold, at {where}. {notes}", links)
-            report.figure(later(variant_figures.variant_deltas)(deltas, f"{where}; {tasks_of(kept)}"),
-                          f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
-                          f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
-                          "selection seeds, on matched experiments (counts under the table above).",
-                          (deltas.round(4), links))
+        report.part(slices.file_tag(setting, ["n", "p", "pool"]), group, lambda: _variants(report, group, setting))
+
+
+def _variants(report, group: pd.DataFrame, setting: dict) -> None:
+    """Table 5, Figs. 4 and 20 of one setting (n, p and pool): one part of the report."""
+    tag, name = slices.file_tag(setting, ["n", "p", "pool"]), slices.label(setting, ["n", "p", "pool"])
+    for suffix, words, every in pairs.variant_sets(group):
+        _variant_table(report, every, f"{tag}{suffix}", f"{name}, {words}" if suffix else name)
+    for budget, sub in group.groupby("budget"):
+        where = f"{name}, budget {budget}"
+        both = pairs.against(sub, "prompt_variant", "standard")
+        notes = " ".join(m.note() for m in both.values())
+        kept = pd.concat([m.frame for m in both.values()]) if both else sub.iloc[0:0]
+        deltas = pd.concat([stats.variant_deltas(sub, ["model", "pattern"]),
+                            stats.variant_deltas(sub).assign(pattern=variant_figures.OVERALL)], ignore_index=True)
+        if deltas.empty:
+            missing = later(figures.Missing)(f"Prompt-variant changes at {where}: no variant shares an "
+                                             f"experiment with the standard prompt. {notes}")
+            report.figure(missing, f"fig20_prompt_variants_{tag}_{budget_slug(budget)}", f"Fig. 20 at {where}.")
+            continue
+        links = _delta_links(deltas, both, where)
+        report.table(deltas.round(4), f"prompt_variant_deltas_{tag}_{budget_slug(budget)}", f"Accuracy minus "
+                     f"the standard prompt's per model, variant and pattern ('overall': all patterns), per "
+                     f"selection seed on the experiments both prompts hold, at {where}. {notes}", links)
+        report.figure(later(variant_figures.variant_deltas)(deltas, f"{where}; {tasks_of(kept)}"),
+                      f"fig20_prompt_variants_{tag}_{budget_slug(budget)}",
+                      f"Fig. 20 at {where}: per model and pattern, variant minus standard (pp), mean ± sd over the "
+                      "selection seeds, on matched experiments (counts under the table above).",
+                      (deltas.round(4), links))
 
 
 def _variant_table(report, every, tag: str, name: str) -> None:

@@ -63,8 +63,10 @@ def coverage_of(report, group: pd.DataFrame, setting: dict, tag: str, name: str)
 
 
 def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
-    """Fig. 22 (mean coverage per (n, p) cell, pooled over the report's trace pool) and Fig. 23 (per model)."""
-    traced = coverage.with_coverage(group)
+    """Fig. 22 (mean coverage per (n, p) cell, pooled over the report's trace pool) and Fig. 23 (per model),
+    each a part of the report (:meth:`mip.analysis.report.Report.part`): one more job scans again the
+    traces of the figures it reaches, not the grid's."""
+    traced = group[coverage.has_trace(group)]  # those the figures scan (mip.analysis.coverage.with_coverage)
     if traced.empty:
         return
     members, who = report.pool.select(traced)
@@ -72,18 +74,24 @@ def coverage_grids(report, group: pd.DataFrame, name: str, tag: str) -> None:
         report.figure(later(figures.Missing)(f"Fig. 22 at {name}: {who}"), f"fig22_coverage_pooled_{tag}",
                       "Mean coverage per (n, p) cell, pooled over models (Fig. 22).")
     for label, sub in [("pooled", members), *traced.groupby("model")]:
-        if sub.empty:
-            continue
-        cell = sub.groupby(["n", "p"]).agg(coverage=("coverage", "mean"), mentioned=("mentioned", "mean"),
-                                           size=("coverage", "size")).reset_index()
-        fig = "fig22" if label == "pooled" else "fig23"
-        title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]}); {holds(sub)}"
-        report.figure(later(figures.heatmap)(cell.pivot(index="p", columns="n", values="coverage"), title,
-                                             "coverage (%)",
-                                             counts=cell.pivot(index="p", columns="n", values="size"),
-                                             extra=cell.pivot(index="p", columns="n", values="mentioned")),
-                      f"{fig}_coverage_{label.replace(' ', '_')}_{tag}",
-                      "Mean coverage (% of IDs mentioned) per cell over valid experiments with a trace, (mean count of "
-                      "mentioned IDs) below." + (f" {who[0].upper()}{who[1:]}." if label == "pooled" else ""),
-                      behind.numbers(cell, sub, ["n", "p"], ("coverage", "mentioned", "size"),
-                                     f"Coverage of {label}, {name}: valid experiments with a trace in cell"))
+        if not sub.empty:
+            report.part(f"{tag}: coverage of {label}", [sub, who],
+                        lambda: coverage_grid(report, label, coverage.with_coverage(sub), who, name, tag))
+
+
+def coverage_grid(report, label: str, sub: pd.DataFrame, who: str, name: str, tag: str) -> None:
+    """Fig. 22 (``label`` pooled: the trace pool's, ``who``) or Fig. 23 (a model's) from ``sub``
+    (:func:`mip.analysis.coverage.with_coverage`)."""
+    cell = sub.groupby(["n", "p"]).agg(coverage=("coverage", "mean"), mentioned=("mentioned", "mean"),
+                                       size=("coverage", "size")).reset_index()
+    fig = "fig22" if label == "pooled" else "fig23"
+    title = f"{who if label == 'pooled' else label}, {name}: mean explicit coverage (Fig. {fig[3:]}); {holds(sub)}"
+    report.figure(later(figures.heatmap)(cell.pivot(index="p", columns="n", values="coverage"), title,
+                                         "coverage (%)",
+                                         counts=cell.pivot(index="p", columns="n", values="size"),
+                                         extra=cell.pivot(index="p", columns="n", values="mentioned")),
+                  f"{fig}_coverage_{label.replace(' ', '_')}_{tag}",
+                  "Mean coverage (% of IDs mentioned) per cell over valid experiments with a trace, (mean count of "
+                  "mentioned IDs) below." + (f" {who[0].upper()}{who[1:]}." if label == "pooled" else ""),
+                  behind.numbers(cell, sub, ["n", "p"], ("coverage", "mentioned", "size"),
+                                 f"Coverage of {label}, {name}: valid experiments with a trace in cell"))

@@ -27,18 +27,28 @@ def cell_words(name: str) -> str:
 
 
 def generalisability(report, frame: pd.DataFrame) -> None:
-    """Fig. 3 (accuracy over n × p, random with its sd over order seeds), Figs. 10/11 and 22/23."""
+    """Fig. 3 (accuracy over n × p, random with its sd over order seeds), Figs. 10/11 and 22/23, per
+    budget and pool; each a few parts of the report (:meth:`mip.analysis.report.Report.part`): the cells
+    table with Fig. 3, then each model's Figs. 10 and 11, then the coverage grids (each model's its own)."""
+    # What the grid matched and dropped: said beside the cells table, whose part alone reads it, so that a
+    # model's parts are kept when another model's cells change.
+    matched, frame = frame.attrs.get("matched", ""), frame.copy(deep=False)
+    frame.attrs = {k: v for k, v in frame.attrs.items() if k != "matched"}
     for setting, group in slices.of(frame, ["budget", "pool"]):
         tag, name = slices.file_tag(setting, ["budget", "pool"]), slices.label(setting, ["budget", "pool"])
-        cells = stats.accuracy(group, ["model", "pattern", *CELL])
-        report.table(cells.round(4), f"generalisability_cells_{tag}",
-                     f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds. "
-                     + frame.attrs.get("matched", ""), grouped(cells, group, ["model", "pattern", *CELL], ACCURACY,
-                                                                cell_words(name)))
-        pattern_grids(report, group, cells, tag, name)
+        report.part(f"{tag}: cells", [group, matched], lambda: cells_grids(report, group, tag, name, matched))
         for model, sub in group.groupby("model"):
-            model_grids(report, model, sub, tag, name)
+            report.part(f"{tag}: {model}", sub, lambda: model_grids(report, model, sub, tag, name))
         coverage_section.coverage_grids(report, group, name, tag)
+
+
+def cells_grids(report, group: pd.DataFrame, tag: str, name: str, matched: str = "") -> None:
+    """The cells table of one budget and pool (``group``) and Fig. 3 per model and representative pattern."""
+    cells = stats.accuracy(group, ["model", "pattern", *CELL])
+    report.table(cells.round(4), f"generalisability_cells_{tag}",
+                 f"Accuracy per (n, p) cell, model and pattern at {name} (§4.2); sd over selection seeds. "
+                 + matched, grouped(cells, group, ["model", "pattern", *CELL], ACCURACY, cell_words(name)))
+    pattern_grids(report, group, cells, tag, name)
 
 
 def pattern_grids(report, group: pd.DataFrame, cells: pd.DataFrame, tag: str, name: str) -> None:

@@ -120,6 +120,10 @@ class Kept:
     def paths(self, name: str) -> list[Path]:
         return [self.folder / f"{name}.png", self.folder / f"{name}.pdf"]
 
+    def holds(self, name: str, key: str) -> bool:
+        """Whether the last report's ``name`` was drawn under ``key`` and is still on disk (asking changes nothing)."""
+        return self.old.get(name) == key and all(p.is_file() for p in self.paths(name))
+
     def kept(self, name: str, key: str | None) -> bool:
         """Whether the last report's ``name`` is kept (then it is not drawn); either way it is in this
         report. A figure not kept is removed (a link's file is also the last report's: never overwritten);
@@ -131,7 +135,7 @@ class Kept:
         (False, False, ['fig2', 'fig3'])
         """
         self.new[name] = key or ""
-        if key and self.old.get(name) == key and all(p.is_file() for p in self.paths(name)):
+        if key and self.holds(name, key):
             return True
         for path in self.paths(name):
             path.unlink(missing_ok=True)

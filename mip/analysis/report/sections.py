@@ -86,17 +86,23 @@ def model_rows(group: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 def core(report, frame: pd.DataFrame) -> None:
-    """Tables 2, 6, 3 and Figs. 2, 5, 14–18, 21 for each core setting."""
+    """Tables 2, 6, 3 and Figs. 2, 5, 14–18, 21 for each core setting (each a part of the report:
+    :meth:`mip.analysis.report.Report.part`)."""
     for setting, group in slices.of(frame, ["n", "p"]):
-        tag = slices.file_tag(setting, ["n", "p"])
-        name = slices.label(setting, ["n", "p"]) + " (standard prompt, single call, core orderings)"
-        rows = _rows(group)
-        patterns = in_row_order(stats.pattern_table(rows), rows)
-        core_tables(report, group, rows, patterns, tag, name)
-        core_figures(report, group, rows, patterns, tag, name)
-        cell_figures(report, group, rows, tag, name)
-        pools(report, group, tag, name)
-        coverage_section.coverage_of(report, group, setting, tag, name)
+        report.part(slices.file_tag(setting, ["n", "p"]), group, lambda: core_setting(report, group, setting))
+
+
+def core_setting(report, group: pd.DataFrame, setting: dict) -> None:
+    """The core section at one (n, p) ``setting``, from its records ``group``."""
+    tag = slices.file_tag(setting, ["n", "p"])
+    name = slices.label(setting, ["n", "p"]) + " (standard prompt, single call, core orderings)"
+    rows = _rows(group)
+    patterns = in_row_order(stats.pattern_table(rows), rows)
+    core_tables(report, group, rows, patterns, tag, name)
+    core_figures(report, group, rows, patterns, tag, name)
+    cell_figures(report, group, rows, tag, name)
+    pools(report, group, tag, name)
+    coverage_section.coverage_of(report, group, setting, tag, name)
 
 
 def core_tables(report, group: pd.DataFrame, rows: pd.DataFrame, patterns: pd.DataFrame, tag: str, name: str) -> None:
@@ -244,7 +250,12 @@ def intervals(group: pd.DataFrame, tag: str) -> tuple[pd.DataFrame, Links]:
 
 
 def expanded(report, frame: pd.DataFrame) -> None:
-    """§5.2.1's expanded orderings (records with a shuffle seed): per slice, not with the core."""
+    """§5.2.1's expanded orderings (records with a shuffle seed): per slice, not with the core; one
+    part of the report, its tables spanning every slice."""
+    report.part("every slice", frame, lambda: _expanded(report, frame))
+
+
+def _expanded(report, frame: pd.DataFrame) -> None:
     table = model_rows(frame, slices.SLICE)
     report.table(table.round(4), "expanded_orderings", "Expanded orderings (structured patterns over 50 within-label "
                  "shuffles, §5.2.1), one row per slice; kept apart from the core orderings.",
