@@ -78,9 +78,6 @@ class Table:
         linked = self.links[row] if row < len(self.links) else {}
         return Cell(self.frame[column].iloc[row], linked.get(column))
 
-    def rows(self) -> list[list[Cell]]:
-        return [[self.cell(i, c) for c in self.frame.columns] for i in range(len(self.frame))]
-
     def experiments(self) -> set[str]:
         """Every record key a cell of this table stands on."""
         return {k for row in self.links for link in row.values()
